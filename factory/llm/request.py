@@ -1,0 +1,54 @@
+"""What a caller asks for and what it gets back."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+
+
+@dataclass
+class Request:
+    messages: list[dict[str, Any]]
+    response_model: type[BaseModel] | dict[str, Any] | None = None
+    stage: str = "default"
+    sample_index: int = 0  # N samples of one prompt are N distinct requests
+    params: dict[str, Any] = field(default_factory=dict)  # per-request overrides
+    tag: Any = None  # the caller's own handle, returned untouched in the Result
+
+
+@dataclass
+class Result:
+    request_hash: str
+    ok: bool
+    text: str | None = None
+    parsed: Any = None  # a response_model instance (or checked dict) when ok
+    error_kind: str | None = None  # rate_limit, server, timeout, connection, schema, length, ...
+    error: str | None = None
+    finish_reason: str | None = None
+    cached: bool = False
+    attempts: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    tag: Any = None
+
+
+def request_key(
+    model_id: str,
+    namespace: str,
+    messages: list[dict[str, Any]],
+    params: dict[str, Any],
+    schema_json: str | None,
+    sample_index: int,
+) -> str:
+    """The cache key: everything that changes the answer, and nothing else."""
+    payload = orjson.dumps(
+        [model_id, namespace, messages, params, schema_json, sample_index],
+        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+    )
+    return hashlib.sha256(payload).hexdigest()

@@ -1,0 +1,161 @@
+"""Structured output: a JSON schema sent with the request, the reply validated.
+
+A response model is a pydantic class or a plain JSON-schema dict. The schema is
+sent as `response_format` json_schema where the backend supports it (llama.cpp,
+vLLM and SGLang decode under it), as JSON mode plus the schema in the prompt, or
+as the schema in the prompt alone; the reply is always validated here.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from ..prompts import render_prompt
+
+
+class OutputInvalid(Exception):
+    """The reply is not JSON or does not match the schema; the message says how."""
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Resolve local `$ref`s into their definitions: some backends' grammar
+    compilers ignore `$defs`. Recursive models keep their refs."""
+    defs = schema.get("$defs", {})
+
+    def resolve(node: Any, seen: frozenset[str]) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref.rsplit("/", 1)[-1]
+                if name in seen or name not in defs:
+                    return node
+                merged = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
+                return resolve(merged, seen | {name})
+            return {k: resolve(v, seen) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [resolve(item, seen) for item in node]
+        return node
+
+    out = resolve(copy.deepcopy(schema), frozenset())
+    if any("$ref" in s for s in _walk_strings(out)):
+        out["$defs"] = defs  # recursion left refs in place: keep their targets
+    return out
+
+
+def _walk_strings(node: Any):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield key
+            yield from _walk_strings(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _walk_strings(item)
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+
+
+def extract_json(text: str) -> Any:
+    """Parse a reply as JSON, tolerating code fences and prose around one object."""
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1)
+    try:
+        return orjson.loads(stripped)
+    except orjson.JSONDecodeError as first_error:
+        start, end = stripped.find("{"), stripped.rfind("}")
+        if 0 <= start < end:
+            try:
+                return orjson.loads(stripped[start : end + 1])
+            except orjson.JSONDecodeError:
+                pass
+        raise OutputInvalid(f"not valid JSON ({first_error})") from None
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """A response model compiled once: its name, wire schema and validator."""
+
+    name: str
+    schema: dict[str, Any]
+    model: type[BaseModel] | None
+
+    @property
+    def schema_json(self) -> str:
+        return orjson.dumps(self.schema, option=orjson.OPT_SORT_KEYS).decode()
+
+    def validate(self, text: str | None) -> tuple[Any, Any]:
+        """Return (value, jsonable value): a model instance or checked dict, and its JSON form."""
+        if not text or not text.strip():
+            raise OutputInvalid("the reply was empty")
+        data = extract_json(text)
+        if self.model is not None:
+            try:
+                value = self.model.model_validate(data)
+            except ValidationError as exc:
+                raise OutputInvalid(_short_pydantic_error(exc)) from None
+            return value, value.model_dump(mode="json")
+        try:
+            jsonschema.validate(data, self.schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+            raise OutputInvalid(f"at {where}: {exc.message}") from None
+        return data, data
+
+
+def _short_pydantic_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"{where}: {err['msg']}")
+    more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return "; ".join(parts) + more
+
+
+@lru_cache(maxsize=256)
+def _spec_for_model(model: type[BaseModel]) -> OutputSpec:
+    return OutputSpec(model.__name__, inline_refs(model.model_json_schema()), model)
+
+
+def output_spec(response_model: type[BaseModel] | dict[str, Any]) -> OutputSpec:
+    if isinstance(response_model, dict):
+        jsonschema.Draft202012Validator.check_schema(response_model)
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", str(response_model.get("title", "response")))[:64]
+        return OutputSpec(name, inline_refs(response_model), None)
+    if isinstance(response_model, type) and issubclass(response_model, BaseModel):
+        return _spec_for_model(response_model)
+    raise TypeError(f"response_model must be a pydantic model class or a JSON schema dict, not {response_model!r}")
+
+
+def response_format(spec: OutputSpec, mode: str) -> dict[str, Any] | None:
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": spec.name, "schema": spec.schema}}
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def with_schema_instruction(messages: list[dict[str, Any]], spec: OutputSpec) -> list[dict[str, Any]]:
+    """Add the schema to the prompt (for JSON mode and prompt-only backends)."""
+    instruction = render_prompt("llm/schema_instruction", schema=spec.schema_json)
+    if messages and messages[0].get("role") == "system":
+        first = dict(messages[0], content=f"{messages[0].get('content') or ''}\n\n{instruction}".strip())
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
+
+
+def feedback_messages(reply_text: str | None, error: str) -> list[dict[str, Any]]:
+    """The turn pair that asks the model to fix a reply that failed validation."""
+    return [
+        {"role": "assistant", "content": reply_text or ""},
+        {"role": "user", "content": render_prompt("llm/schema_feedback", error=error)},
+    ]

@@ -1,0 +1,63 @@
+"""Summaries of a run's call log (`factory calls RUN_DIR`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .store import Store
+
+
+def summarize_calls(run_dir: str | Path, stage: str | None = None) -> dict[str, Any]:
+    """Calls, errors by kind, cache hits, tokens, cost and latency percentiles."""
+    with Store.open(run_dir, read_only=True) as store:
+        where, args = ("WHERE stage = ?", [stage]) if stage else ("", [])
+        (calls, ok, attempts, hits, prompt, completion, cost, priced, p50, p90, p99, mean) = store.query(
+            f"""
+            SELECT count(*), count(*) FILTER (status = 'ok'), coalesce(sum(attempts), 0),
+                   coalesce(sum(cache_hits), 0), coalesce(sum(prompt_tokens), 0),
+                   coalesce(sum(completion_tokens), 0), sum(cost_usd), count(cost_usd),
+                   quantile_cont(latency_s, 0.5), quantile_cont(latency_s, 0.9),
+                   quantile_cont(latency_s, 0.99), avg(latency_s)
+            FROM llm_calls {where}
+            """,
+            args,
+        )[0]
+        errors = dict(
+            store.query(
+                f"SELECT error_kind, count(*) FROM llm_calls {where} {'AND' if where else 'WHERE'} status = 'error' "
+                "GROUP BY 1 ORDER BY 2 DESC",
+                args,
+            )
+        )
+        by_stage = store.query(
+            "SELECT stage, model, count(*), count(*) FILTER (status = 'ok') FROM llm_calls GROUP BY 1, 2 ORDER BY 1, 2"
+        )
+    return {
+        "calls": calls, "ok": ok, "errors": errors, "attempts": attempts, "cache_hits": hits,
+        "prompt_tokens": prompt, "completion_tokens": completion,
+        "cost_usd": cost if priced else None, "priced_calls": priced,
+        "latency_s": {"mean": mean, "p50": p50, "p90": p90, "p99": p99},
+        "by_stage": [{"stage": s, "model": m, "calls": c, "ok": k} for s, m, c, k in by_stage],
+    }  # fmt: skip
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+def format_call_summary(summary: dict[str, Any]) -> str:
+    lat = summary["latency_s"]
+    errors = ", ".join(f"{kind}={n}" for kind, n in summary["errors"].items()) or "none"
+    cost = "unknown (no price for these models)" if summary["cost_usd"] is None else f"${summary['cost_usd']:.4f}"
+    lines = [
+        f"calls: {summary['calls']} ({summary['ok']} ok), HTTP attempts: {summary['attempts']}, "
+        f"cache hits: {summary['cache_hits']}",
+        f"errors: {errors}",
+        f"tokens: {summary['prompt_tokens']} prompt + {summary['completion_tokens']} completion; cost: {cost}",
+        f"latency: mean {_seconds(lat['mean'])}, p50 {_seconds(lat['p50'])}, p90 {_seconds(lat['p90'])}, "
+        f"p99 {_seconds(lat['p99'])}",
+    ]
+    for row in summary["by_stage"]:
+        lines.append(f"  stage {row['stage']!r} model {row['model']!r}: {row['calls']} calls, {row['ok']} ok")
+    return "\n".join(lines)

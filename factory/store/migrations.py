@@ -1,0 +1,57 @@
+"""The store's schema, as named migrations applied in order.
+
+Append new migrations at the end; never edit or reorder one that has shipped:
+an old run folder is brought up to date by applying the ones it lacks.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_runs",
+        """
+        CREATE TABLE runs (
+            run_id      VARCHAR PRIMARY KEY,
+            command     VARCHAR,
+            config      VARCHAR,
+            started_at  TIMESTAMP,
+            finished_at TIMESTAMP,
+            status      VARCHAR
+        )
+        """,
+    ),
+    (
+        "0002_llm_calls",
+        # One row per request key: a retried or re-run request replaces its row,
+        # so the log never holds duplicates and a cache hit is a counter bump.
+        """
+        CREATE TABLE llm_calls (
+            request_hash      VARCHAR PRIMARY KEY,
+            run_id            VARCHAR,
+            stage             VARCHAR,
+            provider          VARCHAR,
+            model             VARCHAR,
+            namespace         VARCHAR,
+            sample_index      INTEGER,
+            params            VARCHAR,
+            messages          VARCHAR,
+            response_schema   VARCHAR,
+            response          VARCHAR,
+            parsed            VARCHAR,
+            finish_reason     VARCHAR,
+            status            VARCHAR,
+            error_kind        VARCHAR,
+            error             VARCHAR,
+            attempts          INTEGER,
+            prompt_tokens     INTEGER,
+            completion_tokens INTEGER,
+            cost_usd          DOUBLE,
+            latency_s         DOUBLE,
+            started_at        TIMESTAMP,
+            finished_at       TIMESTAMP,
+            cache_hits        INTEGER DEFAULT 0
+        )
+        """,
+    ),
+    ("0003_llm_calls_stage_index", "CREATE INDEX llm_calls_stage ON llm_calls (stage, status)"),
+]
