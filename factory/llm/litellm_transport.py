@@ -55,10 +55,12 @@ class LiteLLMTransport:
     def __init__(self, model: str, api_key: str | None, base_url: str | None, timeout_s: float):
         self.model = model
         self.extra: dict[str, Any] = {"timeout": timeout_s, "num_retries": 0}
-        if api_key:
-            self.extra["api_key"] = api_key
         if base_url:
             self.extra["api_base"] = base_url
+            # Self-hosted servers usually take no key, but litellm's OpenAI client insists on one.
+            api_key = api_key or "no-key"
+        if api_key:
+            self.extra["api_key"] = api_key
 
     async def chat(self, body: dict[str, Any], request_hash: str | None = None) -> Reply:
         litellm = _litellm()

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import json
 import os
 import threading
+import urllib.request
 from pathlib import Path
 
 from ..errors import FactoryError
@@ -63,7 +65,25 @@ class LocalServer:
         except Exception as exc:
             raise FactoryError(f"the embedded llama.cpp server failed to start on {self.gguf}: {exc}") from None
         self.base_url = f"{self._server.listening_address.rstrip('/')}/v1"
+        self._wait_until_serving()
         return self.base_url
+
+    def _wait_until_serving(self) -> None:
+        """Send one 1-token completion before handing the server out.
+
+        llama.cpp's server can miss its stop signal if it is destroyed before its
+        task loop has started (the destructor then joins forever); a served
+        request proves the loop runs, and surfaces a broken model file early.
+        """
+        body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}).encode()
+        request = urllib.request.Request(
+            f"{self.base_url}/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.config.startup_timeout_s) as response:
+                response.read()
+        except (OSError, ValueError) as exc:
+            raise FactoryError(f"the embedded llama.cpp server on {self.base_url} did not answer: {exc}") from None
 
     def stop(self) -> None:
         # xllamacpp stops the server and frees the model when the object goes.

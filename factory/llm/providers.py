@@ -66,9 +66,11 @@ def resolve_endpoint(config: LLMConfig, local_base_url: str | None = None) -> En
         return Endpoint("local", "local", model_id, "openai", local_base_url)
     if config.base_url:
         key = _env_key(config.api_key_env, True, model_id)
+        if config.transport == "litellm":  # litellm needs a provider prefix to pick its OpenAI client
+            name = model_id if "/" in model_id else f"openai/{model_id}"
+            return Endpoint("openai_compatible", name, model_id, "litellm", config.base_url, key)
         name = model_id.split("/", 1)[1] if model_id.startswith(("openai/", "hosted_vllm/")) else model_id
-        transport = "litellm" if config.transport == "litellm" else "openai"
-        return Endpoint("openai_compatible", name, model_id, transport, config.base_url, key)
+        return Endpoint("openai_compatible", name, model_id, "openai", config.base_url, key)
     prefix, _, name = model_id.partition("/")
     compat = COMPAT.get(prefix) if name else None
     if compat and config.transport != "litellm":

@@ -1,0 +1,465 @@
+"""Client-side overhead of factory's async LLM client against baselines.
+
+    python benchmarks/llm_overhead.py                      # 10,000 requests, concurrency 256, all clients
+    python benchmarks/llm_overhead.py --requests 500 --only factory,aiohttp
+    python benchmarks/llm_overhead.py --profile --only factory   # also writes a cProfile of the batch
+
+One loopback server (tests/loopback_server.py, its own process) answers every
+chat completion after --delay seconds, so wall time above the ideal
+(requests / concurrency * delay) is overhead on the client side. Each client runs
+the same batch in a fresh worker process of its own, one after another:
+
+- factory: LLMClient.complete_many with a pydantic response model, cache off,
+  and its real DuckDB call log (checked afterwards: one ok row per request);
+- aiohttp: the floor, raw POSTs from one ClientSession (TCPConnector limit = concurrency);
+- openai: AsyncOpenAI with its default httpx transport and limits, max_retries=0;
+- litellm: litellm.acompletion(model="openai/bench", api_base=..., num_retries=0).
+
+Every client sends the same body (the json_schema response_format our client
+sends) and validates each reply into the same pydantic model; the baselines bound
+concurrency with an asyncio.Semaphore. Inside each worker: wall time and CPU time
+(time.process_time, all threads) of the batch and the client's close, excluding
+imports and setup, which are reported apart; peak RSS (ru_maxrss). The parent
+prints a table, checks the targets (factory within 1.3x the floor's wall time and
+under 0.6 ms CPU per request) and writes benchmarks/results/llm_overhead.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterator
+
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = ROOT / "tests" / "loopback_server.py"
+DEFAULT_OUTPUT = ROOT / "benchmarks" / "results" / "llm_overhead.json"
+CLIENTS = ("factory", "aiohttp", "openai", "litellm")
+PACKAGES = ("aiohttp", "openai", "httpx", "litellm", "duckdb", "orjson", "pydantic")
+TARGET_WALL_RATIO = 1.3
+TARGET_CPU_MS = 0.6
+MODEL = "bench"
+PARAMS = {"temperature": 0.7, "max_tokens": 1024}  # what LLMConfig sends by default
+
+
+class ToolModel(BaseModel):
+    """The loopback server's reply content."""
+
+    name: str
+    description: str
+    parameters: list[str]
+
+
+def prompts(n: int) -> list[list[dict[str, str]]]:
+    """N distinct conversations (distinct cache keys, distinct bodies)."""
+    system = {"role": "system", "content": "You write tool definitions as JSON."}
+    return [[system, {"role": "user", "content": f"Define tool number {i} for a parcel service."}] for i in range(n)]
+
+
+def response_format() -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": "ToolModel", "schema": ToolModel.model_json_schema()}}
+
+
+def error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+async def bounded(conversations: list, concurrency: int, call: Callable[[list], Awaitable[str]]) -> list[str | None]:
+    """Run call(messages) for each conversation, at most `concurrency` at once.
+    call returns the reply content; the result is one error (or None) per request."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(messages: list) -> str | None:
+        async with gate:
+            try:
+                ToolModel.model_validate_json(await call(messages))
+            except Exception as exc:
+                return error_text(exc)
+        return None
+
+    return await asyncio.gather(*(one(m) for m in conversations))
+
+
+# -- the clients under test ---------------------------------------------------
+# load() imports (timed as import_s); open() sets up (setup_s); batch() and
+# close() are the measured part; check() verifies side effects afterwards.
+
+
+class FactoryClient:
+    note = "LLMClient.complete_many, pydantic response_model, cache=False, DuckDB call log"
+
+    def load(self) -> None:
+        from factory.llm import LLMClient, LLMConfig, Request
+        from factory.store import Store
+
+        self.LLMClient, self.LLMConfig, self.Request, self.Store = LLMClient, LLMConfig, Request, Store
+
+    async def open(self, url: str, concurrency: int) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="llm_overhead_")
+        self.store = self.Store(Path(self.tmp.name) / "bench.duckdb")
+        config = self.LLMConfig(model=MODEL, base_url=url, concurrency=concurrency, cache=False)
+        self.llm = await self.LLMClient(config, self.store, run_id="bench").start()
+
+    async def batch(self, conversations: list) -> list[str | None]:
+        requests = [self.Request(m, ToolModel, stage="bench", sample_index=i) for i, m in enumerate(conversations)]
+        results = await self.llm.complete_many(requests, progress=False)
+        return [None if r.ok else f"{r.error_kind}: {r.error}"[:300] for r in results]
+
+    async def close(self) -> None:
+        await self.llm.close()
+
+    def check(self, n: int) -> list[str]:
+        total, ok = self.store.query(
+            "SELECT count(*), count(*) FILTER (WHERE status = 'ok') FROM llm_calls WHERE run_id = 'bench'"
+        )[0]
+        self.store.close()
+        self.tmp.cleanup()
+        if total == n and ok == n:
+            return []
+        return [f"llm_calls holds {total} rows ({ok} ok), expected {n} ok rows"]
+
+
+class AiohttpClient:
+    note = "raw aiohttp POSTs: one ClientSession, TCPConnector(limit=concurrency), orjson body, resp.json()"
+
+    def load(self) -> None:
+        import aiohttp
+        import orjson
+
+        self.aiohttp, self.orjson = aiohttp, orjson
+
+    async def open(self, url: str, concurrency: int) -> None:
+        self.url = url.rstrip("/") + "/chat/completions"
+        self.concurrency = concurrency
+        connector = self.aiohttp.TCPConnector(limit=concurrency)
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer x"}
+        self.session = self.aiohttp.ClientSession(connector=connector, headers=headers)
+        self.format = response_format()
+
+    async def _call(self, messages: list) -> str:
+        body = {"model": MODEL, "messages": messages, **PARAMS, "response_format": self.format}
+        async with self.session.post(self.url, data=self.orjson.dumps(body)) as resp:
+            resp.raise_for_status()
+            data = await resp.json()
+        return data["choices"][0]["message"]["content"]
+
+    async def batch(self, conversations: list) -> list[str | None]:
+        return await bounded(conversations, self.concurrency, self._call)
+
+    async def close(self) -> None:
+        await self.session.close()
+
+    def check(self, n: int) -> list[str]:
+        return []
+
+
+class OpenAIClient:
+    note = "openai.AsyncOpenAI default httpx transport and limits (1000 connections, 100 keep-alive), max_retries=0"
+
+    def load(self) -> None:
+        import openai
+
+        self.openai = openai
+
+    async def open(self, url: str, concurrency: int) -> None:
+        self.client = self.openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+        self.concurrency = concurrency
+        self.format = response_format()
+
+    async def _call(self, messages: list) -> str:
+        reply = await self.client.chat.completions.create(
+            model=MODEL, messages=messages, response_format=self.format, **PARAMS
+        )
+        return reply.choices[0].message.content
+
+    async def batch(self, conversations: list) -> list[str | None]:
+        return await bounded(conversations, self.concurrency, self._call)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    def check(self, n: int) -> list[str]:
+        return []
+
+
+class LiteLLMClient:
+    note = 'litellm.acompletion(model="openai/bench", api_base=..., num_retries=0), library defaults otherwise'
+
+    def load(self) -> None:
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no price-list download at import
+        import litellm
+
+        self.litellm = litellm
+
+    async def open(self, url: str, concurrency: int) -> None:
+        self.url = url
+        self.concurrency = concurrency
+        self.format = response_format()
+
+    async def _call(self, messages: list) -> str:
+        reply = await self.litellm.acompletion(
+            model=f"openai/{MODEL}", messages=messages, api_base=self.url, api_key="x",
+            num_retries=0, response_format=self.format, **PARAMS,
+        )  # fmt: skip
+        return reply.choices[0].message.content
+
+    async def batch(self, conversations: list) -> list[str | None]:
+        return await bounded(conversations, self.concurrency, self._call)
+
+    async def close(self) -> None:
+        pass
+
+    def check(self, n: int) -> list[str]:
+        return []
+
+
+CLIENT_CLASSES = {"factory": FactoryClient, "aiohttp": AiohttpClient, "openai": OpenAIClient, "litellm": LiteLLMClient}
+
+
+# -- worker: one client, one batch, one JSON line -------------------------------
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+async def measured_batch(client: Any, args: argparse.Namespace, profiler: cProfile.Profile | None) -> dict[str, Any]:
+    conversations = prompts(args.requests)
+    started = time.perf_counter()
+    await client.open(args.url, args.concurrency)
+    setup_s = time.perf_counter() - started
+    rss_before = rss_mib()
+    if profiler:
+        profiler.enable()
+    wall, cpu = time.perf_counter(), time.process_time()
+    errors = await client.batch(conversations)
+    await client.close()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if profiler:
+        profiler.disable()
+    return {"setup_s": setup_s, "wall_s": wall, "cpu_s": cpu, "rss_before_batch_mib": rss_before, "errors": errors}
+
+
+def run_worker(args: argparse.Namespace) -> dict[str, Any]:
+    client = CLIENT_CLASSES[args.worker]()
+    started = time.perf_counter()
+    client.load()
+    import_s = time.perf_counter() - started
+    profiler = cProfile.Profile() if args.profile_to else None
+    figures = asyncio.run(measured_batch(client, args, profiler))
+    if profiler:
+        profiler.dump_stats(args.profile_to)
+    errors = [e for e in figures.pop("errors") if e is not None]
+    return {
+        "name": args.worker, "note": client.note, "requests": args.requests, "concurrency": args.concurrency,
+        "import_s": round(import_s, 3), "setup_s": round(figures["setup_s"], 3), "wall_s": round(figures["wall_s"], 3),
+        "cpu_s": round(figures["cpu_s"], 3), "cpu_ms_per_request": round(figures["cpu_s"] * 1000 / args.requests, 4),
+        "rss_before_batch_mib": round(figures["rss_before_batch_mib"], 1), "peak_rss_mib": round(peak_rss_mib(), 1),
+        "errors": len(errors), "error_samples": sorted(set(errors))[:3], "problems": client.check(args.requests),
+    }  # fmt: skip
+
+
+# -- parent: server, workers, report --------------------------------------------
+
+
+@contextlib.contextmanager
+def loopback(delay: float) -> Iterator[str]:
+    """Start tests/loopback_server.py in its own process; yield its base URL; always stop it."""
+    server = subprocess.Popen(
+        [sys.executable, str(SERVER), "--delay", str(delay)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        url = server.stdout.readline().strip()
+        if not url.startswith("http"):
+            raise RuntimeError(f"loopback server did not start (got {url!r})")
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def run_client(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
+    command = [
+        sys.executable, __file__, "--worker", name, "--url", url,
+        "--requests", str(args.requests), "--concurrency", str(args.concurrency),
+    ]  # fmt: skip
+    if args.profile:
+        command += ["--profile-to", str(profile_path(args.output, name))]
+    print(f"running {name} ...", file=sys.stderr, flush=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=args.worker_timeout)
+    except subprocess.TimeoutExpired:
+        return {"name": name, "failed": f"worker ran past {args.worker_timeout}s"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        return {"name": name, "failed": f"worker exit {done.returncode}: {done.stderr.strip()[-2000:]}"}
+    return json.loads(lines[-1])
+
+
+def profile_path(output: Path, name: str) -> Path:
+    return output.with_name(f"{output.stem}_{name}.prof")
+
+
+def package_versions() -> dict[str, str | None]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_state() -> dict[str, Any]:
+    def git(*cmd: str) -> str:
+        return subprocess.run(["git", *cmd], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
+
+
+def machine_info() -> dict[str, Any]:
+    return {
+        "cpu_count": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()], "packages": package_versions(),
+        "repo": git_state(),
+    }  # fmt: skip
+
+
+def add_ratios(results: list[dict[str, Any]], ideal_s: float) -> None:
+    floor = next((r["wall_s"] for r in results if r["name"] == "aiohttp" and "wall_s" in r), None)
+    for r in results:
+        if "wall_s" in r:
+            r["ratio_to_floor"] = round(r["wall_s"] / floor, 3) if floor else None
+            r["ratio_to_ideal"] = round(r["wall_s"] / ideal_s, 3)
+
+
+def targets(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    ours = next((r for r in results if r["name"] == "factory" and "wall_s" in r), None)
+    if ours is None:
+        return None
+    wall_ok = ours["ratio_to_floor"] is not None and ours["ratio_to_floor"] <= TARGET_WALL_RATIO
+    return {
+        "wall_ratio_max": TARGET_WALL_RATIO, "wall_ratio": ours["ratio_to_floor"], "wall_met": wall_ok,
+        "cpu_ms_max": TARGET_CPU_MS, "cpu_ms": ours["cpu_ms_per_request"],
+        "cpu_met": ours["cpu_ms_per_request"] < TARGET_CPU_MS,
+        "clean": ours["errors"] == 0 and not ours["problems"],
+    }  # fmt: skip
+
+
+def fmt(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(results: list[dict[str, Any]], ideal_s: float) -> None:
+    print(f"\nideal wall time (requests / concurrency * delay): {ideal_s:.2f} s")
+    header = f"{'client':<9} {'wall s':>8} {'x floor':>8} {'x ideal':>8} {'CPU ms/req':>11} {'peak MiB':>9} {'import s':>9} {'errors':>7}"
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        if "failed" in r:
+            print(f"{r['name']:<9} FAILED: {r['failed'][-600:]}")
+            continue
+        print(
+            f"{r['name']:<9} {r['wall_s']:>8.2f} {fmt(r['ratio_to_floor'], '.2f'):>8} {r['ratio_to_ideal']:>8.2f}"
+            f" {r['cpu_ms_per_request']:>11.3f} {r['peak_rss_mib']:>9.1f} {r['import_s']:>9.2f} {r['errors']:>7}"
+        )
+        for problem in r["problems"] + r["error_samples"]:
+            print(f"{'':<9} ! {problem}")
+
+
+def print_targets(verdict: dict[str, Any] | None) -> None:
+    if verdict is None:
+        print("\ntargets: not checked (factory was not run)")
+        return
+    wall = "met" if verdict["wall_met"] else "MISSED"
+    cpu = "met" if verdict["cpu_met"] else "MISSED"
+    print(f"\ntarget wall <= {TARGET_WALL_RATIO}x floor: {wall} ({fmt(verdict['wall_ratio'], '.2f')}x)")
+    print(f"target CPU < {TARGET_CPU_MS} ms/request: {cpu} ({verdict['cpu_ms']:.3f} ms)")
+    if not verdict["clean"]:
+        print("factory client had errors or call-log problems (see above)")
+
+
+def print_profiles(output: Path, names: list[str], top: int = 25) -> None:
+    for name in names:
+        path = profile_path(output, name)
+        if path.exists():
+            text = io.StringIO()
+            pstats.Stats(str(path), stream=text).sort_stats("tottime").print_stats(top)
+            print(f"\n== cProfile of {name} (by own time; {path}) ==\n{text.getvalue()}")
+
+
+def run_all(args: argparse.Namespace) -> None:
+    names = args.only.split(",") if args.only else list(CLIENTS)
+    unknown = set(names) - set(CLIENTS)
+    if unknown:
+        sys.exit(f"unknown client(s): {', '.join(sorted(unknown))}; choose from {', '.join(CLIENTS)}")
+    info = machine_info()
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    with loopback(args.delay) as url:
+        results = [run_client(name, url, args) for name in names]
+    ideal_s = args.requests / args.concurrency * args.delay
+    add_ratios(results, ideal_s)
+    verdict = targets(results)
+    print_table(results, ideal_s)
+    print_targets(verdict)
+    if args.profile:
+        print_profiles(args.output, names)
+    setup = {"requests": args.requests, "concurrency": args.concurrency, "delay_s": args.delay,
+             "ideal_wall_s": round(ideal_s, 3), "profiled": args.profile, "server": "tests/loopback_server.py"}  # fmt: skip
+    report = {"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
+              "setup": setup, "clients": {r["name"]: r for r in results}, "targets": verdict}  # fmt: skip
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nresults: {args.output}")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=10_000)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--delay", type=float, default=0.1, help="server seconds before each reply")
+    parser.add_argument("--only", help=f"comma-separated subset of {','.join(CLIENTS)}")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--profile", action="store_true", help="cProfile each batch (inflates its figures)")
+    parser.add_argument("--worker-timeout", type=float, default=1800, help="seconds before a worker is abandoned")
+    parser.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-to", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    if args.worker:
+        print(json.dumps(run_worker(args)), flush=True)
+    else:
+        run_all(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Kill a batch with SIGKILL mid-run, run it again: nothing answered is asked
+twice, nothing is duplicated, and the work completes."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from factory.store import Store
+
+N = 200
+
+
+def smoke_command(base_url, run_dir):
+    return [
+        sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", str(N), "--model", "loopback",
+        "--base-url", base_url, "--concurrency", "8", "--run-dir", str(run_dir),
+    ]  # fmt: skip
+
+
+def test_sigkill_mid_batch_then_rerun(server, tmp_path):
+    from loopback_server import Action
+
+    server.default = Action(delay_s=0.05)
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(smoke_command(server.base_url, run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(server.requests) < 80 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+
+    with Store.open(run_dir, read_only=True) as store:  # the killed store opens and reads
+        saved = {h for (h,) in store.query("SELECT request_hash FROM llm_calls WHERE status = 'ok'")}
+    assert 0 < len(saved) < N, "the kill should land mid-batch with some work saved"
+    sent_before = len(server.requests)
+
+    rerun = subprocess.run(smoke_command(server.base_url, run_dir), capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+
+    resent = set(server.hashes()[sent_before:])
+    assert not (resent & saved), "a request already answered and saved was sent again"
+    with Store.open(run_dir, read_only=True) as store:
+        total, distinct, ok = store.query(
+            "SELECT count(*), count(DISTINCT request_hash), count(*) FILTER (status = 'ok') FROM llm_calls"
+        )[0]
+        statuses = store.query("SELECT status FROM runs ORDER BY started_at")
+    assert total == distinct == ok == N
+    assert statuses == [("running",), ("done",)]  # the killed run is visible as never finished

@@ -1,0 +1,64 @@
+"""The run store: migrations, transactions, old folders."""
+
+import duckdb
+import pytest
+
+from factory.errors import FactoryError
+from factory.store import MIGRATIONS, Store
+
+
+def test_new_store_applies_all_migrations_in_order(tmp_path):
+    store = Store.open(tmp_path / "run")
+    assert store.applied_migrations() == [name for name, _ in MIGRATIONS]
+    assert (tmp_path / "run" / "factory.duckdb").is_file()
+
+
+def test_opening_an_old_run_folder_migrates_it(tmp_path):
+    path = tmp_path / "factory.duckdb"
+    con = duckdb.connect(str(path))  # a store written by an older version: first migration only
+    con.execute("CREATE TABLE migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)")
+    name, sql = MIGRATIONS[0]
+    con.execute(sql)
+    con.execute("INSERT INTO migrations VALUES (?, now())", [name])
+    con.execute("INSERT INTO runs (run_id, status) VALUES ('old', 'done')")
+    con.close()
+    store = Store(path)
+    assert store.applied_migrations() == [n for n, _ in MIGRATIONS]
+    assert store.query("SELECT run_id FROM runs") == [("old",)]
+    assert store.migrate() == []  # idempotent
+
+
+def test_failed_transaction_leaves_nothing(tmp_path):
+    store = Store(tmp_path / "f.duckdb")
+    with pytest.raises(RuntimeError):
+        with store.transaction() as con:
+            con.execute("INSERT INTO runs (run_id) VALUES ('half')")
+            raise RuntimeError("killed mid-write")
+    assert store.query("SELECT count(*) FROM runs") == [(0,)]
+
+
+def test_insert_rows_replace_keeps_one_row_per_key(tmp_path):
+    store = Store(tmp_path / "f.duckdb")
+    for status in ("error", "ok"):
+        store.insert_rows("llm_calls", {"request_hash": ["a", "b"], "status": [status, status]}, replace=True)
+    assert store.query("SELECT request_hash, status FROM llm_calls ORDER BY 1") == [("a", "ok"), ("b", "ok")]
+
+
+def test_a_store_in_use_gives_a_one_line_error(tmp_path):
+    writer = Store(tmp_path / "f.duckdb")
+    code = (
+        "from factory.store import Store\n"
+        "from factory.errors import FactoryError\n"
+        f"try:\n    Store(r'{tmp_path / 'f.duckdb'}')\nexcept FactoryError as e:\n    print('ERR', e)\n"
+    )
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert out.startswith("ERR cannot open run store") and out.count("\n") == 1
+    writer.close()
+
+
+def test_read_only_open_of_a_missing_store_is_a_clear_error(tmp_path):
+    with pytest.raises(FactoryError, match="no run store"):
+        Store.open(tmp_path / "nothing", read_only=True)
