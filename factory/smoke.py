@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from .llm import LLMClient, Request, Result
 from .paths import prompts_dir
@@ -15,10 +16,15 @@ from .run import open_run
 from .settings import FactoryConfig
 
 
+# Every string and list is bounded: under a schema, a small model otherwise
+# fills an open string until max_tokens cuts it off.
+ParameterName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{1,24}$")]
+
+
 class ToolIdea(BaseModel):
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]{2,40}$")
-    description: str = Field(min_length=10, max_length=300)
-    parameters: list[str] = Field(min_length=1, max_length=4)
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{2,32}$")
+    description: str = Field(min_length=10, max_length=160)
+    parameters: list[ParameterName] = Field(min_length=1, max_length=4)
 
 
 SMOKE_PARAMS = {"max_tokens": 300}
