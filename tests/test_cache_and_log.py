@@ -4,7 +4,7 @@ import asyncio
 
 from test_llm_faults import Tool, ask
 
-from factory.llm import LLMClient, Request
+from factory.llm import LLMClient
 from factory.store import Store
 
 

@@ -104,7 +104,7 @@ def test_many_429s_trigger_a_shared_cooldown(server, fast_config):
     requests = [ask(f"burst{i} ") for i in range(10)]
     results, llm = run_batch(fast_config(cooldown_burst=5, concurrency=10), requests)
     assert all(r.ok for r in results)
-    assert llm.cooldown.pauses >= 1
+    assert llm.sender.cooldown.pauses >= 1
 
 
 def test_a_faulty_batch_finishes_and_records_every_request(server, fast_config, tmp_path):

@@ -63,8 +63,8 @@ class CallLog:
         if hits:
             import pyarrow as pa
 
-            bumps = pa.table({"request_hash": list(hits), "n": list(hits.values())})  # noqa: F841
-            with self.store.transaction() as con:
+            bumps = pa.table({"request_hash": list(hits), "n": list(hits.values())})
+            with self.store.arrow_view("bumps", bumps), self.store.transaction() as con:
                 con.execute(
                     "UPDATE llm_calls SET cache_hits = coalesce(cache_hits, 0) + bumps.n "
                     "FROM bumps WHERE llm_calls.request_hash = bumps.request_hash"

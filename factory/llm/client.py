@@ -11,13 +11,10 @@ an error kind, and the call log holds the same row.
 from __future__ import annotations
 
 import asyncio
-import random
 import time
-from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterable
 
 import orjson
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 from tqdm.auto import tqdm
 
 from ..store import Store, utcnow
@@ -28,30 +25,10 @@ from .local import local_server
 from .providers import Endpoint, resolve_endpoint
 from .request import Request, Result, request_key
 from .structured import OutputInvalid, OutputSpec, feedback_messages, output_spec, response_format, with_schema_instruction
-from .limits import CoolDown, RateLimiter
+from .sender import Sender, Tally
 from .transport import OpenAICompatTransport, Reply, TransportError
 
-MAX_RETRY_AFTER_S = 600.0
 DOWNGRADE = {"json_schema": "json_object", "json_object": "prompt"}
-
-
-@dataclass
-class _Tally:
-    """What one logical call spent across its HTTP attempts."""
-
-    attempts: int = 0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-
-    def add(self, reply: Reply) -> None:
-        if reply.prompt_tokens is not None:
-            self.prompt_tokens = (self.prompt_tokens or 0) + reply.prompt_tokens
-        if reply.completion_tokens is not None:
-            self.completion_tokens = (self.completion_tokens or 0) + reply.completion_tokens
-
-
-def _is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, TransportError) and exc.retryable
 
 
 class LLMClient:
@@ -61,11 +38,9 @@ class LLMClient:
         self.run_id = run_id
         self.endpoint: Endpoint | None = None
         self.log: CallLog | None = None
-        self._transport = None
+        self.sender: Sender | None = None
         self._mode = self.config.structured_mode
         self._semaphore = asyncio.Semaphore(self.config.concurrency)
-        self._limiter = RateLimiter(self.config.rpm, self.config.tpm)
-        self.cooldown = CoolDown(self.config.cooldown_burst, self.config.cooldown_window_s, self.config.cooldown_s)
         self._inflight: dict[str, asyncio.Future] = {}
         self._flusher: asyncio.Task | None = None
         self._started = False
@@ -79,7 +54,7 @@ class LLMClient:
             server = await asyncio.to_thread(local_server, self.config.model or "local", self.config.local)
             local_url = server.base_url
         self.endpoint = resolve_endpoint(self.config, local_url)
-        self._transport = self._make_transport(self.endpoint)
+        self.sender = Sender(self._make_transport(self.endpoint), self.config)
         if self._mode == "auto":
             self._mode = "json_schema" if self.endpoint.json_schema else "json_object"
         if self.store is not None:
@@ -108,8 +83,8 @@ class LLMClient:
             self._flusher = None
         if self.log is not None:
             self.log.flush()
-        if self._transport is not None:
-            await self._transport.close()
+        if self.sender is not None:
+            await self.sender.close()
         self._started = False
 
     async def __aenter__(self) -> "LLMClient":
@@ -212,7 +187,7 @@ class LLMClient:
 
     async def _call(self, request: Request, spec: OutputSpec | None, params: dict[str, Any], key: str) -> Result:
         started, clock = utcnow(), time.perf_counter()
-        tally = _Tally()
+        tally = Tally()
         params = dict(params)
         conversation = self._conversation(request, spec)
         reply: Reply | None = None
@@ -222,7 +197,7 @@ class LLMClient:
         while rounds <= self.config.max_parse_retries:
             rounds += 1
             try:
-                reply = await self._send(self._body(conversation, spec, params), tally, key)
+                reply = await self.sender.send(self._body(conversation, spec, params), tally, key)
             except TransportError as exc:
                 if exc.kind == "unsupported_format" and spec is not None and self._mode in DOWNGRADE:
                     self._mode = DOWNGRADE[self._mode]  # the backend rejected the format: use a simpler one
@@ -267,42 +242,6 @@ class LLMClient:
         if reply.content is None:
             return "empty", "the reply had no content"
         return None, None
-
-    async def _send(self, body: dict[str, Any], tally: _Tally, key: str) -> Reply:
-        estimate = self._estimate_tokens(body) if self._limiter.tokens else 0
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.max_retries + 1),
-            retry=retry_if_exception(_is_retryable),
-            wait=self._backoff,
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                await self.cooldown.wait()
-                await self._limiter.acquire(estimate)
-                tally.attempts += 1
-                try:
-                    reply = await self._transport.chat(body, key)
-                except TransportError as exc:
-                    if exc.kind == "rate_limit":
-                        self.cooldown.record_429(exc.retry_after)
-                    raise
-                tally.add(reply)
-                used = (reply.prompt_tokens or 0) + (reply.completion_tokens or 0)
-                self._limiter.settle(estimate, used if reply.prompt_tokens is not None else None)
-        return reply
-
-    def _backoff(self, retry_state) -> float:
-        exc = retry_state.outcome.exception()
-        if isinstance(exc, TransportError) and exc.retry_after is not None:
-            return min(exc.retry_after, MAX_RETRY_AFTER_S) * random.uniform(1.0, 1.1)
-        ceiling = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
-        return random.uniform(ceiling / 2, ceiling)  # jitter spreads out synchronized retries
-
-    @staticmethod
-    def _estimate_tokens(body: dict[str, Any]) -> int:
-        chars = sum(len(str(m.get("content") or "")) for m in body["messages"])
-        return chars // 4 + int(body.get("max_tokens") or 0)
 
     def _record(self, request: Request, spec, params, result: Result, jsonable, started) -> None:
         if self.log is None:

@@ -85,11 +85,20 @@ class Store:
         """Insert many rows in one transaction (column lists, via Arrow: ~30x faster than executemany)."""
         import pyarrow as pa
 
-        batch = pa.table(columns)  # noqa: F841  (DuckDB reads the local by name)
         verb = "INSERT OR REPLACE" if replace else "INSERT"
         names = ", ".join(columns)
-        with self.transaction() as con:
+        with self.arrow_view("batch", pa.table(columns)), self.transaction() as con:
             con.execute(f"{verb} INTO {table} ({names}) SELECT {names} FROM batch")
+
+    @contextmanager
+    def arrow_view(self, name: str, table: Any) -> Iterator[None]:
+        """Expose an Arrow table to SQL as `name` for the duration of the block."""
+        with self._lock:
+            self.con.register(name, table)
+            try:
+                yield
+            finally:
+                self.con.unregister(name)
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,88 @@
+"""Sending one request body: pacing, the shared cool-down, and retries.
+
+The client decides what to send; the sender gets it through: it waits out the
+cool-down and the rate limits, retries retryable transport errors with jittered
+exponential backoff (or as long as Retry-After says), and counts what it spent.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+from .config import LLMConfig
+from .limits import CoolDown, RateLimiter
+from .transport import Reply, TransportError
+
+MAX_RETRY_AFTER_S = 600.0
+
+
+@dataclass
+class Tally:
+    """What one logical call spent across its HTTP attempts."""
+
+    attempts: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def add(self, reply: Reply) -> None:
+        if reply.prompt_tokens is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + reply.prompt_tokens
+        if reply.completion_tokens is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + reply.completion_tokens
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, TransportError) and exc.retryable
+
+
+def estimate_tokens(body: dict[str, Any]) -> int:
+    """A rough prompt size (4 characters a token) plus the completion budget."""
+    chars = sum(len(str(m.get("content") or "")) for m in body["messages"])
+    return chars // 4 + int(body.get("max_tokens") or 0)
+
+
+class Sender:
+    def __init__(self, transport, config: LLMConfig):
+        self.transport = transport
+        self.config = config
+        self.limiter = RateLimiter(config.rpm, config.tpm)
+        self.cooldown = CoolDown(config.cooldown_burst, config.cooldown_window_s, config.cooldown_s)
+
+    async def send(self, body: dict[str, Any], tally: Tally, key: str) -> Reply:
+        """The reply, or the last TransportError once retries run out."""
+        estimate = estimate_tokens(body) if self.limiter.tokens else 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.config.max_retries + 1),
+            retry=retry_if_exception(_is_retryable),
+            wait=self.backoff,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                await self.cooldown.wait()
+                await self.limiter.acquire(estimate)
+                tally.attempts += 1
+                try:
+                    reply = await self.transport.chat(body, key)
+                except TransportError as exc:
+                    if exc.kind == "rate_limit":
+                        self.cooldown.record_429(exc.retry_after)
+                    raise
+                tally.add(reply)
+                used = (reply.prompt_tokens or 0) + (reply.completion_tokens or 0)
+                self.limiter.settle(estimate, used if reply.prompt_tokens is not None else None)
+        return reply
+
+    def backoff(self, retry_state) -> float:
+        exc = retry_state.outcome.exception()
+        if isinstance(exc, TransportError) and exc.retry_after is not None:
+            return min(exc.retry_after, MAX_RETRY_AFTER_S) * random.uniform(1.0, 1.1)
+        ceiling = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
+        return random.uniform(ceiling / 2, ceiling)  # jitter spreads out synchronized retries
+
+    async def close(self) -> None:
+        await self.transport.close()
