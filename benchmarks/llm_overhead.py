@@ -2,6 +2,7 @@
 
     python benchmarks/llm_overhead.py                      # 10,000 requests, concurrency 256, all clients
     python benchmarks/llm_overhead.py --requests 500 --only factory,aiohttp
+    python benchmarks/llm_overhead.py --only factory,aiohttp --repeat 5   # medians of 5 interleaved runs
     python benchmarks/llm_overhead.py --profile --only factory   # also writes a cProfile of the batch
 
 One loopback server (tests/loopback_server.py, its own process) answers every
@@ -19,7 +20,9 @@ Every client sends the same body (the json_schema response_format our client
 sends) and validates each reply into the same pydantic model; the baselines bound
 concurrency with an asyncio.Semaphore. Inside each worker: wall time and CPU time
 (time.process_time, all threads) of the batch and the client's close, excluding
-imports and setup, which are reported apart; peak RSS (ru_maxrss). The parent
+imports (pydantic is preloaded for all) and setup, which are reported apart; peak
+RSS (ru_maxrss). Wall time on a small machine varies by some 10% from run to run:
+compare clients within one run, and use --repeat near a threshold. The parent
 prints a table, checks the targets (factory within 1.3x the floor's wall time and
 under 0.6 ms CPU per request) and writes benchmarks/results/llm_overhead.json.
 """
@@ -36,6 +39,7 @@ import os
 import platform
 import pstats
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,6 +60,7 @@ TARGET_WALL_RATIO = 1.3
 TARGET_CPU_MS = 0.6
 MODEL = "bench"
 PARAMS = {"temperature": 0.7, "max_tokens": 1024}  # what LLMConfig sends by default
+MEDIAN_FIELDS = ("import_s", "setup_s", "wall_s", "cpu_s", "cpu_ms_per_request", "rss_before_batch_mib", "peak_rss_mib")
 
 
 class ToolModel(BaseModel):
@@ -287,7 +292,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 def loopback(delay: float) -> Iterator[str]:
     """Start tests/loopback_server.py in its own process; yield its base URL; always stop it."""
     server = subprocess.Popen(
-        [sys.executable, str(SERVER), "--delay", str(delay)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        [sys.executable, str(SERVER), "--delay", str(delay), "--no-record"], stdout=subprocess.PIPE, text=True, cwd=ROOT
     )
     try:
         url = server.stdout.readline().strip()
@@ -320,6 +325,30 @@ def run_client(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
     if done.returncode != 0 or not lines:
         return {"name": name, "failed": f"worker exit {done.returncode}: {done.stderr.strip()[-2000:]}"}
     return json.loads(lines[-1])
+
+
+def run_rounds(names: list[str], url: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run every client --repeat times, interleaved, against the same server."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for _ in range(args.repeat):
+        for name in names:
+            runs[name].append(run_client(name, url, args))
+    return [summarize(name, runs[name]) for name in names]
+
+
+def summarize(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One client's figures: the run itself, or medians over repeated runs (all runs kept)."""
+    failures = [r["failed"] for r in runs if "failed" in r]
+    if failures:
+        return {"name": name, "failed": " | ".join(failures)}
+    if len(runs) == 1:
+        return runs[0]
+    summary = {**runs[0], **{f: round(statistics.median(r[f] for r in runs), 4) for f in MEDIAN_FIELDS}}
+    summary["errors"] = sum(r["errors"] for r in runs)
+    summary["problems"] = sorted({p for r in runs for p in r["problems"]})
+    summary["error_samples"] = sorted({e for r in runs for e in r["error_samples"]})[:3]
+    summary["runs"] = [{f: r[f] for f in ("wall_s", "cpu_ms_per_request", "peak_rss_mib", "errors")} for r in runs]
+    return summary
 
 
 def profile_path(output: Path, name: str) -> Path:
@@ -376,8 +405,10 @@ def fmt(value: Any, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def print_table(results: list[dict[str, Any]], ideal_s: float) -> None:
+def print_table(results: list[dict[str, Any]], ideal_s: float, repeat: int) -> None:
     print(f"\nideal wall time (requests / concurrency * delay): {ideal_s:.2f} s")
+    if repeat > 1:
+        print(f"figures are medians of {repeat} runs per client (errors: total over the runs)")
     header = f"{'client':<9} {'wall s':>8} {'x floor':>8} {'x ideal':>8} {'CPU ms/req':>11} {'peak MiB':>9} {'import s':>9} {'errors':>7}"
     print(header)
     print("-" * len(header))
@@ -422,16 +453,16 @@ def run_all(args: argparse.Namespace) -> None:
     info = machine_info()
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with loopback(args.delay) as url:
-        results = [run_client(name, url, args) for name in names]
+        results = run_rounds(names, url, args)
     ideal_s = args.requests / args.concurrency * args.delay
     add_ratios(results, ideal_s)
     verdict = targets(results)
-    print_table(results, ideal_s)
+    print_table(results, ideal_s, args.repeat)
     print_targets(verdict)
     if args.profile:
         print_profiles(args.output, names)
     setup = {"requests": args.requests, "concurrency": args.concurrency, "delay_s": args.delay,
-             "ideal_wall_s": round(ideal_s, 3), "profiled": args.profile, "server": "tests/loopback_server.py"}  # fmt: skip
+             "ideal_wall_s": round(ideal_s, 3), "repeat": args.repeat, "profiled": args.profile, "server": "tests/loopback_server.py"}  # fmt: skip
     report = {"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": info,
               "setup": setup, "clients": {r["name"]: r for r in results}, "targets": verdict}  # fmt: skip
     args.output.write_text(json.dumps(report, indent=2) + "\n")
@@ -445,6 +476,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--delay", type=float, default=0.1, help="server seconds before each reply")
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(CLIENTS)}")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per client (interleaved); report medians")
     parser.add_argument("--profile", action="store_true", help="cProfile each batch (inflates its figures)")
     parser.add_argument("--worker-timeout", type=float, default=1800, help="seconds before a worker is abandoned")
     parser.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)

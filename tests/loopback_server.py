@@ -51,12 +51,15 @@ def completion(content: str, finish_reason: str = "stop") -> dict[str, Any]:
 
 
 class LoopbackServer:
-    def __init__(self, default: Action | None = None, content: Callable[[dict], str] | None = None, log_path=None):
+    def __init__(
+        self, default: Action | None = None, content: Callable[[dict], str] | None = None, log_path=None, record=True
+    ):
         self.default = default or Action()
         self.content = content or (lambda body: json.dumps(VALID_TOOL))
         self.routes: list[tuple[str, list[Action]]] = []
         self.requests: list[dict[str, Any]] = []  # {"body", "hash", "time"}
         self.log_path = log_path
+        self.record = record  # off for long benchmarks, where the growing list would slow the server
         self._log = open(log_path, "a") if log_path else None
         self._lock = threading.Lock()
         self.base_url: str | None = None
@@ -79,8 +82,9 @@ class LoopbackServer:
         raw = await request.read()
         body = json.loads(raw)
         entry = {"body": body, "hash": request.headers.get(HASH_HEADER), "time": time.monotonic()}
-        with self._lock:
-            self.requests.append(entry)
+        if self.record:
+            with self._lock:
+                self.requests.append(entry)
         if self._log:
             self._log.write(json.dumps({"hash": entry["hash"]}) + "\n")
             self._log.flush()
@@ -138,8 +142,9 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log", help="append each request's hash to this JSONL file")
+    parser.add_argument("--no-record", action="store_true", help="keep no request list in memory")
     args = parser.parse_args()
-    server = LoopbackServer(default=Action(delay_s=args.delay), log_path=args.log)
+    server = LoopbackServer(default=Action(delay_s=args.delay), log_path=args.log, record=not args.no_record)
 
     async def run() -> None:
         print(await server.start_async(args.port), flush=True)

@@ -3,12 +3,17 @@
 Rows are buffered and written in batches (one Arrow insert per batch, in a
 transaction) a fraction of a second after they complete: a killed process
 loses at most the calls of that last fraction, which a rerun then repeats.
+Flushes may run in a worker thread, so the event loop keeps serving replies
+while DuckDB writes; a lock guards the buffers they share.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
+
+import pyarrow as pa
 
 from ..store import Store
 
@@ -26,8 +31,10 @@ class CallLog:
     def __init__(self, store: Store, flush_rows: int = 512):
         self.store = store
         self.flush_rows = flush_rows
+        self._lock = threading.Lock()
         self._rows: list[tuple] = []
         self._hits: Counter[str] = Counter()
+        # Successful rows not yet in DuckDB, so a cache lookup sees them too.
         self._pending_ok: dict[str, dict[str, Any]] = {}
         self.ok_keys: set[str] = {r[0] for r in store.query("SELECT request_hash FROM llm_calls WHERE status = 'ok'")}
 
@@ -35,34 +42,42 @@ class CallLog:
         """The stored successful call for this key, or None."""
         if key not in self.ok_keys:
             return None
-        if key in self._pending_ok:
-            return self._pending_ok[key]
-        rows = self.store.query(
-            f"SELECT {', '.join(CACHED_COLUMNS)} FROM llm_calls WHERE request_hash = ?", [key]
-        )
+        with self._lock:
+            pending = self._pending_ok.get(key)
+        if pending is not None:
+            return pending
+        rows = self.store.query(f"SELECT {', '.join(CACHED_COLUMNS)} FROM llm_calls WHERE request_hash = ?", [key])
         return dict(zip(CACHED_COLUMNS, rows[0])) if rows else None
 
     def record(self, row: dict[str, Any]) -> None:
-        self._rows.append(tuple(row[c] for c in COLUMNS))
+        with self._lock:
+            self._rows.append(tuple(row[c] for c in COLUMNS))
+            if row["status"] == "ok":
+                self._pending_ok[row["request_hash"]] = {c: row[c] for c in CACHED_COLUMNS}
         if row["status"] == "ok":
             self.ok_keys.add(row["request_hash"])
-            self._pending_ok[row["request_hash"]] = {c: row[c] for c in CACHED_COLUMNS}
-        if len(self._rows) >= self.flush_rows:
-            self.flush()
+
+    @property
+    def backlog(self) -> int:
+        return len(self._rows)
 
     def hit(self, key: str) -> None:
-        self._hits[key] += 1
+        with self._lock:
+            self._hits[key] += 1
 
     def flush(self) -> None:
-        rows, self._rows = self._rows, []
-        hits, self._hits = self._hits, Counter()
+        """Write buffered rows and cache-hit counts (safe to call from a worker thread)."""
+        with self._lock:
+            rows, self._rows = self._rows, []
+            hits, self._hits = self._hits, Counter()
         if rows:
             columns = {name: [row[i] for row in rows] for i, name in enumerate(COLUMNS)}
             self.store.insert_rows("llm_calls", columns, replace=True)
-            self._pending_ok.clear()
+            written = columns["request_hash"]
+            with self._lock:
+                for key in written:
+                    self._pending_ok.pop(key, None)
         if hits:
-            import pyarrow as pa
-
             bumps = pa.table({"request_hash": list(hits), "n": list(hits.values())})
             with self.store.arrow_view("bumps", bumps), self.store.transaction() as con:
                 con.execute(

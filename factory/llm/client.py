@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from ..store import Store, utcnow
 from .calllog import CallLog
 from .config import LLMConfig
-from .cost import call_cost
+from .cost import call_cost, price_map
 from .local import local_server
 from .providers import Endpoint, resolve_endpoint
 from .request import Request, Result, request_key
@@ -55,6 +55,8 @@ class LLMClient:
             local_url = server.base_url
         self.endpoint = resolve_endpoint(self.config, local_url)
         self.sender = Sender(self._make_transport(self.endpoint), self.config)
+        if self.endpoint.provider != "local":
+            await asyncio.to_thread(price_map)  # read the price table now, not on the first reply
         if self._mode == "auto":
             self._mode = "json_schema" if self.endpoint.json_schema else "json_object"
         if self.store is not None:
@@ -73,9 +75,11 @@ class LLMClient:
         )
 
     async def _flush_periodically(self, every_s: float = 0.25) -> None:
+        """Write the call log from a worker thread, so replies keep flowing meanwhile."""
         while True:
             await asyncio.sleep(every_s)
-            self.log.flush()
+            if self.log.backlog:
+                await asyncio.to_thread(self.log.flush)
 
     async def close(self) -> None:
         if self._flusher is not None:
@@ -132,24 +136,24 @@ class LLMClient:
     async def iter_complete(self, requests: Iterable[Request]) -> AsyncIterator[tuple[int, Result]]:
         """Yield (index, result) as calls finish, keeping a bounded number in flight."""
         window = self.config.concurrency * 2
-        pending: set[asyncio.Task] = set()
-        index_of: dict[asyncio.Task, int] = {}
-        source = iter(enumerate(requests))
-        exhausted = False
-        while pending or not exhausted:
-            while not exhausted and len(pending) < window:
+        finished: asyncio.Queue[tuple[int, asyncio.Task]] = asyncio.Queue()
+        source = enumerate(requests)
+        in_flight, exhausted = 0, False
+        while True:
+            while not exhausted and in_flight < window:
                 item = next(source, None)
                 if item is None:
                     exhausted = True
                     break
                 task = asyncio.ensure_future(self.run(item[1]))
-                pending.add(task)
-                index_of[task] = item[0]
-            if not pending:
-                break
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                yield index_of.pop(task), task.result()
+                # A done-callback per task: no scan over the whole window at each wake-up.
+                task.add_done_callback(lambda t, i=item[0]: finished.put_nowait((i, t)))
+                in_flight += 1
+            if in_flight == 0:
+                return
+            index, task = await finished.get()
+            in_flight -= 1
+            yield index, task.result()
 
     async def complete_many(self, requests: Iterable[Request], progress: bool = True, desc: str = "llm") -> list[Result]:
         """Run requests concurrently; results come back in request order."""

@@ -7,6 +7,7 @@ exponential backoff (or as long as Retry-After says), and counts what it spent.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -53,35 +54,47 @@ class Sender:
         self.cooldown = CoolDown(config.cooldown_burst, config.cooldown_window_s, config.cooldown_s)
 
     async def send(self, body: dict[str, Any], tally: Tally, key: str) -> Reply:
-        """The reply, or the last TransportError once retries run out."""
+        """The reply, or the last TransportError once retries run out.
+
+        The first attempt is a plain call: most requests succeed at once, and
+        tenacity's per-attempt bookkeeping costs more CPU than the HTTP itself
+        at high concurrency. Only a retryable failure hands over to tenacity.
+        """
         estimate = estimate_tokens(body) if self.limiter.tokens else 0
+        try:
+            return await self._attempt(body, tally, key, estimate)
+        except TransportError as exc:
+            if not exc.retryable or self.config.max_retries == 0:
+                raise
+            await asyncio.sleep(self.delay(exc, 1))
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.max_retries + 1),
+            stop=stop_after_attempt(self.config.max_retries),
             retry=retry_if_exception(_is_retryable),
-            wait=self.backoff,
+            wait=lambda state: self.delay(state.outcome.exception(), state.attempt_number + 1),
             reraise=True,
         )
-        async for attempt in retrying:
-            with attempt:
-                await self.cooldown.wait()
-                await self.limiter.acquire(estimate)
-                tally.attempts += 1
-                try:
-                    reply = await self.transport.chat(body, key)
-                except TransportError as exc:
-                    if exc.kind == "rate_limit":
-                        self.cooldown.record_429(exc.retry_after)
-                    raise
-                tally.add(reply)
-                used = (reply.prompt_tokens or 0) + (reply.completion_tokens or 0)
-                self.limiter.settle(estimate, used if reply.prompt_tokens is not None else None)
+        return await retrying(self._attempt, body, tally, key, estimate)
+
+    async def _attempt(self, body: dict[str, Any], tally: Tally, key: str, estimate: int) -> Reply:
+        await self.cooldown.wait()
+        await self.limiter.acquire(estimate)
+        tally.attempts += 1
+        try:
+            reply = await self.transport.chat(body, key)
+        except TransportError as exc:
+            if exc.kind == "rate_limit":
+                self.cooldown.record_429(exc.retry_after)
+            raise
+        tally.add(reply)
+        used = (reply.prompt_tokens or 0) + (reply.completion_tokens or 0)
+        self.limiter.settle(estimate, used if reply.prompt_tokens is not None else None)
         return reply
 
-    def backoff(self, retry_state) -> float:
-        exc = retry_state.outcome.exception()
+    def delay(self, exc: BaseException | None, failures: int) -> float:
+        """Seconds to wait after the `failures`-th failed attempt."""
         if isinstance(exc, TransportError) and exc.retry_after is not None:
             return min(exc.retry_after, MAX_RETRY_AFTER_S) * random.uniform(1.0, 1.1)
-        ceiling = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (retry_state.attempt_number - 1))
+        ceiling = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (failures - 1))
         return random.uniform(ceiling / 2, ceiling)  # jitter spreads out synchronized retries
 
     async def close(self) -> None:

@@ -88,10 +88,10 @@ class OutputSpec:
     name: str
     schema: dict[str, Any]
     model: type[BaseModel] | None
+    schema_json: str = ""  # canonical JSON of the schema, for hashing and logging
 
-    @property
-    def schema_json(self) -> str:
-        return orjson.dumps(self.schema, option=orjson.OPT_SORT_KEYS).decode()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "schema_json", orjson.dumps(self.schema, option=orjson.OPT_SORT_KEYS).decode())
 
     def validate(self, text: str | None) -> tuple[Any, Any]:
         """Return (value, jsonable value): a model instance or checked dict, and its JSON form."""
@@ -126,11 +126,17 @@ def _spec_for_model(model: type[BaseModel]) -> OutputSpec:
     return OutputSpec(model.__name__, inline_refs(model.model_json_schema()), model)
 
 
+@lru_cache(maxsize=256)
+def _spec_for_schema(schema_json: bytes) -> OutputSpec:
+    schema = orjson.loads(schema_json)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title", "response")))[:64]
+    return OutputSpec(name, inline_refs(schema), None)
+
+
 def output_spec(response_model: type[BaseModel] | dict[str, Any]) -> OutputSpec:
     if isinstance(response_model, dict):
-        jsonschema.Draft202012Validator.check_schema(response_model)
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", str(response_model.get("title", "response")))[:64]
-        return OutputSpec(name, inline_refs(response_model), None)
+        return _spec_for_schema(orjson.dumps(response_model, option=orjson.OPT_SORT_KEYS))
     if isinstance(response_model, type) and issubclass(response_model, BaseModel):
         return _spec_for_model(response_model)
     raise TypeError(f"response_model must be a pydantic model class or a JSON schema dict, not {response_model!r}")
