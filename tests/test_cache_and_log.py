@@ -96,3 +96,48 @@ def test_unstructured_calls_and_stage_of_complete(server, fast_config, tmp_path)
     assert result.ok and result.text == "hello there" and result.parsed is None
     assert server.requests[0]["body"]["temperature"] == 0
     assert "response_format" not in server.requests[0]["body"]
+
+
+def test_duplicates_in_flight_keep_their_own_tags(server, fast_config, tmp_path):
+    from factory.llm import Request
+
+    twins = [Request([{"role": "user", "content": "tagged"}], tag=name) for name in ("a", "b", "c")]
+    results = run(fast_config(), twins, Store(tmp_path / "s.duckdb"))
+    assert [r.tag for r in results] == ["a", "b", "c"] and len(server.requests) == 1
+
+
+def test_concurrent_first_calls_start_the_client_once(server, fast_config, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+
+    async def go():
+        llm = LLMClient(fast_config(), store)
+        try:
+            return await asyncio.gather(*[llm.run(ask(f"c{i} ")) for i in range(8)]), llm
+        finally:
+            await llm.close()
+
+    results, llm = asyncio.run(go())
+    assert all(r.ok for r in results)
+    assert store.query("SELECT count(*) FROM llm_calls") == [(8,)]
+
+
+def test_a_cached_reply_that_no_longer_validates_is_asked_again(server, fast_config, tmp_path):
+    from pydantic import ConfigDict, field_validator
+
+    store = Store(tmp_path / "s.duckdb")
+    run(fast_config(), [ask("strict")], store)
+
+    class StricterTool(Tool):  # same JSON schema, a new validator
+        model_config = ConfigDict(title="Tool")
+
+        @field_validator("name")
+        @classmethod
+        def no_track(cls, value):
+            if value.startswith("track"):
+                raise ValueError("no tracking tools")
+            return value
+
+    request = ask("strict")
+    request.response_model = StricterTool
+    [result] = run(fast_config(max_parse_retries=0), [request], store)
+    assert not result.cached and len(server.requests) == 2  # a fresh call, not a crash

@@ -11,6 +11,7 @@ an error kind, and the call log holds the same row.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Any, AsyncIterator, Iterable
 
@@ -44,11 +45,18 @@ class LLMClient:
         self._inflight: dict[str, asyncio.Future] = {}
         self._flusher: asyncio.Task | None = None
         self._started = False
+        self._start_lock = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------
     async def start(self) -> "LLMClient":
         if self._started:
             return self
+        async with self._start_lock:  # concurrent first calls start the client once
+            if not self._started:
+                await self._start()
+        return self
+
+    async def _start(self) -> None:
         local_url = None
         if (self.config.model or "local").startswith("local"):
             server = await asyncio.to_thread(local_server, self.config.model or "local", self.config.local)
@@ -63,7 +71,6 @@ class LLMClient:
             self.log = CallLog(self.store)
             self._flusher = asyncio.create_task(self._flush_periodically())
         self._started = True
-        return self
 
     def _make_transport(self, endpoint: Endpoint):
         if endpoint.transport == "litellm":
@@ -115,23 +122,29 @@ class LLMClient:
             spec.schema_json if spec else None, request.sample_index,
         )  # fmt: skip
         if self.config.cache and self.log is not None:
-            row = self.log.cached(key)
-            if row is not None:
-                self.log.hit(key)
-                return self._from_cache(key, row, spec, request.tag)
-        if key in self._inflight:  # the same request is already on its way
-            return await asyncio.shield(self._inflight[key])
+            cached = self._from_cache(key, spec, request.tag)
+            if cached is not None:
+                return cached
+        if key in self._inflight:  # the same request is already on its way: share its answer
+            return dataclasses.replace(await asyncio.shield(self._inflight[key]), tag=request.tag)
         future = self._inflight[key] = asyncio.get_running_loop().create_future()
         try:
+            result = await self._guarded_call(request, spec, params, key)
+            future.set_result(result)
+            return result
+        finally:
+            del self._inflight[key]
+            if not future.done():  # cancelled: waiters get the cancellation, not a hang
+                future.cancel()
+
+    async def _guarded_call(self, request: Request, spec, params: dict[str, Any], key: str) -> Result:
+        try:
             async with self._semaphore:
-                result = await self._call(request, spec, params, key)
+                return await self._call(request, spec, params, key)
         except Exception as exc:  # a bug must not take the batch down: record it
             result = Result(key, False, error_kind="internal", error=f"{type(exc).__name__}: {exc}", tag=request.tag)
             self._record(request, spec, params, result, None, utcnow())
-        finally:
-            del self._inflight[key]
-        future.set_result(result)
-        return result
+            return result
 
     async def iter_complete(self, requests: Iterable[Request]) -> AsyncIterator[tuple[int, Result]]:
         """Yield (index, result) as calls finish, keeping a bounded number in flight."""
@@ -166,10 +179,17 @@ class LLMClient:
         return results  # type: ignore[return-value]
 
     # -- internals ---------------------------------------------------------
-    def _from_cache(self, key: str, row: dict[str, Any], spec: OutputSpec | None, tag: Any) -> Result:
+    def _from_cache(self, key: str, spec: OutputSpec | None, tag: Any) -> Result | None:
+        row = self.log.cached(key)
+        if row is None:
+            return None
         parsed = None
         if spec is not None:
-            parsed, _ = spec.validate(row["response"])
+            try:
+                parsed, _ = spec.validate(row["response"])
+            except OutputInvalid:  # the model's validators changed since: ask again
+                return None
+        self.log.hit(key)
         return Result(
             key, True, row["response"], parsed, finish_reason=row["finish_reason"], cached=True,
             prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
