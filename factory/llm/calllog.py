@@ -28,9 +28,8 @@ CACHED_COLUMNS = ("response", "parsed", "finish_reason", "prompt_tokens", "compl
 
 
 class CallLog:
-    def __init__(self, store: Store, flush_rows: int = 512):
+    def __init__(self, store: Store):
         self.store = store
-        self.flush_rows = flush_rows
         self._lock = threading.Lock()
         self._rows: list[tuple] = []
         self._hits: Counter[str] = Counter()
