@@ -1,0 +1,1 @@
+"""The AgentRefine path: persona → script → DM/player trajectory → verifier."""
