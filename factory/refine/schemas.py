@@ -1,0 +1,89 @@
+"""Response schemas built per script for the DM + player trajectory call.
+
+The schema limits action names to the script's actions and parameter values to
+the script's own vocabulary (every valid value, location and item it names), so
+a model decoding under it cannot invent actions, yet can still pick a wrong
+value or an action invalid where it stands: the mistakes AgentRefine trains on.
+Every string and list is bounded: small models otherwise return empty lists or
+ramble until max_tokens.
+
+Known backend behaviour: llama.cpp's server keeps JSON objects as sorted maps, so
+it generates properties in alphabetical order (`action` before `thought`),
+whatever order the schema lists them in. Key names must sort in the order the
+model should think in before this schema drives generation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .script import Script
+
+ERROR_TYPES = ["none", "parameter", "location", "logic"]
+
+
+def script_vocabulary(script: Script) -> list[str]:
+    """Every value a parameter could sensibly take in this script, sorted."""
+    words: set[str] = set()
+    for action in script.actions:
+        for param in action.parameters:
+            words.update(param.valid_values)
+    for location in script.environment.locations:
+        words.add(location.name)
+        words.update(location.items)
+    words.update(script.environment.player.inventory)
+    return sorted(words)
+
+
+def _bounded_text(max_length: int) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": max_length}
+
+
+def action_schema(script: Script) -> dict[str, Any]:
+    param_names = sorted({p.name for a in script.actions for p in a.parameters})
+    vocabulary = script_vocabulary(script)
+    params: dict[str, Any] = {
+        "type": "object",
+        "properties": {name: {"enum": vocabulary} for name in param_names},
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"name": {"enum": [a.name for a in script.actions]}, "params": params},
+        "required": ["name", "params"],
+        "additionalProperties": False,
+    }
+
+
+def step_schema(script: Script) -> dict[str, Any]:
+    """One player move and the DM's answer to it."""
+    evaluation = {
+        "type": "object",
+        "properties": {"error": {"enum": ERROR_TYPES}, "task_done": {"type": "boolean"}},
+        "required": ["error", "task_done"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "thought": _bounded_text(300),
+            "action": action_schema(script),
+            "dm_thinking": _bounded_text(300),
+            "observation": _bounded_text(300),
+            "evaluation": evaluation,
+        },
+        "required": ["thought", "action", "dm_thinking", "observation", "evaluation"],
+        "additionalProperties": False,
+    }
+
+
+def trajectory_schema(script: Script, min_steps: int = 3, max_steps: int = 10) -> dict[str, Any]:
+    return {
+        "title": "Trajectory",
+        "type": "object",
+        "properties": {
+            "steps": {"type": "array", "items": step_schema(script), "minItems": min_steps, "maxItems": max_steps}
+        },
+        "required": ["steps"],
+        "additionalProperties": False,
+    }
