@@ -1,0 +1,144 @@
+"""The trajectory verifier (AgentRefine, Algorithm 1), rule by rule.
+
+Each step is one player move and the DM's answer. The verifier replays the
+script's world and checks, in order, at every step:
+
+  format          the step has the required fields with the right types
+  unflagged_error the action is invalid but the DM's evaluation says "none"
+  false_alarm     the action is valid but the DM flagged an error
+  wrong_error     the DM flagged an error of another type than the real one
+  early_done      the DM declares the task done before the last step
+  false_done      the DM declares the task done but the script's goal does not hold
+
+and after the last step:
+
+  not_done            the last step does not complete the task
+  too_few_corrections fewer than `min_corrections` mistakes were corrected
+
+A failure at step t keeps steps before t: the generator continues from there.
+`too_few_corrections` means the story itself is too clean: start over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from .script import Script
+from .world import ActionCheck, WorldState, apply_action, check_action, goal_reached
+
+# An extra check of an action, e.g. its validation code run in the sandbox:
+# (action name, params, state) -> (ok, reason); None when it has nothing to say.
+ExtraCheck = Callable[[str, dict[str, Any], WorldState], "tuple[bool, str] | None"]
+
+
+class PlayerAction(BaseModel):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Evaluation(BaseModel):
+    error: Literal["none", "parameter", "location", "logic"]
+    task_done: bool
+
+
+class Step(BaseModel):
+    thought: str
+    action: PlayerAction
+    dm_thinking: str = ""
+    observation: str
+    evaluation: Evaluation
+
+
+@dataclass
+class StepCheck:
+    step: Step
+    action: ActionCheck  # the ground truth for this action
+    state_after: WorldState
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    rule: str | None = None
+    failed_step: int | None = None  # index of the first bad step
+    reason: str = ""
+    checks: list[StepCheck] = field(default_factory=list)  # the steps that passed
+    corrections: int = 0
+
+    @property
+    def restart(self) -> bool:
+        """Whether to regenerate from scratch instead of continuing from the verified prefix."""
+        return self.rule == "too_few_corrections" or self.failed_step == 0
+
+
+def _judge(script: Script, state: WorldState, step: Step, extra: ExtraCheck | None) -> ActionCheck:
+    checked = check_action(script, state, step.action.name, step.action.params)
+    if checked.ok and extra is not None:
+        outcome = extra(step.action.name, step.action.params, state)
+        if outcome is not None and not outcome[0]:
+            return ActionCheck(False, "logic", outcome[1])
+    return checked
+
+
+def _dm_disagrees(step: Step, truth: ActionCheck) -> tuple[str, str] | None:
+    flagged = step.evaluation.error
+    if not truth.ok and flagged == "none":
+        return "unflagged_error", f"invalid action not flagged by the DM: {truth.reason}"
+    if truth.ok and flagged != "none":
+        return "false_alarm", f"the DM flagged a {flagged} error on a valid action"
+    if not truth.ok and flagged != truth.error_type:
+        return "wrong_error", f"the DM said {flagged} error; it is a {truth.error_type} error: {truth.reason}"
+    return None
+
+
+def count_corrections(checks: list[StepCheck]) -> int:
+    """Mistakes followed by a valid action: the refinement steps the data teaches."""
+    return sum(1 for a, b in zip(checks, checks[1:]) if not a.action.ok and b.action.ok)
+
+
+def verify_steps(
+    script: Script, raw_steps: list[Any], min_corrections: int = 2, extra: ExtraCheck | None = None
+) -> Verdict:
+    state = WorldState.initial(script)
+    checks: list[StepCheck] = []
+    last = len(raw_steps) - 1
+    for index, raw in enumerate(raw_steps):
+        fail = _check_one(script, state, raw, index == last, extra)
+        if isinstance(fail, tuple):
+            rule, reason = fail
+            return Verdict(False, rule, index, reason, checks, count_corrections(checks))
+        checks.append(fail)
+        state = fail.state_after
+    return _check_ending(checks, min_corrections)
+
+
+def _check_one(script: Script, state: WorldState, raw: Any, is_last: bool, extra) -> StepCheck | tuple[str, str]:
+    try:
+        step = raw if isinstance(raw, Step) else Step.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return "format", f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    truth = _judge(script, state, step, extra)
+    disagreement = _dm_disagrees(step, truth)
+    if disagreement:
+        return disagreement
+    after = apply_action(script, state, step.action.name, step.action.params) if truth.ok else state
+    if step.evaluation.task_done:
+        if not is_last:
+            return "early_done", "the DM declared the task done before the last step"
+        if goal_reached(script, after) is False:
+            return "false_done", "the DM declared the task done but the goal does not hold"
+    return StepCheck(step, truth, after)
+
+
+def _check_ending(checks: list[StepCheck], min_corrections: int) -> Verdict:
+    corrections = count_corrections(checks)
+    if not checks or not checks[-1].step.evaluation.task_done:
+        return Verdict(False, "not_done", len(checks), "the trajectory ends before the task is done", checks, corrections)
+    if corrections < min_corrections:
+        reason = f"{corrections} correction(s), at least {min_corrections} required"
+        return Verdict(False, "too_few_corrections", None, reason, checks, corrections)
+    return Verdict(True, checks=checks, corrections=corrections)

@@ -1,0 +1,92 @@
+"""Algorithm 1, rule by rule: one trajectory that passes each rule and one that breaks it."""
+
+import copy
+
+import pytest
+from test_refine_world import GARDEN
+
+from factory.refine.script import Script
+from factory.refine.verify import verify_steps
+
+
+def step(name, params, error="none", done=False):
+    return {
+        "thought": f"I will {name}.", "action": {"name": name, "params": params},
+        "dm_thinking": "Check the rules.", "observation": "Something happens.",
+        "evaluation": {"error": error, "task_done": done},
+    }  # fmt: skip
+
+
+# Two mistakes, each corrected at the next move, then the task is done.
+GOOD = [
+    step("go", {"place": "attic"}, error="parameter"),
+    step("take", {"item": "watering_can"}),
+    step("water", {"litres": 2}, error="location"),
+    step("go", {"place": "garden"}),
+    step("water", {"litres": 2}, done=True),
+]
+
+
+@pytest.fixture
+def script():
+    return Script.model_validate(GARDEN)
+
+
+def broken(index, **changes):
+    steps = copy.deepcopy(GOOD)
+    for key, value in changes.items():
+        if key in ("error", "task_done"):
+            steps[index]["evaluation"][key] = value
+        else:
+            steps[index][key] = value
+    return steps
+
+
+def test_the_good_trajectory_passes_every_rule(script):
+    verdict = verify_steps(script, GOOD)
+    assert verdict.ok, verdict.reason
+    assert verdict.corrections == 2 and len(verdict.checks) == 5
+    assert [c.action.ok for c in verdict.checks] == [False, True, False, True, True]
+
+
+@pytest.mark.parametrize(
+    "steps, rule, at",
+    [
+        (broken(1, observation=None), "format", 1),
+        (broken(0, error="none"), "unflagged_error", 0),
+        (broken(1, error="logic"), "false_alarm", 1),
+        (broken(2, error="parameter"), "wrong_error", 2),
+        (broken(3, task_done=True), "early_done", 3),
+        (GOOD[:3] + [step("go", {"place": "kitchen"}, done=True)], "false_done", 3),
+        (broken(4, task_done=False), "not_done", 5),
+    ],
+)
+def test_each_rule_catches_its_failure(script, steps, rule, at):
+    verdict = verify_steps(script, steps)
+    assert not verdict.ok and verdict.rule == rule and verdict.failed_step == at, verdict.reason
+    assert len(verdict.checks) == at  # the verified prefix the generator continues from
+    assert not verdict.restart or at == 0
+
+
+def test_too_few_corrections_means_start_over(script):
+    clean = [step("take", {"item": "watering_can"}), step("go", {"place": "garden"}, done=True)]
+    verdict = verify_steps(script, clean)
+    assert verdict.rule == "too_few_corrections" and verdict.restart
+    assert verify_steps(script, GOOD, min_corrections=3).rule == "too_few_corrections"
+    assert verify_steps(script, clean, min_corrections=0).ok
+
+
+def test_an_extra_check_such_as_validation_code_can_reject_an_action(script):
+    def no_more_than_one_litre(name, params, state):
+        if name == "water" and int(params["litres"]) > 1:
+            return False, "the pot overflows"
+        return None
+
+    verdict = verify_steps(script, GOOD, extra=no_more_than_one_litre)
+    assert verdict.rule == "unflagged_error" and verdict.failed_step == 4
+    assert "overflows" in verdict.reason
+
+
+def test_a_first_step_failure_restarts(script):
+    verdict = verify_steps(script, broken(0, error="none"))
+    assert verdict.restart
