@@ -90,3 +90,19 @@ def test_an_extra_check_such_as_validation_code_can_reject_an_action(script):
 def test_a_first_step_failure_restarts(script):
     verdict = verify_steps(script, broken(0, error="none"))
     assert verdict.restart
+
+
+def test_injected_steps_are_mistakes_the_verifier_accepts(script):
+    import random
+
+    from factory.refine.inject import injected_step
+    from factory.refine.world import WorldState
+
+    kinds = set()
+    for seed in range(30):
+        step_ = injected_step(script, WorldState.initial(script), random.Random(seed))
+        kinds.add(step_["injected"])
+        verdict = verify_steps(script, [step_] + GOOD[1:])
+        assert verdict.checks[0].action.ok is False  # a real mistake...
+        assert verdict.failed_step != 0, verdict.reason  # ...that the DM evaluated correctly
+    assert kinds == {"parameter", "location", "unknown_action"}

@@ -123,7 +123,10 @@ def _short_pydantic_error(exc: ValidationError) -> str:
 
 @lru_cache(maxsize=256)
 def _spec_for_model(model: type[BaseModel]) -> OutputSpec:
-    return OutputSpec(model.__name__, inline_refs(model.model_json_schema()), model)
+    # A model may offer a trimmed wire schema (e.g. without fields the LLM must not fill);
+    # its replies are still validated by the model itself.
+    schema = model.llm_schema() if hasattr(model, "llm_schema") else model.model_json_schema()
+    return OutputSpec(model.__name__, inline_refs(schema), model)
 
 
 @lru_cache(maxsize=256)

@@ -72,15 +72,16 @@ class Goal(BaseModel):
     conditions: list[Precondition] = Field(default_factory=list, max_length=4)
 
 
-class Script(BaseModel):
-    persona_id: str | None = None
+class ScriptDraft(BaseModel):
+    """What the script writer produces; `Script` adds where it came from."""
+
     environment: Environment
     task: str = Field(min_length=5, max_length=500)
     actions: list[Action] = Field(min_length=1, max_length=10)
     goal: Goal = Field(default_factory=Goal)
 
     @model_validator(mode="after")
-    def _names_refer_to_things_that_exist(self) -> "Script":
+    def _names_refer_to_things_that_exist(self) -> "ScriptDraft":
         problems = script_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
@@ -93,7 +94,22 @@ class Script(BaseModel):
         return next((loc for loc in self.environment.locations if loc.name == name), None)
 
 
-def script_problems(script: Script) -> list[str]:
+class DeclarativeScriptDraft(ScriptDraft):
+    """A draft whose wire schema leaves out validation code: for models too small to
+    write working code, the declarative rules alone verify the script."""
+
+    @classmethod
+    def llm_schema(cls) -> dict:
+        schema = cls.model_json_schema()
+        schema["$defs"]["Action"]["properties"].pop("validation_code", None)
+        return schema
+
+
+class Script(ScriptDraft):
+    persona_id: str | None = None
+
+
+def script_problems(script: ScriptDraft) -> list[str]:
     """Dangling names: the checks a schema alone cannot express."""
     problems = []
     places = {loc.name for loc in script.environment.locations}

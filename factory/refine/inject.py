@@ -1,0 +1,79 @@
+"""Error injection: corrupt a player action so a correction is guaranteed.
+
+The corrupted step's DM evaluation comes from the world model, not the LLM, so
+it is right by construction; the LLM then continues from the DM's observation
+and must correct the mistake. Kinds, as in AgentRefine's error types: a wrong
+parameter value, an action invalid where the player stands, an unknown action.
+The injected turns are mistakes, so they never train (loss=false).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from functools import lru_cache
+from typing import Any
+
+from ..paths import prompts_dir
+from .script import Script
+from .world import ActionCheck, WorldState, check_action
+
+UNKNOWN_ACTIONS = ("look_around", "ask_for_help", "use_map", "wait", "search")
+
+
+@lru_cache(maxsize=1)
+def _templates() -> dict[str, str]:
+    return json.loads((prompts_dir() / "refine" / "injected_step.json").read_text())
+
+
+def _valid_params(script: Script, name: str, rng: random.Random) -> dict[str, Any]:
+    return {p.name: rng.choice(p.valid_values) for p in script.action(name).parameters}
+
+
+def _wrong_value(script: Script, state: WorldState, rng: random.Random):
+    candidates = [a for a in script.actions if a.parameters]
+    if not candidates:
+        return None
+    action = rng.choice(candidates)
+    params = _valid_params(script, action.name, rng)
+    target = rng.choice(action.parameters)
+    pool = sorted({v for a in script.actions for p in a.parameters for v in p.valid_values} - set(target.valid_values))
+    params[target.name] = rng.choice(pool) if pool else f"no_such_{target.name}"
+    return action.name, params
+
+
+def _wrong_place(script: Script, state: WorldState, rng: random.Random):
+    for action in rng.sample(script.actions, len(script.actions)):
+        params = _valid_params(script, action.name, rng)
+        checked = check_action(script, state, action.name, params)
+        if not checked.ok and checked.error_type == "location":
+            return action.name, params
+    return None
+
+
+def _unknown_action(script: Script, state: WorldState, rng: random.Random):
+    names = [n for n in UNKNOWN_ACTIONS if script.action(n) is None]
+    return (rng.choice(names), {}) if names else None
+
+
+CORRUPTIONS = {"parameter": _wrong_value, "location": _wrong_place, "unknown_action": _unknown_action}
+
+
+def injected_step(script: Script, state: WorldState, rng: random.Random) -> dict[str, Any] | None:
+    """A mistaken step with the DM's correct evaluation, or None if no corruption applies."""
+    for kind in rng.sample(list(CORRUPTIONS), len(CORRUPTIONS)):
+        picked = CORRUPTIONS[kind](script, state, rng)
+        if picked is None:
+            continue
+        name, params = picked
+        checked: ActionCheck = check_action(script, state, name, params)
+        if checked.ok:  # e.g. the "wrong" value happened to be valid: try another kind
+            continue
+        call = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+        text = {k: v.format(action=call, reason=checked.reason) for k, v in _templates().items()}
+        return {
+            "thought": text["thought"], "action": {"name": name, "params": params},
+            "dm_thinking": text["dm_thinking"], "observation": text["observation"],
+            "evaluation": {"error": checked.error_type, "task_done": False}, "injected": kind,
+        }  # fmt: skip
+    return None

@@ -1,0 +1,98 @@
+"""The two LLM roles of the AgentRefine path: templates, response models, parsing.
+
+Roles hold no I/O: they build requests and read results (DESIGN rule 6).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from ..llm import Request
+from ..paths import prompts_dir
+from ..prompts import load_prompt, render_prompt
+from .schemas import trajectory_schema
+from .script import DeclarativeScriptDraft, Script, ScriptDraft
+
+
+@lru_cache(maxsize=None)
+def _example(name: str) -> Any:
+    return json.loads((prompts_dir() / "refine" / name).read_text())
+
+
+class ScriptWriter:
+    """Persona → script (environment, task, actions), few-shot with three examples."""
+
+    def __init__(self, with_code: bool = True):
+        self.with_code = with_code
+        self.response_model = ScriptDraft if with_code else DeclarativeScriptDraft
+
+    def _system(self) -> str:
+        examples = _example("script_examples.json")
+        if not self.with_code:
+            examples = [_without_code(e) for e in examples]
+        shown = "\n\n".join(json.dumps(e, separators=(",", ":")) for e in examples)
+        instruction = load_prompt("refine/script_code_instruction") if self.with_code else ""
+        return render_prompt("refine/script_system", examples=shown, code_instruction=instruction)
+
+    def request(self, persona_id: str, persona: str, attempt: int, feedback: list[str] | None = None) -> Request:
+        messages = [
+            {"role": "system", "content": self._system()},
+            {"role": "user", "content": render_prompt("refine/script_user", persona=persona)},
+        ]
+        if feedback:
+            messages.append({"role": "user", "content": render_prompt("refine/script_feedback", problems="; ".join(feedback))})
+        return Request(messages, self.response_model, stage="script", sample_index=attempt, tag=persona_id)
+
+    @staticmethod
+    def parse(draft: ScriptDraft, persona_id: str) -> Script:
+        return Script(persona_id=persona_id, **draft.model_dump())
+
+
+def _without_code(script: dict) -> dict:
+    actions = [{k: v for k, v in a.items() if k != "validation_code"} for a in script["actions"]]
+    return {**script, "actions": actions}
+
+
+def describe_actions(script: Script) -> str:
+    lines = []
+    for action in script.actions:
+        params = ", ".join(f"{p.name} in {p.valid_values}" for p in action.parameters) or "no parameters"
+        lines.append(f"- {action.name}({params}): {action.description}")
+    return "\n".join(lines)
+
+
+def describe_environment(script: Script) -> str:
+    env = script.environment
+    places = "; ".join(f"{loc.name} ({loc.description} items: {', '.join(loc.items) or 'none'})" for loc in env.locations)
+    held = ", ".join(env.player.inventory) or "nothing"
+    return f"{places}. The player starts at {env.player.location} holding {held}."
+
+
+class TrajectorySimulator:
+    """One call plays both the DM and the player; a verified prefix is continued."""
+
+    def __init__(self, min_corrections: int = 2, min_steps: int = 2, max_steps: int = 10):
+        self.min_corrections = min_corrections
+        self.min_steps = min_steps
+        self.max_steps = max_steps
+
+    def request(self, script: Script, prefix: list[dict], attempt: int, trajectory_id: str) -> Request:
+        example = json.dumps(_example("trajectory_example.json"), separators=(",", ":"))
+        system = render_prompt("refine/trajectory_system", min_corrections=self.min_corrections, example=example)
+        progress = ""
+        if prefix:
+            shown = "\n".join(json.dumps(step, separators=(",", ":")) for step in prefix)
+            progress = render_prompt("refine/trajectory_continue", steps=shown)
+        user = render_prompt(
+            "refine/trajectory_user", environment=describe_environment(script), task=script.task,
+            actions=describe_actions(script), progress=progress,
+        )  # fmt: skip
+        schema = trajectory_schema(script, self.min_steps if not prefix else 1, self.max_steps)
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return Request(messages, schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)
+
+    @staticmethod
+    def parse(parsed: dict) -> list[dict]:
+        return list(parsed["steps"])
