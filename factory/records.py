@@ -52,3 +52,18 @@ class Trajectory(BaseModel):
             "corrections": corrections,
             "kinds": dict(Counter(t.kind for t in self.turns)),
         }
+
+
+def to_conversations(turns: list[Turn]) -> list[dict[str, Any]]:
+    """AgentInstruct / AgentRefine format: `from` human|gpt, `value`, `loss`.
+
+    System and tool turns fold into the human side; only assistant turns can train.
+    """
+    out = []
+    for turn in turns:
+        speaker = "gpt" if turn.role == "assistant" else "human"
+        entry = {"from": speaker, "value": turn.content, "loss": bool(turn.loss and speaker == "gpt")}
+        if turn.error is not None:
+            entry["error"] = turn.error.model_dump()
+        out.append(entry)
+    return out

@@ -35,13 +35,25 @@ def script_vocabulary(script: Script) -> list[str]:
     return sorted(words)
 
 
+def _with_numbers(values: list[str]) -> list[Any]:
+    """Numeric values may come back as JSON numbers ("2" or 2): accept both forms."""
+    numbers = []
+    for value in values:
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        numbers.append(int(number) if number.is_integer() else number)
+    return values + sorted(set(numbers))
+
+
 def _bounded_text(max_length: int) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "maxLength": max_length}
 
 
 def action_schema(script: Script) -> dict[str, Any]:
     param_names = sorted({p.name for a in script.actions for p in a.parameters})
-    vocabulary = script_vocabulary(script)
+    vocabulary = _with_numbers(script_vocabulary(script))
     params: dict[str, Any] = {
         "type": "object",
         "properties": {name: {"enum": vocabulary} for name in param_names},

@@ -54,4 +54,23 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     ("0003_llm_calls_stage_index", "CREATE INDEX llm_calls_stage ON llm_calls (stage, status)"),
+    (
+        "0005_refine",
+        """
+        CREATE TABLE scripts (
+            script_id VARCHAR PRIMARY KEY, persona_id VARCHAR, attempt INTEGER, script VARCHAR,
+            verified BOOLEAN, problems VARCHAR, created_at TIMESTAMP
+        );
+        CREATE TABLE trajectories (
+            trajectory_id VARCHAR PRIMARY KEY, source VARCHAR, persona_id VARCHAR, script_id VARCHAR,
+            verified BOOLEAN, reason VARCHAR, steps VARCHAR, turns VARCHAR, conversations VARCHAR,
+            stats VARCHAR, n_turns INTEGER, n_errors INTEGER, n_corrections INTEGER, llm_calls INTEGER,
+            prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd DOUBLE, created_at TIMESTAMP
+        );
+        CREATE TABLE verdicts (
+            trajectory_id VARCHAR, attempt INTEGER, ok BOOLEAN, rule VARCHAR, failed_step INTEGER,
+            reason VARCHAR, n_steps INTEGER, created_at TIMESTAMP, PRIMARY KEY (trajectory_id, attempt)
+        );
+        """,
+    ),
 ]

@@ -1,0 +1,65 @@
+"""Reading and writing the refine path's tables (see migration 0005_refine)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..records import Trajectory, to_conversations
+from ..store import Store, utcnow
+from .script import Script
+from .verify import Verdict
+
+def save_script(store: Store, script_id: str, persona_id: str, attempt: int, script: Script | None, problems: list[str]):
+    body = script.model_dump_json() if script is not None else None
+    store.execute(
+        "INSERT OR REPLACE INTO scripts VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [script_id, persona_id, attempt, body, script is not None and not problems, json.dumps(problems), utcnow()],
+    )
+
+
+def save_verdict(store: Store, trajectory_id: str, attempt: int, verdict: Verdict | None, reason: str, n_steps: int):
+    ok, rule, step = (verdict.ok, verdict.rule, verdict.failed_step) if verdict else (False, "llm_error", None)
+    store.execute(
+        "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [trajectory_id, attempt, ok, rule, step, reason, n_steps, utcnow()],
+    )
+
+
+def save_trajectory(store: Store, row: dict[str, Any], trajectory: Trajectory | None) -> None:
+    """One final row per trajectory id: verified with its turns, or failed with its reason."""
+    stats = trajectory.stats() if trajectory else {}
+    values = {
+        **row,
+        "turns": json.dumps([t.model_dump() for t in trajectory.turns]) if trajectory else None,
+        "conversations": json.dumps(to_conversations(trajectory.turns)) if trajectory else None,
+        "stats": json.dumps(stats), "n_turns": stats.get("turns"), "n_errors": stats.get("errors"),
+        "n_corrections": stats.get("corrections"), "created_at": utcnow(),
+    }  # fmt: skip
+    columns = list(values)
+    store.execute(
+        f"INSERT OR REPLACE INTO trajectories ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+        [values[c] for c in columns],
+    )
+
+
+def finished_ids(store: Store) -> set[str]:
+    return {r[0] for r in store.query("SELECT trajectory_id FROM trajectories")}
+
+
+def refine_funnel(store: Store) -> dict[str, int]:
+    """personas → scripts → verified scripts → trajectories → verified."""
+    (personas,) = store.query("SELECT count(DISTINCT persona_id) FROM trajectories")[0]
+    scripts, verified_scripts = store.query(
+        "SELECT count(DISTINCT persona_id), count(DISTINCT persona_id) FILTER (verified) FROM scripts"
+    )[0]
+    trajectories, verified = store.query(
+        "SELECT count(*) FILTER (script_id IS NOT NULL), count(*) FILTER (verified) FROM trajectories"
+    )[0]
+    return {"personas": personas, "scripts": scripts, "verified_scripts": verified_scripts,
+            "trajectories": trajectories, "verified": verified}  # fmt: skip
+
+
+def rule_losses(store: Store) -> dict[str, int]:
+    """How many verifier verdicts each rule failed (every attempt counts)."""
+    return dict(store.query("SELECT rule, count(*) FROM verdicts WHERE NOT ok GROUP BY 1 ORDER BY 2 DESC"))

@@ -1,0 +1,76 @@
+"""The refine loop over real HTTP: scripted script and trajectory replies."""
+
+import asyncio
+import json
+
+from loopback_server import Action, ok
+from test_refine_verify import GOOD, step
+from test_refine_world import GARDEN
+
+from factory.llm import LLMClient
+from factory.refine.pipeline import RefineSettings, refine_one
+from factory.refine.store import refine_funnel, rule_losses
+from factory.store import Store
+
+SCRIPT_MARK = "Write a script for an adventure"
+TRAJ_MARK = "Available actions:"
+
+
+def go(config, store, settings, persona="p1"):
+    async def run():
+        async with LLMClient(config, store) as llm:
+            return await refine_one(llm, store, persona, "A gardener in Porto.", settings)
+
+    return asyncio.run(run())
+
+
+def test_injected_mistake_then_a_verified_trajectory(server, fast_config, tmp_path):
+    server.route(SCRIPT_MARK, ok(GARDEN))
+    server.route(TRAJ_MARK, ok({"steps": GOOD[1:]}))
+    store = Store(tmp_path / "r.duckdb")
+    assert go(fast_config(), store, RefineSettings(with_code=False, seed=3))
+
+    prompt = server.requests[1]["body"]["messages"][1]["content"]
+    assert "The story so far" in prompt  # the LLM continued after the injected mistake
+    (turns, conversations, calls, corrections) = store.query(
+        "SELECT turns, conversations, llm_calls, n_corrections FROM trajectories WHERE verified"
+    )[0]
+    conversations = json.loads(conversations)
+    assert calls == 2 and corrections == 2
+    assert conversations[0]["from"] == "human" and "Task: Water the tomatoes" in conversations[0]["value"]
+    gpt = [c for c in conversations if c["from"] == "gpt"]
+    assert [c["loss"] for c in gpt] == [False, True, False, True, True]
+    assert gpt[0]["error"]["type"] in ("parameter", "location", "logic") and gpt[0]["error"]["feedback"]
+    assert all(not c["loss"] for c in conversations if c["from"] == "human")
+    assert refine_funnel(store) == {"personas": 1, "scripts": 1, "verified_scripts": 1, "trajectories": 1, "verified": 1}
+
+
+def test_a_failed_check_continues_from_the_verified_prefix(server, fast_config, tmp_path):
+    unflagged = step("water", {"litres": 2})  # at the kitchen: a location error the DM misses
+    server.route(SCRIPT_MARK, ok(GARDEN))
+    server.route(TRAJ_MARK, ok({"steps": [GOOD[1], unflagged]}),
+                 ok({"steps": [step("go", {"place": "garden"}), step("water", {"litres": 2}, done=True)]}))
+    store = Store(tmp_path / "r.duckdb")
+    assert go(fast_config(), store, RefineSettings(with_code=False, seed=1))
+    verdicts = store.query("SELECT attempt, ok, rule, failed_step FROM verdicts ORDER BY attempt")
+    assert verdicts == [(0, False, "unflagged_error", 2), (1, True, None, None)]
+    steps = json.loads(store.query("SELECT steps FROM trajectories")[0][0])
+    assert [s.get("injected") is not None for s in steps] == [True, False, True, False, False]
+
+
+def test_budget_runs_out_on_garbage_and_the_failure_is_recorded(server, fast_config, tmp_path):
+    server.route(SCRIPT_MARK, ok(GARDEN))
+    server.route(TRAJ_MARK, *[ok("not json at all")] * 20)
+    store = Store(tmp_path / "r.duckdb")
+    assert not go(fast_config(max_parse_retries=0), store, RefineSettings(with_code=False, budget=3))
+    (verified, reason, calls) = store.query("SELECT verified, reason, llm_calls FROM trajectories")[0]
+    assert not verified and reason.startswith("llm schema") and calls == 3
+    assert rule_losses(store) == {"llm_error": 2}
+
+
+def test_a_script_that_never_verifies_ends_the_persona(server, fast_config, tmp_path):
+    server.route(SCRIPT_MARK, *[Action(status=500)] * 30)
+    store = Store(tmp_path / "r.duckdb")
+    assert not go(fast_config(max_retries=0), store, RefineSettings(with_code=False, script_tries=2))
+    assert store.query("SELECT reason, llm_calls FROM trajectories") == [("no verified script", 2)]
+    assert refine_funnel(store)["scripts"] == 1 and refine_funnel(store)["verified_scripts"] == 0
