@@ -55,6 +55,20 @@ MIGRATIONS: list[tuple[str, str]] = [
     ),
     ("0003_llm_calls_stage_index", "CREATE INDEX llm_calls_stage ON llm_calls (stage, status)"),
     (
+        "0004_personas",
+        # One row per persona id: library, user-file and expanded personas alike;
+        # parent_id links an expanded persona to the seed it grew from.
+        """
+        CREATE TABLE personas (
+            persona_id VARCHAR PRIMARY KEY,
+            text       VARCHAR,
+            source     VARCHAR,
+            parent_id  VARCHAR,
+            created_at TIMESTAMP
+        )
+        """,
+    ),
+    (
         "0005_refine",
         """
         CREATE TABLE scripts (
