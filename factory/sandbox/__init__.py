@@ -1,0 +1,52 @@
+"""factory.sandbox — the only way generated code runs.
+
+    run_program(source, stdin=None, limits=None) -> Verdict        (and arun_program)
+    run_function(source, name, calls, limits=None, call_timeout_s=None) -> Verdict
+                                                                    (and arun_function)
+    sandbox_capabilities() -> dict   the kernel layers this machine offers
+
+Layers, each assuming the one before was bypassed:
+1. static check (`static_check.py`): imports outside `allowed_imports`, dunder
+   names and attributes, eval/exec/compile/open/globals/locals/vars, getattr
+   with a non-literal name, frame/code introspection -> "rejected".
+2. Python guards in the child (`child/guards.py`): a private builtins dict
+   (import allowlist, dunder-refusing getattr, no eval/exec/open), os/posix
+   process and signal functions replaced by ones that raise PermissionError.
+3. The kernel: its own process and session (`killpg` on timeout), a fresh
+   scratch cwd deleted afterwards, an environment built from nothing, rlimits
+   (CPU, address space, file size, open files, no core), an empty network
+   namespace (`unshare --net`), Landlock (read only Python's files, write only
+   the scratch directory, no TCP, no signals out), and a seccomp filter (no new
+   processes, no exec, no sockets but AF_UNIX). The last three are used where
+   the kernel offers them; `sandbox_capabilities()` and `Verdict.isolation` say.
+
+Verdict mapping (`status` / `reason`):
+- ok: the code ran to the end (SystemExit(0) included). For run_function the
+  run's status; each `calls[i]` has its own ok / error / timeout.
+- rejected / import | dunder | builtin | attribute: the static check refused
+  it; `error` is "line N: ...". Nothing ran.
+- error / syntax: the code does not parse (line given when known).
+- error / exception | recursion | memory | exit_code | value: the code raised
+  (an uncaught exception, RecursionError, MemoryError from the address-space
+  limit, SystemExit with a non-zero code, a return value json cannot carry);
+  `error` is "line N: Type: message", the traceback is in stderr (programs).
+- error / missing_function | input | sandbox: no such function, bad arguments
+  from the caller, the child could not start or report.
+- timeout / wall: past `wall_s` (the parent kills the process group).
+- timeout / cpu: past `cpu_s` (SIGXCPU from RLIMIT_CPU).
+- timeout / call_wall: one call past `call_timeout_s` (per call only).
+- killed / output: stdout or stderr past `max_output_bytes`; the parent kills
+  the child and keeps the first `max_output_bytes` plus a truncation marker.
+- killed / signal: any other fatal signal (SIGKILL from the OOM killer, SIGSEGV).
+Calls a run never reached get the run's status with reason "not_run".
+"""
+
+from .api import arun_function, arun_program, run_function, run_program
+from .capabilities import sandbox_capabilities
+from .models import DEFAULT_ALLOWED_IMPORTS, CallVerdict, SandboxLimits, Verdict
+from .static_check import StaticIssue, check_source
+
+__all__ = [
+    "DEFAULT_ALLOWED_IMPORTS", "CallVerdict", "SandboxLimits", "StaticIssue", "Verdict", "arun_function",
+    "arun_program", "check_source", "run_function", "run_program", "sandbox_capabilities",
+]  # fmt: skip

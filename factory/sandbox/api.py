@@ -1,0 +1,179 @@
+"""The entry points: `run_program` / `run_function` and their async twins.
+
+The async functions are the implementation (many sandboxes share one event loop
+in a batch job); the sync ones run them on a private loop, in a helper thread
+when the calling thread already has a loop running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+import sysconfig
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Coroutine
+
+from pydantic import ValidationError
+
+from .capabilities import landlock_abi, network_namespace_prefix
+from .child import seccomp
+from .models import CallVerdict, SandboxLimits, Verdict
+from .process import supervise
+from .static_check import check_source
+from .verdict import make_verdict
+
+RUNNER = Path(__file__).parent / "child" / "runner.py"
+CallArgs = list | dict  # positional arguments, or keyword arguments
+
+
+def child_env(scratch: str) -> dict[str, str]:
+    """Nothing of the parent's environment: no keys, no proxies, no PYTHONPATH."""
+    return {
+        "PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "TZ": "UTC",
+        "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    }  # fmt: skip
+
+
+def library_paths() -> list[str]:
+    # The child starts with -S (no site), so third-party modules such as numpy
+    # are found only through these; the import allowlist decides what is used.
+    paths = sysconfig.get_paths()
+    return sorted({paths["purelib"], paths["platlib"]})
+
+
+def child_argv(job_path: Path) -> list[str]:
+    # Not -I: it implies -E, which would drop PYTHONHASHSEED. The environment is
+    # built from nothing instead, so -E would have nothing left to protect.
+    return [*network_namespace_prefix(), sys.executable, "-s", "-S", str(RUNNER), str(job_path)]
+
+
+def job_payload(source: str, limits: SandboxLimits, scratch: str, result_path: str, **mode: Any) -> dict:
+    return {
+        "source": source, "scratch": scratch, "result_path": result_path, "extra_paths": library_paths(),
+        "allowed_imports": list(limits.allowed_imports), "allow_open": limits.allow_scratch_files,
+        "cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_size_mb": limits.file_size_mb,
+        "max_processes": limits.max_processes, "max_value_bytes": limits.max_output_bytes,
+        "network_namespace": bool(network_namespace_prefix()), "landlock": landlock_abi() > 0,
+        "seccomp": seccomp.supported(), "function_name": None, "calls": None, "call_timeout_s": None, **mode,
+    }  # fmt: skip
+
+
+def failed(reason: str, message: str, n_calls: int = 0) -> Verdict:
+    """An error verdict for a run that never started (bad input, no scratch space)."""
+    return with_calls(Verdict(status="error", reason=reason, error=message), n_calls)
+
+
+def with_calls(verdict: Verdict, n_calls: int) -> Verdict:
+    """Give every call the verdict of a run that never reached them."""
+    verdict.calls = [
+        CallVerdict(index=i, status=verdict.status, reason=verdict.reason, error=f"not run: {verdict.error}")
+        for i in range(n_calls)
+    ]
+    return verdict
+
+
+async def run_job(source: object, limits: SandboxLimits | dict | None, stdin: object, n_calls: int,
+                  skip_static_check: bool, **mode: Any) -> Verdict:  # fmt: skip
+    try:
+        limits = SandboxLimits.model_validate(limits if limits is not None else {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return failed("input", f"bad limits: {'.'.join(map(str, first['loc']))}: {first['msg']}", n_calls)
+    if not isinstance(source, str):
+        return failed("input", f"source must be a str, not {type(source).__name__}", n_calls)
+    if not skip_static_check:
+        issue = check_source(source, limits.allowed_imports, limits.allow_scratch_files)
+        if issue:
+            return with_calls(Verdict(status=issue.status, reason=issue.reason, error=issue.text), n_calls)
+    try:
+        job_dir = Path(tempfile.mkdtemp(prefix="factory-sandbox-"))
+    except OSError as exc:
+        return failed("sandbox", f"no scratch directory: {exc}", n_calls)
+    try:
+        return await run_in(job_dir, source, limits, stdin, n_calls, mode)
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
+
+
+def write_job(job_dir: Path, source: str, limits: SandboxLimits, stdin: object, mode: dict) -> Path | None:
+    """job.json (and the stdin file, if any) beside the scratch directory, where the
+    child can read them before Landlock and not after. Returns the stdin path."""
+    (job_dir / "scratch").mkdir()
+    payload = job_payload(source, limits, str(job_dir / "scratch"), str(job_dir / "result.jsonl"), **mode)
+    (job_dir / "job.json").write_text(json.dumps(payload), encoding="utf-8")
+    if stdin is None:
+        return None
+    (job_dir / "stdin").write_bytes(stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin))
+    return job_dir / "stdin"
+
+
+async def run_in(job_dir: Path, source: str, limits: SandboxLimits, stdin: object, n_calls: int,
+                 mode: dict) -> Verdict:  # fmt: skip
+    try:
+        stdin_path = write_job(job_dir, source, limits, stdin, mode)
+    except (TypeError, ValueError) as exc:
+        return failed("input", f"the call arguments are not JSON-serialisable: {exc}", n_calls)
+    except OSError as exc:
+        return failed("sandbox", f"could not write the job: {exc}", n_calls)
+    try:
+        raw = await supervise(
+            child_argv(job_dir / "job.json"), child_env(str(job_dir / "scratch")), str(job_dir / "scratch"),
+            str(stdin_path) if stdin_path else None, limits.wall_s, limits.max_output_bytes,
+            str(job_dir / "result.jsonl"), max_result_bytes=limits.file_size_mb * 1024 * 1024,
+        )  # fmt: skip
+    except OSError as exc:  # the child could not start at all (no executable, no fds)
+        return failed("sandbox", f"could not start the sandbox: {exc}", n_calls)
+    return make_verdict(raw, limits, n_calls)
+
+
+async def arun_program(source: str, stdin: str | bytes | None = None, limits: SandboxLimits | None = None,
+                       *, _skip_static_check: bool = False) -> Verdict:  # fmt: skip
+    """Run `source` as a program with `stdin`; the verdict carries its stdout and stderr."""
+    if stdin is not None and not isinstance(stdin, (str, bytes)):
+        return failed("input", f"stdin must be str or bytes, not {type(stdin).__name__}")
+    return await run_job(source, limits, stdin, 0, _skip_static_check, mode="program")
+
+
+async def arun_function(
+    source: str, function_name: str, calls: list[CallArgs], limits: SandboxLimits | None = None,
+    *, call_timeout_s: float | None = None, _skip_static_check: bool = False,
+) -> Verdict:  # fmt: skip
+    """Define `source`, then call `function_name` once per entry of `calls` (a list
+    of positional arguments or a dict of keyword arguments), all in one child.
+    `verdict.calls[i]` is call i's own verdict; `verdict.status` is the run's."""
+    if not isinstance(calls, list) or not all(isinstance(call, (list, dict)) for call in calls):
+        return failed("input", "calls must be a list of argument lists or keyword dicts")
+    if not isinstance(function_name, str) or not function_name.isidentifier():
+        return failed("input", f"function_name must be an identifier, not {function_name!r}", len(calls))
+    if call_timeout_s is not None and not (isinstance(call_timeout_s, (int, float)) and call_timeout_s > 0):
+        return failed("input", f"call_timeout_s must be a positive number, not {call_timeout_s!r}", len(calls))
+    return await run_job(
+        source, limits, None, len(calls), _skip_static_check,
+        mode="function", function_name=function_name, calls=calls, call_timeout_s=call_timeout_s,
+    )  # fmt: skip
+
+
+def run_sync(coroutine: Coroutine[Any, Any, Verdict]) -> Verdict:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    # Called from async code: asyncio.run would refuse, so give it a thread of its own.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox") as worker:
+        return worker.submit(asyncio.run, coroutine).result()
+
+
+def run_program(source: str, stdin: str | bytes | None = None, limits: SandboxLimits | None = None,
+                *, _skip_static_check: bool = False) -> Verdict:  # fmt: skip
+    return run_sync(arun_program(source, stdin, limits, _skip_static_check=_skip_static_check))
+
+
+def run_function(source: str, function_name: str, calls: list[CallArgs], limits: SandboxLimits | None = None,
+                 *, call_timeout_s: float | None = None, _skip_static_check: bool = False) -> Verdict:  # fmt: skip
+    return run_sync(arun_function(source, function_name, calls, limits, call_timeout_s=call_timeout_s,
+                                  _skip_static_check=_skip_static_check))  # fmt: skip

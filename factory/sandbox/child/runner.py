@@ -1,0 +1,194 @@
+"""The sandbox child: `python -s -S runner.py JOB.json`.
+
+Order matters: read the job and open the result file while everything is still
+reachable, then close the doors (rlimits, os guards, Landlock, seccomp), and
+only then compile and run the generated code. Results go to the result file
+as JSON lines, one per call and one at the end, so calls finished before a
+timeout are not lost.
+"""
+
+import gc
+import json
+import linecache
+import resource
+import signal
+import sys
+import time
+import traceback
+
+import guards
+import landlock
+import seccomp
+
+sys.path.pop(0)  # this folder: the generated code has no business importing the runner's modules
+
+DUMPS = json.dumps  # bound now: generated code may import json and rebind its functions
+FILENAME = "<sandbox>"
+MAX_ERROR_CHARS = 1000  # an exception's message is the code's to choose, and so is its length
+SYSTEM_READ_PATHS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache",
+                     "/dev/null", "/dev/urandom", "/usr/share/zoneinfo")  # fmt: skip
+
+
+class CallTimeout(BaseException):
+    """Raised into a call that ran past its own time; BaseException so that a plain
+    `except Exception` in the generated code does not swallow it."""
+
+
+def set_rlimits(job: dict) -> None:
+    mib = 1024 * 1024
+    cpu = int(job["cpu_s"]) + (job["cpu_s"] % 1 > 0)
+    # The hard CPU limit one second later turns a process that ignores SIGXCPU into a SIGKILL.
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (job["memory_mb"] * mib, job["memory_mb"] * mib))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (job["file_size_mb"] * mib, job["file_size_mb"] * mib))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def read_paths(job: dict) -> list:
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    return sorted(python | set(job["extra_paths"]) | set(sys.path)) + list(SYSTEM_READ_PATHS)
+
+
+def network_interfaces() -> list:
+    """This process's own view (/proc/self/net follows the network namespace)."""
+    try:
+        with open("/proc/self/net/dev", encoding="ascii") as handle:
+            return [line.split(":")[0].strip() for line in handle.readlines()[2:]]
+    except OSError:
+        return ["unknown"]
+
+
+def close_doors(job: dict) -> dict:
+    """Apply every runtime layer; returns what was applied, for the verdict."""
+    set_rlimits(job)
+    guards.patch_os()
+    # Checked, not taken from the parent: an empty namespace has nothing but a loopback.
+    isolated_network = job["network_namespace"] and network_interfaces() == ["lo"]
+    applied = {"rlimits": True, "python_guards": True, "network_namespace": isolated_network}
+    # Fail closed: where the parent saw the kernel offer a layer, a failure to apply it is an error.
+    applied["landlock_abi"] = landlock.restrict(read_paths(job), [job["scratch"]]) if job["landlock"] else 0
+    applied["seccomp"] = seccomp.install(allow_threads=job["max_processes"] > 1) if job["seccomp"] else False
+    return applied
+
+
+def describe(exc: BaseException) -> dict:
+    """Status, reason, a one-line error and the line of the generated code to blame."""
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if frame.filename == FILENAME]
+    line = frames[-1].lineno if frames else getattr(exc, "lineno", None)
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1][:MAX_ERROR_CHARS]
+    if isinstance(exc, CallTimeout):
+        status, reason, text = "timeout", "call_wall", "the call ran past its own time limit"
+    elif isinstance(exc, MemoryError):
+        status, reason, text = "error", "memory", "MemoryError: the memory limit was reached"
+    elif isinstance(exc, RecursionError):
+        status, reason = "error", "recursion"
+    elif isinstance(exc, SystemExit):
+        status, reason, text = "error", "exit_code", f"SystemExit: {exc.code}"
+    else:
+        status, reason = "error", "exception"
+    return {"status": status, "reason": reason, "error": f"line {line}: {text}" if line else text}
+
+
+def report_exception(exc: BaseException, print_traceback: bool) -> dict:
+    try:
+        outcome = describe(exc)
+        if print_traceback:  # programs only: a traceback per failed call would flood stderr
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == FILENAME]
+            lines = traceback.format_list(frames[-20:]) + traceback.format_exception_only(type(exc), exc)
+            sys.stderr.write("Traceback (most recent call last):\n" + "".join(lines)[-20 * MAX_ERROR_CHARS:])
+    except MemoryError:
+        outcome = {"status": "error", "reason": "memory", "error": "MemoryError: the memory limit was reached"}
+    exc.__traceback__ = None  # let the frames (and whatever filled the memory) go
+    gc.collect()
+    return outcome
+
+
+def is_clean_exit(exc: BaseException) -> bool:
+    return isinstance(exc, SystemExit) and exc.code in (None, 0)
+
+
+def run_module(job: dict, results, name: str) -> dict | None:
+    """Execute the code as a module; returns its namespace, or None after reporting the failure."""
+    source = job["source"]
+    linecache.cache[FILENAME] = (len(source), None, source.splitlines(True), FILENAME)
+    namespace = {"__name__": name, "__builtins__": guards.user_builtins(
+        frozenset(job["allowed_imports"]), job["scratch"], job["allow_open"])}  # fmt: skip
+    try:
+        exec(compile(source, FILENAME, "exec"), namespace)
+    except BaseException as exc:  # noqa: B036 - everything the code raises is its verdict
+        if not is_clean_exit(exc):
+            write(results, {"kind": "end", **report_exception(exc, print_traceback=name == "__main__")})
+            return None
+    return namespace
+
+
+def on_call_timer(signum, frame):
+    raise CallTimeout()
+
+
+def run_call(function, index: int, call, timeout_s, max_value_bytes: int) -> dict:
+    args, kwargs = (call, {}) if isinstance(call, list) else ([], call)
+    started = time.perf_counter()
+    if timeout_s:
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        try:
+            value = function(*args, **kwargs)
+        finally:  # inside the outer try: a timer firing right here is still this call's timeout
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except BaseException as exc:  # noqa: B036 - the code's own failure, reported on this call
+        outcome = report_exception(exc, print_traceback=False)
+        return {"kind": "call", "index": index, "duration_s": time.perf_counter() - started, **outcome}
+    record = {"kind": "call", "index": index, "duration_s": time.perf_counter() - started}
+    try:
+        value_json = DUMPS(value)
+    except Exception as exc:  # sets, objects, circular lists: the code's error, not the runner's
+        problem = f"the return value is not JSON-serialisable ({type(exc).__name__}: {exc})"
+        return {**record, "status": "error", "reason": "value", "error": problem}
+    if len(value_json) > max_value_bytes:
+        problem = f"the return value takes {len(value_json)} bytes as JSON, over the {max_value_bytes} allowed"
+        return {**record, "status": "error", "reason": "value", "error": problem}
+    return {**record, "status": "ok", "value_json": value_json}
+
+
+def run_function(job: dict, results) -> None:
+    namespace = run_module(job, results, "__sandbox__")
+    if namespace is None:
+        return
+    function = namespace.get(job["function_name"])
+    if not callable(function):
+        write(results, {"kind": "end", "status": "error", "reason": "missing_function",
+                        "error": f"the code defines no function named '{job['function_name']}'"})  # fmt: skip
+        return
+    signal.signal(signal.SIGALRM, on_call_timer)
+    write(results, {"kind": "calls"})  # from here on, a death is some call's fault
+    for index, call in enumerate(job["calls"]):
+        write(results, run_call(function, index, call, job["call_timeout_s"], job["max_value_bytes"]))
+    write(results, {"kind": "end", "status": "ok"})
+
+
+def write(results, record: dict) -> None:
+    results.write(DUMPS(record) + "\n")
+    results.flush()
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        job = json.load(handle)
+    results = open(job["result_path"], "w", encoding="utf-8")
+    sys.path.extend(job["extra_paths"])
+    write(results, {"kind": "ready", "isolation": close_doors(job)})
+    failed = False
+    if job["mode"] == "function":
+        run_function(job, results)
+    elif run_module(job, results, "__main__") is None:
+        failed = True
+    else:
+        write(results, {"kind": "end", "status": "ok"})
+    results.close()
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Start the child and watch it: wall clock, output caps, the kill.
+
+The child leads its own session, so one `killpg` reaches everything it could
+have started. Its output is read as it comes, into buffers that stop growing
+at the cap; past the cap the child is killed rather than drained forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+READ_CHUNK = 65536
+DRAIN_AFTER_KILL_S = 5.0  # a killed child's pipes close at once; this only bounds a surprise
+
+
+@dataclass
+class CappedBuffer:
+    cap: int
+    data: bytearray = field(default_factory=bytearray)
+    overflowed: bool = False
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        self.data += chunk[: max(room, 0)]
+        if len(chunk) > room:
+            self.overflowed = True
+
+
+@dataclass
+class RawOutcome:
+    """What the parent saw, before it is read as a verdict."""
+
+    returncode: int | None
+    stdout: CappedBuffer
+    stderr: CappedBuffer
+    timed_out: bool
+    duration_s: float
+    records: list[dict]
+
+
+def kill_group(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is not None:
+        return  # reaped: its pid (and group id) may already belong to someone else
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone (a reaped group cannot be signalled)
+
+
+async def pump(stream: asyncio.StreamReader, buffer: CappedBuffer, on_overflow) -> None:
+    # Past the cap the child is killed, and the rest is read and dropped until EOF:
+    # a pipe left unread would keep the subprocess transport open.
+    while chunk := await stream.read(READ_CHUNK):
+        was_over = buffer.overflowed
+        buffer.feed(chunk)
+        if buffer.overflowed and not was_over:
+            on_overflow()
+
+
+async def supervise(argv: list[str], env: dict, cwd: str, stdin_path: str | None, wall_s: float,
+                    max_output_bytes: int, result_path: str, max_result_bytes: int) -> RawOutcome:  # fmt: skip
+    started = time.monotonic()
+    stdout, stderr = CappedBuffer(max_output_bytes), CappedBuffer(max_output_bytes)
+    with open(stdin_path or os.devnull, "rb") as stdin:
+        process = await asyncio.create_subprocess_exec(
+            *argv, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=env, cwd=cwd, start_new_session=True,
+        )  # fmt: skip
+    tasks = [
+        asyncio.ensure_future(pump(process.stdout, stdout, lambda: kill_group(process))),
+        asyncio.ensure_future(pump(process.stderr, stderr, lambda: kill_group(process))),
+        asyncio.ensure_future(process.wait()),
+    ]
+    try:
+        _, pending = await asyncio.wait(tasks, timeout=wall_s)
+        timed_out = bool(pending)
+    finally:
+        # Also reached when the caller cancels us: never leave a child running,
+        # and let its pipes reach EOF so that the transport closes with the loop open.
+        kill_group(process)
+        await asyncio.wait(tasks, timeout=DRAIN_AFTER_KILL_S)
+        for task in tasks:
+            task.cancel()
+    return RawOutcome(
+        returncode=process.returncode, stdout=stdout, stderr=stderr, timed_out=timed_out,
+        duration_s=time.monotonic() - started, records=read_records(result_path, max_result_bytes),
+    )  # fmt: skip
+
+
+def read_records(path: str, max_bytes: int) -> list[dict]:
+    """The child's JSON lines; a line cut short by a kill is skipped."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(max_bytes)
+    except OSError:
+        return []
+    records = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
