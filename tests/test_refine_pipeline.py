@@ -1,6 +1,7 @@
 """The refine loop over real HTTP: scripted script and trajectory replies."""
 
 import asyncio
+import copy
 import json
 
 from loopback_server import Action, ok
@@ -16,10 +17,10 @@ SCRIPT_MARK = "Write a script for an adventure"
 TRAJ_MARK = "Available actions:"
 
 
-def go(config, store, settings, persona="p1"):
+def go(config, store, settings, persona="p1", checker=None):
     async def run():
         async with LLMClient(config, store) as llm:
-            return await refine_one(llm, store, persona, "A gardener in Porto.", settings)
+            return await refine_one(llm, store, persona, "A gardener in Porto.", settings, checker)
 
     return asyncio.run(run())
 
@@ -74,3 +75,33 @@ def test_a_script_that_never_verifies_ends_the_persona(server, fast_config, tmp_
     assert not go(fast_config(max_retries=0), store, RefineSettings(with_code=False, script_tries=2))
     assert store.query("SELECT reason, llm_calls FROM trajectories") == [("no verified script", 2)]
     assert refine_funnel(store)["scripts"] == 1 and refine_funnel(store)["verified_scripts"] == 0
+
+
+def test_validation_code_is_verified_in_the_sandbox_and_bad_code_is_fed_back(server, fast_config, tmp_path):
+    from factory.paths import prompts_dir
+    from factory.refine.code_check import SandboxCodeChecker
+
+    with_code = json.loads((prompts_dir() / "refine" / "script_examples.json").read_text())[0]
+    lenient = copy.deepcopy(with_code)
+    lenient["actions"][0]["validation_code"] = "def validate(params, state):\n    return True"
+    server.route(SCRIPT_MARK, ok(lenient), ok(with_code))
+    server.route(TRAJ_MARK, ok({"steps": GOOD[1:]}))
+    store = Store(tmp_path / "r.duckdb")
+    assert go(fast_config(), store, RefineSettings(with_code=True, seed=3), checker=SandboxCodeChecker())
+    scripts = store.query("SELECT attempt, verified, problems FROM scripts ORDER BY attempt")
+    assert scripts[0][:2] == (0, False) and "accepts invalid place" in scripts[0][2]
+    assert scripts[1][:2] == (1, True)
+    assert "accepts invalid place" in server.requests[1]["body"]["messages"][-1]["content"]  # fed back
+
+
+def test_the_verifier_asks_the_validation_code_about_each_step(tmp_path):
+    from factory.paths import prompts_dir
+    from factory.refine.code_check import SandboxCodeChecker
+    from factory.refine.script import Script
+    from factory.refine.verify import verify_steps
+
+    data = json.loads((prompts_dir() / "refine" / "script_examples.json").read_text())[0]
+    data["actions"][2]["validation_code"] = "def validate(params, state):\n    return int(params['litres']) < 2"
+    script = Script.model_validate(data)
+    verdict = verify_steps(script, GOOD, extra=SandboxCodeChecker.step_check(script))
+    assert verdict.rule == "unflagged_error" and verdict.failed_step == 4

@@ -12,6 +12,7 @@ cached LLM calls.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from .world import WorldState, apply_action, check_action
 
 
 class CodeChecker(Protocol):
+    """Runs scripts' validation code (see code_check.SandboxCodeChecker)."""
+
     def script_problems(self, script: Script) -> list[str]: ...
 
     def step_check(self, script: Script): ...
@@ -78,7 +81,8 @@ async def write_script(llm: LLMClient, store: Store, persona_id: str, text: str,
             save_script(store, script_id, persona_id, attempt, None, [f"{result.error_kind}: {result.error}"])
             continue
         script = writer.parse(result.parsed, persona_id)
-        problems = checker.script_problems(script) if checker and settings.with_code else []
+        # Sandbox runs block: keep them off the event loop so other personas' calls flow.
+        problems = await asyncio.to_thread(checker.script_problems, script) if checker and settings.with_code else []
         save_script(store, script_id, persona_id, attempt, script, problems)
         if not problems:
             return script, script_id
@@ -138,7 +142,7 @@ async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, s
             state.attempt += 1
             continue
         steps = prefix + simulator.parse(result.parsed)
-        verdict = verify_steps(script, steps, settings.min_corrections, extra)
+        verdict = await asyncio.to_thread(verify_steps, script, steps, settings.min_corrections, extra)
         save_verdict(store, trajectory_id, state.attempt, verdict, verdict.reason, len(steps))
         if verdict.ok:
             trajectory = build_trajectory(trajectory_id, script, verdict.checks, {"llm_calls": spend.calls})
