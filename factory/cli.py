@@ -34,8 +34,19 @@ def _config_from(args: argparse.Namespace) -> FactoryConfig:
         data["llm"]["cache"] = False
     if args.run_dir:
         data["run_dir"] = args.run_dir
+    elif "run_dir" not in config.model_fields_set and getattr(args, "run_dir_default", None):
+        data["run_dir"] = args.run_dir_default  # the command's own folder, unless the config names one
     if getattr(args, "n", None) is not None:
         data["smoke"]["n"] = args.n
+    refine_flags = {"count": "count", "seed": "seed", "personas": "personas", "min_corrections": "min_corrections",
+                    "budget": "budget"}  # fmt: skip
+    for flag, field in refine_flags.items():
+        if getattr(args, flag, None) is not None:
+            data["refine"][field] = getattr(args, flag)
+    if getattr(args, "no_code", False):
+        data["refine"]["with_code"] = False
+    if getattr(args, "no_injection", False):
+        data["refine"]["injection"] = False
     return validate_config(FactoryConfig, data, "command line")
 
 
@@ -65,6 +76,27 @@ def cmd_ping(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_refine(args: argparse.Namespace) -> int:
+    from .refine.batch import run_refine
+
+    config = _config_from(args)
+    outcome = run_refine(config, progress=not args.quiet)
+    funnel = outcome.funnel
+    print("funnel: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items()))
+    losses = ", ".join(f"{rule}={n}" for rule, n in outcome.rule_losses.items()) or "none"
+    print(f"failed verifier checks (all attempts): {losses}")
+    print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (factory show {config.run_dir} ID)")
+    print(format_call_summary(summarize_calls(config.run_dir)))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .refine.show import format_trajectory, load_trajectory_row
+
+    print(format_trajectory(load_trajectory_row(args.run_dir, args.id), color=sys.stdout.isatty()))
+    return 0
+
+
 def cmd_calls(args: argparse.Namespace) -> int:
     summary = summarize_calls(args.run_dir, args.stage)
     print(json.dumps(summary, indent=2, default=str) if args.json else format_call_summary(summary))
@@ -86,6 +118,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_llm_options(ping)
     ping.set_defaults(func=cmd_ping, run_dir_default="outputs/ping")
 
+    refine = commands.add_parser("refine", help="AgentRefine path: personas -> scripts -> verified trajectories")
+    _add_llm_options(refine)
+    refine.add_argument("--count", type=int, help="personas to sample (one trajectory each)")
+    refine.add_argument("--seed", type=int, help="sampling and injection seed")
+    refine.add_argument("--personas", help="JSONL/CSV/parquet file or saved dataset (default: shipped library)")
+    refine.add_argument("--min-corrections", type=int, help="corrected mistakes required (default 2)")
+    refine.add_argument("--budget", type=int, help="LLM calls per trajectory, script included (default 4)")
+    refine.add_argument("--no-code", action="store_true", help="declarative rules only, no validation code")
+    refine.add_argument("--no-injection", action="store_true", help="rely on the prompt alone for mistakes")
+    refine.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine")
+
+    show = commands.add_parser("show", help="print one trajectory, mistakes marked")
+    show.add_argument("run_dir", help="the run folder")
+    show.add_argument("id", help="trajectory id (refine:PERSONA) or persona id")
+    show.set_defaults(func=cmd_show)
+
     calls = commands.add_parser("calls", help="summarise a run's LLM call log")
     calls.add_argument("run_dir", help="the run folder")
     calls.add_argument("--stage", help="only this stage")
@@ -96,8 +145,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "run_dir_default", None) and not args.run_dir:
-        args.run_dir = args.run_dir_default
     try:
         return args.func(args)
     except FactoryError as exc:

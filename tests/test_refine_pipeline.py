@@ -105,3 +105,27 @@ def test_the_verifier_asks_the_validation_code_about_each_step(tmp_path):
     script = Script.model_validate(data)
     verdict = verify_steps(script, GOOD, extra=SandboxCodeChecker.step_check(script))
     assert verdict.rule == "unflagged_error" and verdict.failed_step == 4
+
+
+def test_factory_refine_and_show_from_the_command_line(server, tmp_path):
+    import subprocess
+    import sys
+
+    server.route(SCRIPT_MARK, *[ok(GARDEN)] * 3)
+    server.route(TRAJ_MARK, *[ok({"steps": GOOD[1:]})] * 3)
+    run_dir = tmp_path / "run"
+    args = [sys.executable, "-m", "factory.cli", "refine", "-q", "--count", "2", "--no-code", "--model", "m",
+            "--base-url", server.base_url, "--run-dir", str(run_dir)]  # fmt: skip
+    first = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert "funnel: personas 2 -> scripts 2 -> verified scripts 2 -> trajectories 2 -> verified 2" in first.stdout
+    sent = len(server.requests)
+    again = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and len(server.requests) == sent  # finished personas are skipped
+
+    with Store.open(run_dir, read_only=True) as store:
+        persona_id = store.query("SELECT persona_id FROM trajectories ORDER BY 1 LIMIT 1")[0][0]
+    shown = subprocess.run([sys.executable, "-m", "factory.cli", "show", str(run_dir), persona_id],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert shown.returncode == 0 and "verified" in shown.stdout
+    assert "error, loss=false]" in shown.stdout and "[gpt ✓ loss=true]" in shown.stdout

@@ -1,0 +1,64 @@
+"""`factory refine`: sample personas and run the refine loop for each, resumably."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from tqdm.auto import tqdm
+
+from ..llm import LLMClient
+from ..personas import Persona, load_library, load_personas, sample_personas, save_personas
+from ..run import open_run
+from ..settings import FactoryConfig, RefineConfig
+from ..store import Store
+from .code_check import SandboxCodeChecker
+from .pipeline import RefineSettings, refine_one
+from .store import finished_ids, refine_funnel, rule_losses, save_trajectory
+
+
+@dataclass
+class RefineOutcome:
+    run_id: str
+    funnel: dict[str, int]
+    rule_losses: dict[str, int]
+
+
+def choose_personas(config: RefineConfig) -> list[Persona]:
+    pool = load_personas(config.personas, field=config.persona_field) if config.personas else load_library()
+    return sample_personas(pool, min(config.count, len(pool)), config.seed)
+
+
+def settings_from(config: RefineConfig) -> RefineSettings:
+    return RefineSettings(
+        min_corrections=config.min_corrections, budget=config.budget, script_tries=config.script_tries,
+        with_code=config.with_code, injection=config.injection, max_steps=config.max_steps, seed=config.seed,
+    )  # fmt: skip
+
+
+async def _one(llm: LLMClient, store: Store, persona: Persona, settings: RefineSettings, checker) -> None:
+    try:
+        await refine_one(llm, store, persona.id, persona.text, settings, checker)
+    except Exception as exc:  # one persona's bug must not end the batch: record it
+        row = {"trajectory_id": f"refine:{persona.id}", "source": "refine", "persona_id": persona.id,
+               "verified": False, "reason": f"internal: {type(exc).__name__}: {exc}"}  # fmt: skip
+        save_trajectory(store, row, None)
+
+
+async def run_refine_async(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
+    personas = choose_personas(config.refine)
+    settings = settings_from(config.refine)
+    checker = SandboxCodeChecker() if config.refine.with_code else None
+    with open_run(config.run_dir, "refine", config) as run:
+        save_personas(run.store, personas)
+        done = finished_ids(run.store)
+        todo = [p for p in personas if f"refine:{p.id}" not in done]
+        async with LLMClient(config.llm, run.store, run.run_id) as llm:
+            tasks = [asyncio.ensure_future(_one(llm, run.store, p, settings, checker)) for p in todo]
+            for finished in tqdm(asyncio.as_completed(tasks), total=len(tasks), desc="refine", disable=not progress):
+                await finished
+        return RefineOutcome(run.run_id, refine_funnel(run.store), rule_losses(run.store))
+
+
+def run_refine(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
+    return asyncio.run(run_refine_async(config, progress))
