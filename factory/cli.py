@@ -38,11 +38,9 @@ def _config_from(args: argparse.Namespace) -> FactoryConfig:
         data["run_dir"] = args.run_dir_default  # the command's own folder, unless the config names one
     if getattr(args, "n", None) is not None:
         data["smoke"]["n"] = args.n
-    refine_flags = {"count": "count", "seed": "seed", "personas": "personas", "min_corrections": "min_corrections",
-                    "budget": "budget"}  # fmt: skip
-    for flag, field in refine_flags.items():
-        if getattr(args, flag, None) is not None:
-            data["refine"][field] = getattr(args, flag)
+    for field in ("count", "seed", "personas", "min_corrections", "budget"):  # flags named as refine fields
+        if getattr(args, field, None) is not None:
+            data["refine"][field] = getattr(args, field)
     if getattr(args, "no_code", False):
         data["refine"]["with_code"] = False
     if getattr(args, "no_injection", False):

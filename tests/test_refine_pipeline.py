@@ -9,7 +9,8 @@ from test_refine_verify import GOOD, step
 from test_refine_world import GARDEN
 
 from factory.llm import LLMClient
-from factory.refine.pipeline import RefineSettings, refine_one
+from factory.refine.pipeline import refine_one
+from factory.settings import RefineConfig
 from factory.refine.store import refine_funnel, rule_losses
 from factory.store import Store
 
@@ -29,7 +30,7 @@ def test_injected_mistake_then_a_verified_trajectory(server, fast_config, tmp_pa
     server.route(SCRIPT_MARK, ok(GARDEN))
     server.route(TRAJ_MARK, ok({"steps": GOOD[1:]}))
     store = Store(tmp_path / "r.duckdb")
-    assert go(fast_config(), store, RefineSettings(with_code=False, seed=3))
+    assert go(fast_config(), store, RefineConfig(with_code=False, seed=3))
 
     prompt = server.requests[1]["body"]["messages"][1]["content"]
     assert "The story so far" in prompt  # the LLM continued after the injected mistake
@@ -52,7 +53,7 @@ def test_a_failed_check_continues_from_the_verified_prefix(server, fast_config, 
     server.route(TRAJ_MARK, ok({"steps": [GOOD[1], unflagged]}),
                  ok({"steps": [step("go", {"place": "garden"}), step("water", {"litres": 2}, done=True)]}))
     store = Store(tmp_path / "r.duckdb")
-    assert go(fast_config(), store, RefineSettings(with_code=False, seed=1))
+    assert go(fast_config(), store, RefineConfig(with_code=False, seed=1))
     verdicts = store.query("SELECT attempt, ok, rule, failed_step FROM verdicts ORDER BY attempt")
     assert verdicts == [(0, False, "unflagged_error", 2), (1, True, None, None)]
     steps = json.loads(store.query("SELECT steps FROM trajectories")[0][0])
@@ -63,7 +64,7 @@ def test_budget_runs_out_on_garbage_and_the_failure_is_recorded(server, fast_con
     server.route(SCRIPT_MARK, ok(GARDEN))
     server.route(TRAJ_MARK, *[ok("not json at all")] * 20)
     store = Store(tmp_path / "r.duckdb")
-    assert not go(fast_config(max_parse_retries=0), store, RefineSettings(with_code=False, budget=3))
+    assert not go(fast_config(max_parse_retries=0), store, RefineConfig(with_code=False, budget=3))
     (verified, reason, calls) = store.query("SELECT verified, reason, llm_calls FROM trajectories")[0]
     assert not verified and reason.startswith("llm schema") and calls == 3
     assert rule_losses(store) == {"llm_error": 2}
@@ -72,7 +73,7 @@ def test_budget_runs_out_on_garbage_and_the_failure_is_recorded(server, fast_con
 def test_a_script_that_never_verifies_ends_the_persona(server, fast_config, tmp_path):
     server.route(SCRIPT_MARK, *[Action(status=500)] * 30)
     store = Store(tmp_path / "r.duckdb")
-    assert not go(fast_config(max_retries=0), store, RefineSettings(with_code=False, script_tries=2))
+    assert not go(fast_config(max_retries=0), store, RefineConfig(with_code=False, script_tries=2))
     assert store.query("SELECT reason, llm_calls FROM trajectories") == [("no verified script", 2)]
     assert refine_funnel(store)["scripts"] == 1 and refine_funnel(store)["verified_scripts"] == 0
 
@@ -87,7 +88,7 @@ def test_validation_code_is_verified_in_the_sandbox_and_bad_code_is_fed_back(ser
     server.route(SCRIPT_MARK, ok(lenient), ok(with_code))
     server.route(TRAJ_MARK, ok({"steps": GOOD[1:]}))
     store = Store(tmp_path / "r.duckdb")
-    assert go(fast_config(), store, RefineSettings(with_code=True, seed=3), checker=SandboxCodeChecker())
+    assert go(fast_config(), store, RefineConfig(with_code=True, seed=3), checker=SandboxCodeChecker())
     scripts = store.query("SELECT attempt, verified, problems FROM scripts ORDER BY attempt")
     assert scripts[0][:2] == (0, False) and "accepts invalid place" in scripts[0][2]
     assert scripts[1][:2] == (1, True)

@@ -13,7 +13,7 @@ from ..run import open_run
 from ..settings import FactoryConfig, RefineConfig
 from ..store import Store
 from .code_check import SandboxCodeChecker
-from .pipeline import RefineSettings, refine_one
+from .pipeline import refine_one
 from .store import finished_ids, refine_funnel, rule_losses, save_trajectory
 
 
@@ -29,14 +29,7 @@ def choose_personas(config: RefineConfig) -> list[Persona]:
     return sample_personas(pool, min(config.count, len(pool)), config.seed)
 
 
-def settings_from(config: RefineConfig) -> RefineSettings:
-    return RefineSettings(
-        min_corrections=config.min_corrections, budget=config.budget, script_tries=config.script_tries,
-        with_code=config.with_code, injection=config.injection, max_steps=config.max_steps, seed=config.seed,
-    )  # fmt: skip
-
-
-async def _one(llm: LLMClient, store: Store, persona: Persona, settings: RefineSettings, checker) -> None:
+async def _one(llm: LLMClient, store: Store, persona: Persona, settings: RefineConfig, checker) -> None:
     try:
         await refine_one(llm, store, persona.id, persona.text, settings, checker)
     except Exception as exc:  # one persona's bug must not end the batch: record it
@@ -47,7 +40,7 @@ async def _one(llm: LLMClient, store: Store, persona: Persona, settings: RefineS
 
 async def run_refine_async(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
     personas = choose_personas(config.refine)
-    settings = settings_from(config.refine)
+    settings = config.refine
     checker = SandboxCodeChecker() if config.refine.with_code else None
     with open_run(config.run_dir, "refine", config) as run:
         save_personas(run.store, personas)

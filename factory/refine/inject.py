@@ -16,7 +16,7 @@ from typing import Any
 
 from ..paths import prompts_dir
 from .script import Script
-from .world import ActionCheck, WorldState, check_action
+from .world import ActionCheck, WorldState, check_action, format_action
 
 UNKNOWN_ACTIONS = ("look_around", "ask_for_help", "use_map", "wait", "search")
 
@@ -69,7 +69,7 @@ def injected_step(script: Script, state: WorldState, rng: random.Random) -> dict
         checked: ActionCheck = check_action(script, state, name, params)
         if checked.ok:  # e.g. the "wrong" value happened to be valid: try another kind
             continue
-        call = f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+        call = format_action(name, params)
         text = {k: v.format(action=call, reason=checked.reason) for k, v in _templates().items()}
         return {
             "thought": text["thought"], "action": {"name": name, "params": params},

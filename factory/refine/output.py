@@ -7,17 +7,13 @@ context with loss=false and keeps its error type and the DM's feedback.
 
 from __future__ import annotations
 
-from typing import Any
 
 from ..prompts import render_prompt
 from ..records import Trajectory, Turn, TurnError
 from .roles import describe_actions
 from .script import Script
 from .verify import StepCheck
-
-
-def format_action(name: str, params: dict[str, Any]) -> str:
-    return f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+from .world import format_action
 
 
 def opening_observation(script: Script) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..llm import LLMClient
+from ..settings import RefineConfig
 from ..store import Store
 from .inject import injected_step
 from .output import build_trajectory
@@ -35,17 +36,6 @@ class CodeChecker(Protocol):
     def script_problems(self, script: Script) -> list[str]: ...
 
     def step_check(self, script: Script): ...
-
-
-@dataclass
-class RefineSettings:
-    min_corrections: int = 2
-    budget: int = 4
-    script_tries: int = 2
-    with_code: bool = True
-    injection: bool = True
-    max_steps: int = 10
-    seed: int = 0
 
 
 @dataclass
@@ -69,7 +59,7 @@ class Attempts:
     attempt: int = 0
 
 
-async def write_script(llm: LLMClient, store: Store, persona_id: str, text: str, settings: RefineSettings,
+async def write_script(llm: LLMClient, store: Store, persona_id: str, text: str, settings: RefineConfig,
                        checker: CodeChecker | None, spend: Spend) -> tuple[Script | None, str | None]:  # fmt: skip
     writer = ScriptWriter(with_code=settings.with_code)
     feedback: list[str] | None = None
@@ -99,7 +89,7 @@ def _state_after(script: Script, steps: list[dict]) -> WorldState:
     return state
 
 
-def _maybe_inject(script: Script, steps: list[dict], settings: RefineSettings, rng: random.Random) -> list[dict]:
+def _maybe_inject(script: Script, steps: list[dict], settings: RefineConfig, rng: random.Random) -> list[dict]:
     mistakes = sum(1 for s in steps if s["evaluation"]["error"] != "none")
     if not settings.injection or mistakes >= settings.min_corrections:
         return steps
@@ -109,7 +99,7 @@ def _maybe_inject(script: Script, steps: list[dict], settings: RefineSettings, r
     return steps + [step] if step else steps
 
 
-def _next_prefix(steps: list[dict], verdict: Verdict, settings: RefineSettings) -> list[dict]:
+def _next_prefix(steps: list[dict], verdict: Verdict, settings: RefineConfig) -> list[dict]:
     if verdict.rule == "too_few_corrections" and settings.injection:
         return steps[:-1]  # drop the final step; an injected mistake goes there instead
     if verdict.restart:
@@ -117,7 +107,7 @@ def _next_prefix(steps: list[dict], verdict: Verdict, settings: RefineSettings) 
     return steps[: verdict.failed_step]
 
 
-async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, settings: RefineSettings,
+async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, settings: RefineConfig,
                      checker: CodeChecker | None = None) -> bool:  # fmt: skip
     """Generate and verify one trajectory for a persona; store it. True when verified."""
     trajectory_id = f"refine:{persona_id}"

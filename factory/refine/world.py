@@ -111,6 +111,11 @@ def apply_action(script: Script, state: WorldState, name: str, params: dict[str,
     return after
 
 
+def format_action(name: str, params: dict[str, Any]) -> str:
+    """An action call as the player writes it: name(key=value, ...)."""
+    return f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
+
+
 def goal_reached(script: Script, state: WorldState) -> bool | None:
     """True/False when the script declares a goal; None when only the DM can judge."""
     if not script.goal.conditions:
