@@ -45,6 +45,8 @@ def _config_from(args: argparse.Namespace) -> FactoryConfig:
         data["refine"]["with_code"] = False
     if getattr(args, "no_injection", False):
         data["refine"]["injection"] = False
+    if getattr(args, "dm", None):
+        data["refine"]["dm_evaluation"] = args.dm
     return validate_config(FactoryConfig, data, "command line")
 
 
@@ -125,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     refine.add_argument("--budget", type=int, help="LLM calls per trajectory, script included (default 4)")
     refine.add_argument("--no-code", action="store_true", help="declarative rules only, no validation code")
     refine.add_argument("--no-injection", action="store_true", help="rely on the prompt alone for mistakes")
+    refine.add_argument("--dm", choices=["llm", "world"],
+                        help="who judges actions: the LLM as DM (default, the paper) or the script's world")
     refine.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -26,6 +27,9 @@ class RefineConfig(StrictModel):
     with_code: bool = Field(True, description="ask for validation code and verify it in the sandbox")
     injection: bool = Field(True, description="inject corrupted actions so corrections are guaranteed")
     max_steps: int = Field(10, ge=2, le=30)
+    dm_evaluation: Literal["llm", "world"] = Field(
+        "llm", description="who judges each action: the LLM as DM (the paper), or the script's world (small models)"
+    )
 
 
 class FactoryConfig(StrictModel):

@@ -10,12 +10,18 @@ from test_refine_world import GARDEN
 
 from factory.llm import LLMClient
 from factory.refine.pipeline import refine_one
+from factory.refine.schemas import to_wire
 from factory.settings import RefineConfig
 from factory.refine.store import refine_funnel, rule_losses
 from factory.store import Store
 
 SCRIPT_MARK = "Write a script for an adventure"
 TRAJ_MARK = "Available actions:"
+
+
+def replies(steps):
+    """A scripted trajectory reply, in the wire form the model writes."""
+    return ok({"steps": [to_wire(s) for s in steps]})
 
 
 def go(config, store, settings, persona="p1", checker=None):
@@ -28,7 +34,7 @@ def go(config, store, settings, persona="p1", checker=None):
 
 def test_injected_mistake_then_a_verified_trajectory(server, fast_config, tmp_path):
     server.route(SCRIPT_MARK, ok(GARDEN))
-    server.route(TRAJ_MARK, ok({"steps": GOOD[1:]}))
+    server.route(TRAJ_MARK, replies(GOOD[1:]))
     store = Store(tmp_path / "r.duckdb")
     assert go(fast_config(), store, RefineConfig(with_code=False, seed=3))
 
@@ -50,8 +56,8 @@ def test_injected_mistake_then_a_verified_trajectory(server, fast_config, tmp_pa
 def test_a_failed_check_continues_from_the_verified_prefix(server, fast_config, tmp_path):
     unflagged = step("water", {"litres": 2})  # at the kitchen: a location error the DM misses
     server.route(SCRIPT_MARK, ok(GARDEN))
-    server.route(TRAJ_MARK, ok({"steps": [GOOD[1], unflagged]}),
-                 ok({"steps": [step("go", {"place": "garden"}), step("water", {"litres": 2}, done=True)]}))
+    server.route(TRAJ_MARK, replies([GOOD[1], unflagged]),
+                 replies([step("go", {"place": "garden"}), step("water", {"litres": 2}, done=True)]))
     store = Store(tmp_path / "r.duckdb")
     assert go(fast_config(), store, RefineConfig(with_code=False, seed=1))
     verdicts = store.query("SELECT attempt, ok, rule, failed_step FROM verdicts ORDER BY attempt")
@@ -86,7 +92,7 @@ def test_validation_code_is_verified_in_the_sandbox_and_bad_code_is_fed_back(ser
     lenient = copy.deepcopy(with_code)
     lenient["actions"][0]["validation_code"] = "def validate(params, state):\n    return True"
     server.route(SCRIPT_MARK, ok(lenient), ok(with_code))
-    server.route(TRAJ_MARK, ok({"steps": GOOD[1:]}))
+    server.route(TRAJ_MARK, replies(GOOD[1:]))
     store = Store(tmp_path / "r.duckdb")
     assert go(fast_config(), store, RefineConfig(with_code=True, seed=3), checker=SandboxCodeChecker())
     scripts = store.query("SELECT attempt, verified, problems FROM scripts ORDER BY attempt")
@@ -113,7 +119,7 @@ def test_factory_refine_and_show_from_the_command_line(server, tmp_path):
     import sys
 
     server.route(SCRIPT_MARK, *[ok(GARDEN)] * 3)
-    server.route(TRAJ_MARK, *[ok({"steps": GOOD[1:]})] * 3)
+    server.route(TRAJ_MARK, *[replies(GOOD[1:])] * 3)
     run_dir = tmp_path / "run"
     args = [sys.executable, "-m", "factory.cli", "refine", "-q", "--count", "2", "--no-code", "--model", "m",
             "--base-url", server.base_url, "--run-dir", str(run_dir)]  # fmt: skip
@@ -130,3 +136,31 @@ def test_factory_refine_and_show_from_the_command_line(server, tmp_path):
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert shown.returncode == 0 and "verified" in shown.stdout
     assert "error, loss=false]" in shown.stdout and "[gpt ✓ loss=true]" in shown.stdout
+
+
+def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server, fast_config, tmp_path):
+    misjudged = [
+        step("go", {"place": "watering_can"}),  # a parameter error the LLM's DM misses
+        step("take", {"item": "watering_can"}, error="logic"),  # a false alarm
+        step("water", {"litres": 2}),  # a location error, missed again
+        step("go", {"place": "garden"}),  # the goal (in the garden with the can) holds here: the end
+        step("water", {"litres": 2}, done=True),  # after the end: cut
+    ]
+    server.route(SCRIPT_MARK, ok(GARDEN))
+    server.route(TRAJ_MARK, replies(misjudged))
+    store = Store(tmp_path / "r.duckdb")
+    settings = RefineConfig(with_code=False, injection=False, dm_evaluation="world")
+    assert go(fast_config(), store, settings)
+    steps = json.loads(store.query("SELECT steps FROM trajectories WHERE verified")[0][0])
+    assert [s["evaluation"]["error"] for s in steps] == ["parameter", "none", "location", "none"]
+    assert steps[-1]["evaluation"]["task_done"] and steps[0]["observation"].startswith("That does not work")
+    conversations = json.loads(store.query("SELECT conversations FROM trajectories")[0][0])
+    assert "not a valid place" in conversations[2]["value"]  # the world's feedback is what the player reads
+
+
+def test_the_llm_judges_by_default_and_its_misjudgements_fail(server, fast_config, tmp_path):
+    server.route(SCRIPT_MARK, ok(GARDEN))
+    server.route(TRAJ_MARK, *[replies([step("go", {"place": "watering_can"})] * 2)] * 4)
+    store = Store(tmp_path / "r.duckdb")
+    assert not go(fast_config(), store, RefineConfig(with_code=False, injection=False, budget=2))
+    assert rule_losses(store) == {"unflagged_error": 1}

@@ -5,7 +5,7 @@ import pytest
 from test_refine_world import GARDEN
 
 from factory.llm.structured import output_spec
-from factory.refine.schemas import script_vocabulary, trajectory_schema
+from factory.refine.schemas import script_vocabulary, to_wire, trajectory_schema
 from factory.refine.script import Script
 
 
@@ -15,11 +15,11 @@ def schema():
 
 
 def step(name="go", params=None, error="none", done=False):
-    return {
+    return to_wire({
         "thought": "I should move.", "action": {"name": name, "params": params or {"place": "garden"}},
         "dm_thinking": "The player walks.", "observation": "You are in the garden.",
         "evaluation": {"error": error, "task_done": done},
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 def test_vocabulary_holds_values_places_and_items():
@@ -38,7 +38,7 @@ def test_a_wrong_but_in_vocabulary_value_is_allowed(schema):
         {"steps": [step(params={"place": "attic"})]},
         {"steps": [step(params={"colour": "red"})]},
         {"steps": [step(error="typo")]},
-        {"steps": [dict(step(), thought="x" * 301)]},
+        {"steps": [dict(step(), **{"1_thought": "x" * 301})]},
         {"steps": [step()] * 5},
     ],
 )

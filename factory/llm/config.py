@@ -14,7 +14,7 @@ StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 class LocalModelConfig(StrictModel):
     """The embedded llama.cpp server (used for model "local" or "local:/path.gguf")."""
 
-    n_ctx: int = Field(4096, ge=512, description="context tokens per request (each of n_parallel slots)")
+    n_ctx: int = Field(8192, ge=512, description="context tokens per request (each of n_parallel slots)")
     n_parallel: int = Field(4, ge=1, le=64, description="requests decoded together")
     threads: int | None = Field(None, ge=1, description="CPU threads (default: llama.cpp's choice)")
     startup_timeout_s: float = Field(120, gt=0)

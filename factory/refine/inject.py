@@ -9,21 +9,14 @@ The injected turns are mistakes, so they never train (loss=false).
 
 from __future__ import annotations
 
-import json
 import random
-from functools import lru_cache
 from typing import Any
 
-from ..paths import prompts_dir
+from .grounding import dm_feedback, feedback_templates
 from .script import Script
 from .world import ActionCheck, WorldState, check_action, format_action
 
 UNKNOWN_ACTIONS = ("look_around", "ask_for_help", "use_map", "wait", "search")
-
-
-@lru_cache(maxsize=1)
-def _templates() -> dict[str, str]:
-    return json.loads((prompts_dir() / "refine" / "injected_step.json").read_text())
 
 
 def _valid_params(script: Script, name: str, rng: random.Random) -> dict[str, Any]:
@@ -70,10 +63,9 @@ def injected_step(script: Script, state: WorldState, rng: random.Random) -> dict
         if checked.ok:  # e.g. the "wrong" value happened to be valid: try another kind
             continue
         call = format_action(name, params)
-        text = {k: v.format(action=call, reason=checked.reason) for k, v in _templates().items()}
         return {
-            "thought": text["thought"], "action": {"name": name, "params": params},
-            "dm_thinking": text["dm_thinking"], "observation": text["observation"],
+            "thought": feedback_templates()["thought"].format(action=call), "action": {"name": name, "params": params},
+            **dm_feedback(script, state, call, checked.reason),
             "evaluation": {"error": checked.error_type, "task_done": False}, "injected": kind,
         }  # fmt: skip
     return None

@@ -21,13 +21,14 @@ from typing import Any, Protocol
 from ..llm import LLMClient
 from ..settings import RefineConfig
 from ..store import Store
+from .grounding import ground_steps, state_after
 from .inject import injected_step
 from .output import build_trajectory
 from .roles import ScriptWriter, TrajectorySimulator
 from .script import Script
+from .solvable import solvability_problems
 from .store import save_script, save_trajectory, save_verdict
 from .verify import Verdict, verify_steps
-from .world import WorldState, apply_action, check_action
 
 
 class CodeChecker(Protocol):
@@ -73,20 +74,13 @@ async def write_script(llm: LLMClient, store: Store, persona_id: str, text: str,
         script = writer.parse(result.parsed, persona_id)
         # Sandbox runs block: keep them off the event loop so other personas' calls flow.
         problems = await asyncio.to_thread(checker.script_problems, script) if checker and settings.with_code else []
+        # Declarative scripts must declare their goal: without code nothing else can judge completion.
+        problems += solvability_problems(script, require_goal=not settings.with_code)
         save_script(store, script_id, persona_id, attempt, script, problems)
         if not problems:
             return script, script_id
         feedback = problems
     return None, None
-
-
-def _state_after(script: Script, steps: list[dict]) -> WorldState:
-    state = WorldState.initial(script)
-    for step in steps:
-        action = step["action"]
-        if check_action(script, state, action["name"], action["params"]).ok:
-            state = apply_action(script, state, action["name"], action["params"])
-    return state
 
 
 def _maybe_inject(script: Script, steps: list[dict], settings: RefineConfig, rng: random.Random) -> list[dict]:
@@ -95,7 +89,7 @@ def _maybe_inject(script: Script, steps: list[dict], settings: RefineConfig, rng
         return steps
     if steps and steps[-1]["evaluation"]["error"] != "none":
         return steps  # the last mistake is not corrected yet
-    step = injected_step(script, _state_after(script, steps), rng)
+    step = injected_step(script, state_after(script, steps), rng)
     return steps + [step] if step else steps
 
 
@@ -131,11 +125,14 @@ async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, s
             save_verdict(store, trajectory_id, state.attempt, None, last_reason, len(prefix))
             state.attempt += 1
             continue
-        steps = prefix + simulator.parse(result.parsed)
+        new_steps = simulator.parse(result.parsed)
+        if settings.dm_evaluation == "world":
+            new_steps = ground_steps(script, prefix, new_steps, extra)
+        steps = prefix + new_steps
         verdict = await asyncio.to_thread(verify_steps, script, steps, settings.min_corrections, extra)
         save_verdict(store, trajectory_id, state.attempt, verdict, verdict.reason, len(steps))
         if verdict.ok:
-            trajectory = build_trajectory(trajectory_id, script, verdict.checks, {"llm_calls": spend.calls})
+            trajectory = build_trajectory(trajectory_id, script, verdict.checks, {"llm_calls": spend.calls, "dm_evaluation": settings.dm_evaluation})
             row = {**base, "verified": True, "reason": None, "steps": json.dumps(steps), **_spend_row(spend)}
             save_trajectory(store, row, trajectory)
             return True

@@ -12,7 +12,7 @@ from typing import Any
 from ..llm import Request
 from ..paths import prompts_dir
 from ..prompts import load_prompt, render_prompt
-from .schemas import trajectory_schema
+from .schemas import from_wire, to_wire, trajectory_schema
 from .script import DeclarativeScriptDraft, Script, ScriptDraft
 
 
@@ -79,11 +79,12 @@ class TrajectorySimulator:
         self.max_steps = max_steps
 
     def request(self, script: Script, prefix: list[dict], attempt: int, trajectory_id: str) -> Request:
-        example = json.dumps(_example("trajectory_example.json"), separators=(",", ":"))
+        example = {"steps": [to_wire(s) for s in _example("trajectory_example.json")["steps"]]}
+        example = json.dumps(example, separators=(",", ":"))
         system = render_prompt("refine/trajectory_system", min_corrections=self.min_corrections, example=example)
         progress = ""
         if prefix:
-            shown = "\n".join(json.dumps(step, separators=(",", ":")) for step in prefix)
+            shown = "\n".join(json.dumps(to_wire(step), separators=(",", ":")) for step in prefix)
             progress = render_prompt("refine/trajectory_continue", steps=shown)
         user = render_prompt(
             "refine/trajectory_user", environment=describe_environment(script), task=script.task,
@@ -95,4 +96,4 @@ class TrajectorySimulator:
 
     @staticmethod
     def parse(parsed: dict) -> list[dict]:
-        return list(parsed["steps"])
+        return [from_wire(step) for step in parsed["steps"]]

@@ -9,8 +9,10 @@ ramble until max_tokens.
 
 Known backend behaviour: llama.cpp's server keeps JSON objects as sorted maps, so
 it generates properties in alphabetical order (`action` before `thought`),
-whatever order the schema lists them in. Key names must sort in the order the
-model should think in before this schema drives generation.
+whatever order the schema lists them in. So on the wire a step's keys carry a
+numeric prefix that sorts in the order the model should think in (the player's
+thought before its action, the DM's check before its verdict); `to_wire` and
+`from_wire` translate at the boundary, and the rest of the code sees plain names.
 """
 
 from __future__ import annotations
@@ -20,6 +22,20 @@ from typing import Any
 from .script import Script
 
 ERROR_TYPES = ["none", "parameter", "location", "logic"]
+
+# Step field -> wire key; the prefixes sort in generation order (see above).
+WIRE_KEYS = {"thought": "1_thought", "action": "2_action", "dm_thinking": "3_dm_thinking",
+             "observation": "4_observation", "evaluation": "5_evaluation"}  # fmt: skip
+FROM_WIRE = {wire: name for name, wire in WIRE_KEYS.items()}
+
+
+def to_wire(step: dict[str, Any]) -> dict[str, Any]:
+    """A step as the model reads and writes it (bookkeeping keys such as `injected` dropped)."""
+    return {wire: step[name] for name, wire in WIRE_KEYS.items() if name in step}
+
+
+def from_wire(step: dict[str, Any]) -> dict[str, Any]:
+    return {FROM_WIRE.get(key, key): value for key, value in step.items()}
 
 
 def script_vocabulary(script: Script) -> list[str]:
@@ -75,16 +91,17 @@ def step_schema(script: Script) -> dict[str, Any]:
         "required": ["error", "task_done"],
         "additionalProperties": False,
     }
+    fields = {
+        "thought": _bounded_text(300),
+        "action": action_schema(script),
+        "dm_thinking": _bounded_text(300),
+        "observation": _bounded_text(300),
+        "evaluation": evaluation,
+    }
     return {
         "type": "object",
-        "properties": {
-            "thought": _bounded_text(300),
-            "action": action_schema(script),
-            "dm_thinking": _bounded_text(300),
-            "observation": _bounded_text(300),
-            "evaluation": evaluation,
-        },
-        "required": ["thought", "action", "dm_thinking", "observation", "evaluation"],
+        "properties": {WIRE_KEYS[name]: spec for name, spec in fields.items()},
+        "required": list(WIRE_KEYS.values()),
         "additionalProperties": False,
     }
 

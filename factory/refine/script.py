@@ -102,6 +102,8 @@ class DeclarativeScriptDraft(ScriptDraft):
     def llm_schema(cls) -> dict:
         schema = cls.model_json_schema()
         schema["$defs"]["Action"]["properties"].pop("validation_code", None)
+        schema["$defs"]["Goal"]["properties"]["conditions"]["minItems"] = 1  # the only judge of completion
+        schema["required"] = [*schema.get("required", []), "goal"]
         return schema
 
 

@@ -74,7 +74,7 @@ class Verdict:
         return self.rule == "too_few_corrections" or self.failed_step == 0
 
 
-def _judge(script: Script, state: WorldState, step: Step, extra: ExtraCheck | None) -> ActionCheck:
+def judge_action(script: Script, state: WorldState, step: Step, extra: ExtraCheck | None) -> ActionCheck:
     checked = check_action(script, state, step.action.name, step.action.params)
     if checked.ok and extra is not None:
         outcome = extra(step.action.name, step.action.params, state)
@@ -121,7 +121,7 @@ def _check_one(script: Script, state: WorldState, raw: Any, is_last: bool, extra
     except ValidationError as exc:
         first = exc.errors()[0]
         return "format", f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
-    truth = _judge(script, state, step, extra)
+    truth = judge_action(script, state, step, extra)
     disagreement = _dm_disagrees(step, truth)
     if disagreement:
         return disagreement

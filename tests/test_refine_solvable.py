@@ -1,0 +1,38 @@
+"""Solvability: the breadth-first search over a script's world."""
+
+import copy
+
+from test_refine_world import GARDEN
+
+from factory.refine.script import Script
+from factory.refine.solvable import describe_plan, shortest_plan, solvability_problems
+from factory.refine.world import WorldState
+
+
+def test_the_shortest_plan_for_the_garden():
+    script = Script.model_validate(GARDEN)
+    plan = shortest_plan(script)
+    assert describe_plan(plan) == "take(item=watering_can), then go(place=garden)"
+    assert solvability_problems(script, require_goal=True) == []
+
+
+def test_a_plan_from_a_later_state_and_a_goal_that_already_holds():
+    script = Script.model_validate(GARDEN)
+    assert shortest_plan(script, WorldState("garden", ["watering_can"], {})) == []
+    assert solvability_problems(Script.model_validate({**GARDEN, "environment": {
+        **GARDEN["environment"], "player": {"location": "garden", "inventory": ["watering_can"]}}}), True)
+
+
+def test_an_unreachable_goal_is_a_problem():
+    data = copy.deepcopy(GARDEN)
+    data["actions"] = [a for a in data["actions"] if a["name"] != "take"]  # the can can never be picked up
+    problems = solvability_problems(Script.model_validate(data), require_goal=True)
+    assert problems and "reaches the goal" in problems[0]
+
+
+def test_a_missing_goal_matters_only_without_code():
+    data = {**GARDEN, "goal": {"conditions": []}}
+    script = Script.model_validate(data)
+    assert shortest_plan(script) is None
+    assert solvability_problems(script, require_goal=False) == []
+    assert "declare the goal" in solvability_problems(script, require_goal=True)[0]
