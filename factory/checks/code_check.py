@@ -1,0 +1,106 @@
+"""Code answers: run the reply's program against the task's tests, in factory.sandbox.
+
+    result = CodeTests().check(reply_with_a_python_block, livecodebench_task)
+    result.score   # the fraction of cases passed; correct when all pass
+
+Each case is its own sandboxed run (a hung case costs only itself), with a bound
+on how many run at once per event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+
+from ..coa.tasks import Task
+from ..sandbox import DEFAULT_ALLOWED_IMPORTS, SandboxLimits, Verdict, arun_function, arun_program
+from .base import Checker, CheckResult, failure
+from .code_cases import Case, CallCase, StdinCase, as_json, cases_of, outputs_match
+from .extract import python_code
+
+# livecodebench gives 6 s a case. Contest code reads input through sys.stdin, so
+# sys joins the allowlist; the kernel layers, not the import list, keep it contained.
+CODE_LIMITS = SandboxLimits(cpu_s=6, wall_s=12, memory_mb=1024, allowed_imports=(*DEFAULT_ALLOWED_IMPORTS, "sys"))
+# What livecodebench puts before every solution, limited to what the sandbox allows,
+# plus exit() (the sandbox child starts without `site`, which defines it); one line,
+# so error line numbers are off by one only.
+PREAMBLE = (
+    "from typing import *; from collections import *; from itertools import *; from functools import *; "
+    "from heapq import *; from bisect import *; import math; import sys; from sys import exit\n"
+)
+ENTRY = "run_solution"  # the wrapper run_function calls: Solution().<method>(*args)
+
+
+class CodeTests(Checker):
+    name = "code"
+
+    def __init__(self, limits: SandboxLimits | None = None, max_parallel: int | None = None):
+        self.limits = limits or CODE_LIMITS
+        self.max_parallel = max_parallel or min(8, os.cpu_count() or 1)
+        self._gates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> semaphore
+
+    async def acheck(self, prediction: str, task: Task) -> CheckResult:
+        cases = cases_of(task.tests)
+        if not cases:
+            return failure(f"task {task.id} has no code tests")
+        code = python_code(prediction)
+        if not code.strip():
+            return CheckResult(correct=False, score=0.0, detail="no code in the reply")
+        outcomes = await asyncio.gather(*(self.run_case(code, case) for case in cases))
+        return summary(outcomes)
+
+    async def run_case(self, code: str, case: Case) -> str | None:
+        """None when the case passes, else a short reason."""
+        async with self.gate():
+            if isinstance(case, StdinCase):
+                return stdin_outcome(await arun_program(PREAMBLE + code, case.stdin, self.limits), case)
+            if isinstance(case, CallCase):
+                source = f"{PREAMBLE}{code}\n\ndef {ENTRY}(*args):\n    return Solution().{case.method}(*args)\n"
+                verdict = await arun_function(source, ENTRY, [case.args], self.limits, call_timeout_s=self.limits.cpu_s)
+                return call_outcome(verdict, case)
+            verdict = await arun_program(f"{PREAMBLE}{code}\n{case.script}", None, self.limits)
+            return None if verdict.ok else failed_run(verdict)
+
+    def gate(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()  # a semaphore belongs to one loop; sync check() runs its own
+        if loop not in self._gates:
+            self._gates[loop] = asyncio.Semaphore(self.max_parallel)
+        return self._gates[loop]
+
+
+def stdin_outcome(verdict: Verdict, case: StdinCase) -> str | None:
+    if not verdict.ok:
+        return failed_run(verdict)
+    if outputs_match(verdict.stdout, case.expected):
+        return None
+    return f"wrong output: expected {clip(case.expected)!r}, got {clip(verdict.stdout)!r}"
+
+
+def call_outcome(verdict: Verdict, case: CallCase) -> str | None:
+    call = verdict.calls[0] if verdict.calls else None
+    if not verdict.ok or call is None or not call.ok:
+        return failed_run(call or verdict)
+    if call.value == as_json(case.expected):
+        return None
+    return f"wrong value: expected {clip(repr(case.expected))}, got {clip(repr(call.value))}"
+
+
+def failed_run(verdict) -> str:
+    """'timeout/cpu', 'error/exception: line 3: ...', 'rejected/import: ...'."""
+    what = f"{verdict.status}/{verdict.reason}" if verdict.reason else verdict.status
+    return f"{what}: {clip(verdict.error, 120)}" if verdict.error else what
+
+
+def clip(text: str | None, limit: int = 60) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def summary(outcomes: list[str | None]) -> CheckResult:
+    passed = sum(outcome is None for outcome in outcomes)
+    detail = f"{passed}/{len(outcomes)} passed"
+    first = next(((i, o) for i, o in enumerate(outcomes, 1) if o is not None), None)
+    if first:
+        detail += f"; case {first[0]}: {first[1]}"
+    return CheckResult(correct=passed == len(outcomes), score=passed / len(outcomes), detail=detail)

@@ -1,0 +1,49 @@
+"""Pull the part of a model's reply that is the answer: <answer> spans, \\boxed{}, code fences."""
+
+from __future__ import annotations
+
+import re
+
+ANSWER_SPAN = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+CODE_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+PYTHON_FENCES = frozenset({"python", "py", "python3", ""})
+
+
+def final_answer(prediction: str) -> str:
+    """The last <answer>...</answer> span (AFM), else the whole reply."""
+    spans = ANSWER_SPAN.findall(prediction or "")
+    return (spans[-1] if spans else prediction or "").strip()
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last \\boxed{...} (nested braces balanced), or None."""
+    starts = [match.end() for match in BOXED.finditer(text or "")]
+    for start in reversed(starts):
+        content = balanced(text, start)
+        if content is not None:
+            return content.strip()
+    return None
+
+
+def balanced(text: str, start: int) -> str | None:
+    """text[start:] up to the brace that closes the one just before `start`."""
+    depth = 1
+    for index in range(start, len(text)):
+        char = text[index]
+        escaped = text[index - 1] == "\\"  # \{ and \} are literal braces in LaTeX, not grouping
+        if char == "{" and not escaped:
+            depth += 1
+        elif char == "}" and not escaped:
+            depth -= 1
+            if depth == 0:
+                return text[start:index]
+    return None
+
+
+def python_code(prediction: str) -> str:
+    """The last ```python (or ```py, or unlabeled) block; the whole reply when it has none."""
+    blocks = [code for lang, code in CODE_FENCE.findall(prediction or "") if lang.lower() in PYTHON_FENCES]
+    if blocks:
+        return blocks[-1]
+    return final_answer(prediction)

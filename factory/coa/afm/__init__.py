@@ -1,0 +1,53 @@
+"""AFM (Agent Foundation Models / Chain-of-Agents) tagged text: parse, validate, render.
+
+- `blocks`: `scan` / `parse_blocks` text -> `Block(tag, text, start, end)`.
+- `grammar`: `validate_afm(text, variant)` -> `GrammarVerdict`, `all_violations`, `RULES`.
+- `scores`: the reflection and double-check score conventions.
+- `render`: `render_single` (string + masked spans) and `render_multiturn` (turns).
+"""
+
+from factory.coa.afm.blocks import (
+    SEPARATOR,
+    TAGS,
+    TOOL_TAGS,
+    Block,
+    Violation,
+    make_blocks,
+    neutralize_tags,
+    parse_blocks,
+    scan,
+)
+from factory.coa.afm.grammar import RULES, GrammarVerdict, all_violations, sequence_violations, validate_afm
+from factory.coa.afm.render import RenderedSingle, render_multiturn, render_single
+from factory.coa.afm.scores import (
+    double_check_score,
+    double_check_text,
+    reflection_is_poor,
+    reflection_scores,
+    reflection_text,
+)
+
+__all__ = [
+    "RULES",
+    "SEPARATOR",
+    "TAGS",
+    "TOOL_TAGS",
+    "Block",
+    "GrammarVerdict",
+    "RenderedSingle",
+    "Violation",
+    "all_violations",
+    "double_check_score",
+    "double_check_text",
+    "make_blocks",
+    "neutralize_tags",
+    "parse_blocks",
+    "reflection_is_poor",
+    "reflection_scores",
+    "reflection_text",
+    "render_multiturn",
+    "render_single",
+    "scan",
+    "sequence_violations",
+    "validate_afm",
+]

@@ -1,0 +1,105 @@
+"""`ToolsConfig`: which tools are on, their limits, and the web_search backend.
+
+Loadable from YAML like every config section (extra keys are errors). Example:
+
+    web_search:
+      enabled: true
+      backend: http
+      http:
+        endpoint: https://api.search.brave.com/res/v1/web/search
+        api_key_env: BRAVE_API_KEY
+        api_key_header: X-Subscription-Token
+        api_key_template: "{api_key}"
+        params: {q: "{query}", count: "{k}"}
+        results_path: web.results
+        snippet_field: description
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from ...config import StrictModel
+
+# The brief's calculator-and-algebra set: pure computation, no I/O. numpy and
+# sympy work where installed (the sandbox adds site-packages to the child's
+# path; both import fine under its rlimits, Landlock and seccomp).
+CODE_TOOL_IMPORTS: tuple[str, ...] = (
+    "math", "fractions", "itertools", "collections", "functools", "re", "statistics", "decimal", "numpy", "sympy",
+)  # fmt: skip
+
+
+class CodeToolConfig(StrictModel):
+    enabled: bool = True
+    wall_s: float = Field(10, gt=0, description="wall-clock limit of one snippet")
+    cpu_s: float = Field(5, gt=0, description="CPU-time limit of one snippet")
+    memory_mb: int = Field(512, ge=64, description="address-space limit of the snippet's process")
+    max_output_chars: int = Field(4000, ge=100, description="observation cap; longer output is cut with a marker")
+    allowed_imports: tuple[str, ...] = CODE_TOOL_IMPORTS
+    echo_last_expression: bool = Field(True, description="print the value of a final bare expression, notebook-style")
+
+
+class LocalCorpusConfig(StrictModel):
+    path: Path = Field(description="JSONL (.jsonl/.ndjson/.json) or parquet with id, title, text and optional url")
+    index_dir: Path | None = Field(None, description="where the BM25 index lives; default: next to the corpus")
+    k1: float = Field(1.2, ge=0)
+    b: float = Field(0.75, ge=0, le=1)
+
+
+class HttpSearchConfig(StrictModel):
+    endpoint: str = Field(pattern=r"^https?://", description="the search API's URL")
+    method: Literal["GET", "POST"] = "GET"
+    # Templates: the strings "{query}", "{k}" and "{api_key}" are replaced in every
+    # value; a value that is exactly "{k}" becomes the number itself.
+    params: dict[str, str] = Field(default_factory=lambda: {"q": "{query}"}, description="query-string template")
+    json_body: dict[str, Any] | None = Field(None, description="JSON body template (POST)")
+    headers: dict[str, str] = Field(default_factory=dict)
+    api_key_env: str | None = Field(None, description="environment variable that holds the API key")
+    api_key_header: str | None = Field("Authorization", description="header that carries the key (None: not sent)")
+    api_key_template: str = "Bearer {api_key}"
+    # Where the results are in the response: dotted paths, numbers index lists ("data.0.items").
+    results_path: str = "results"
+    title_field: str = "title"
+    url_field: str = "url"
+    snippet_field: str = "snippet"
+    timeout_s: float = Field(10, gt=0, description="per attempt, the whole request and response")
+    max_response_bytes: int = Field(2_000_000, ge=1024)
+    max_retries: int = Field(2, ge=0, le=10, description="extra attempts after 429, 5xx or a transport error")
+    backoff_s: float = Field(0.5, ge=0, description="first wait between attempts; doubles each time")
+    backoff_max_s: float = Field(8, ge=0, description="longest wait, Retry-After included")
+
+
+class SearchToolConfig(StrictModel):
+    enabled: bool = False  # off by default: it needs a corpus or an API to search
+    backend: Literal["local", "http"] = "local"
+    top_k: int = Field(5, ge=1, le=50)
+    snippet_chars: int = Field(300, ge=40, le=5000)
+    local: LocalCorpusConfig | None = None
+    http: HttpSearchConfig | None = None
+
+    @model_validator(mode="after")
+    def backend_is_configured(self) -> SearchToolConfig:
+        if self.enabled and getattr(self, self.backend) is None:
+            raise ValueError(f"backend '{self.backend}' is chosen but its section '{self.backend}' is missing")
+        return self
+
+
+class CrawlToolConfig(StrictModel):
+    enabled: bool = True
+    timeout_s: float = Field(15, gt=0, description="the whole fetch, redirects included")
+    max_bytes: int = Field(2_000_000, ge=1024, description="bytes read from the response; the rest is dropped")
+    max_chars: int = Field(8000, ge=200, description="observation cap on the page's text")
+    max_redirects: int = Field(5, ge=0, le=20)
+    # An agent chooses the URL, so by default it may not reach this machine, the
+    # local network or cloud metadata endpoints. Tests turn this on for 127.0.0.1.
+    allow_private_addresses: bool = False
+    user_agent: str = "factory-crawl/0.1 (+offline-capable research agent)"
+
+
+class ToolsConfig(StrictModel):
+    code: CodeToolConfig = Field(default_factory=CodeToolConfig)
+    web_search: SearchToolConfig = Field(default_factory=SearchToolConfig)
+    crawl_page: CrawlToolConfig = Field(default_factory=CrawlToolConfig)

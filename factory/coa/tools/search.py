@@ -1,0 +1,168 @@
+"""The `web_search` tool: a query in, the top results as numbered lines out.
+
+    1. Title
+       URL: https://example.org/page   (corpus://<id> when the corpus has no url)
+       snippet ...
+
+Backends: `LocalSearchBackend` (BM25 over a local corpus, no network) and
+`HttpSearchBackend` (any JSON search API; http_search.py). The argument is the
+query text; a JSON {"query": ...} or ["q1", "q2"] also works (several queries
+answer in turn), since models write both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from dataclasses import dataclass
+from typing import Protocol
+
+import duckdb
+
+from .base import ToolResult, failure, strip_fence
+from .bm25 import CorpusError, CorpusIndex, Document
+from .config import LocalCorpusConfig, SearchToolConfig
+
+MAX_QUERIES = 5  # one call may ask several queries; more is a runaway model
+MAX_QUERY_CHARS = 500
+SNIPPET_TERMS, SNIPPET_HITS_PER_TERM = 12, 8
+
+
+class SearchError(Exception):
+    """The search could not be answered; the message is the observation."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    title: str
+    url: str | None
+    snippet: str
+
+
+class SearchBackend(Protocol):
+    async def search(self, query: str, k: int) -> list[SearchResult]: ...
+
+
+def best_snippet(text: str, terms: list[str], width: int) -> str:
+    """The `width`-character window of `text` holding the most distinct query terms."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    found = []  # (position, term) of the first few occurrences of each term; few, as the search below is quadratic
+    for term in terms[:SNIPPET_TERMS]:
+        pattern = re.compile(rf"(?<!\w){re.escape(term)}(?!\w)", re.IGNORECASE)
+        found += [(match.start(), term) for _, match in zip(range(SNIPPET_HITS_PER_TERM), pattern.finditer(text))]
+    lead = width // 4  # a little context before the first matched word
+    starts = [max(0, position - lead) for position, _ in found] or [0]
+    start = max(starts, key=lambda s: (len({t for p, t in found if s <= p < s + width}), -s))
+    start = min(start, len(text) - width)
+    window = text[start : start + width]
+    if start > 0:
+        window = "…" + window.split(" ", 1)[-1]
+    if start + width < len(text):
+        window = window.rsplit(" ", 1)[0] + "…"
+    return window
+
+
+def corpus_url(document: Document) -> str:
+    return document.url or f"corpus://{document.id}"
+
+
+class LocalSearchBackend:
+    """BM25 over a local corpus; the index is opened (built if stale) on first use."""
+
+    def __init__(self, config: LocalCorpusConfig, snippet_chars: int = 300):
+        self.config = config
+        self.snippet_chars = snippet_chars
+        self._index: CorpusIndex | None = None
+        # A thread lock, not an asyncio one: the opening runs in a worker thread,
+        # and the backend may serve more than one event loop over its life.
+        self._lock = threading.Lock()
+
+    async def index(self) -> CorpusIndex:
+        try:
+            return await asyncio.to_thread(self._open_once)
+        except (OSError, CorpusError, duckdb.Error) as exc:
+            raise SearchError(f"local corpus unavailable: {exc}") from None
+
+    def _open_once(self) -> CorpusIndex:
+        with self._lock:  # one build, however many agents search at once
+            if self._index is None:
+                self._index = CorpusIndex.open(self.config)
+            return self._index
+
+    async def search(self, query: str, k: int) -> list[SearchResult]:
+        index = await self.index()
+        try:
+            hits, terms = await asyncio.to_thread(lambda: (index.search(query, k), index.query_terms(query)))
+        except duckdb.Error as exc:
+            raise SearchError(f"local search failed: {exc}") from None
+        return [
+            SearchResult(hit.document.title, corpus_url(hit.document),
+                         best_snippet(hit.document.text, terms, self.snippet_chars))
+            for hit in hits
+        ]  # fmt: skip
+
+    async def document(self, reference: str) -> Document | None:
+        """A document by corpus://<id> or by its url."""
+        index = await self.index()
+        if reference.startswith("corpus://"):
+            return await asyncio.to_thread(index.document, reference.removeprefix("corpus://"))
+        return await asyncio.to_thread(index.document_by_url, reference)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+
+
+def parse_queries(argument: str) -> list[str]:
+    text = strip_fence(argument)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = text
+    if not isinstance(data, (dict, list)):
+        data = text  # "1984" is a query, not a number
+    if isinstance(data, dict):
+        data = data.get("query", data.get("queries", ""))
+    queries = data if isinstance(data, list) else [data]
+    return [" ".join(str(q).split())[:MAX_QUERY_CHARS] for q in queries if str(q).strip()][:MAX_QUERIES]
+
+
+def format_results(query: str, results: list[SearchResult], snippet_chars: int) -> str:
+    if not results:
+        return f'No results for "{query}".'
+    lines = [f'Results for "{query}":']
+    for number, result in enumerate(results, 1):
+        lines.append(f"{number}. {result.title or '(untitled)'}")
+        if result.url:
+            lines.append(f"   URL: {result.url}")
+        if result.snippet:
+            snippet = result.snippet if len(result.snippet) <= snippet_chars else result.snippet[:snippet_chars] + "…"
+            lines.append(f"   {snippet}")
+    return "\n".join(lines)
+
+
+class WebSearchTool:
+    name = "web_search"
+
+    def __init__(self, config: SearchToolConfig, backend: SearchBackend):
+        self.config = config
+        self.backend = backend
+
+    async def __call__(self, argument: str) -> ToolResult:
+        queries = parse_queries(argument)
+        if not queries:
+            return failure("Error: empty search query", reason="empty")
+        sections, counts = [], []
+        for query in queries:
+            try:
+                results = await self.backend.search(query, self.config.top_k)
+            except SearchError as exc:
+                return failure(f"Search failed: {exc}", query=query, backend=self.config.backend)
+            sections.append(format_results(query, results, self.config.snippet_chars))
+            counts.append(len(results))
+        return ToolResult(True, "\n\n".join(sections), {"backend": self.config.backend, "queries": queries,
+                                                        "n_results": counts})  # fmt: skip
