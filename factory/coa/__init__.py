@@ -1,5 +1,27 @@
-"""factory.coa: the Chain-of-Agents path (tasks -> multi-agent run -> distilled trajectory)."""
+"""factory.coa: the Chain-of-Agents path (tasks -> multi-agent run -> distilled trajectory).
 
+    outcome = run_coa(config)                 # config.coa: CoaConfig; resumable batch
+    trace = await run_mas(agents, toolbox, task, coa)
+    distilled = distill(trace, distill_prompt(trace, task))
+    traces = load_agent_log("logs.jsonl")     # OpenAI tool-calling or smolagents logs
+
+The trace schema is documented in docs/coa_trace.md.
+"""
+
+from .batch import CoaOutcome, record_trace, run_coa, run_coa_async, run_coa_import
+from .config import CoaConfig, RoleModels
+from .distill import Distillation, distill, distill_prompt
+from .importers import AgentLogError, load_agent_log, openai_trace, smolagents_trace
+from .mas import open_agents, run_mas
+from .stats import coa_stats
+from .store import coa_funnel, failure_counts, load_trace, save_trace
 from .tasks import Task, TaskError, TaskSet, load_tasks, read_tasks, sample_tasks
+from .trace import Event, LLMUsage, ToolCall, Trace
 
-__all__ = ["Task", "TaskError", "TaskSet", "load_tasks", "read_tasks", "sample_tasks"]
+__all__ = [
+    "AgentLogError", "CoaConfig", "CoaOutcome", "Distillation", "Event", "LLMUsage", "RoleModels", "Task",
+    "TaskError", "TaskSet", "ToolCall", "Trace", "coa_funnel", "coa_stats", "distill", "distill_prompt",
+    "failure_counts", "load_agent_log", "load_tasks", "load_trace", "open_agents", "openai_trace", "read_tasks",
+    "record_trace", "run_coa", "run_coa_async", "run_coa_import", "run_mas", "sample_tasks", "save_trace",
+    "smolagents_trace",
+]  # fmt: skip

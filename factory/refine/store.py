@@ -49,12 +49,13 @@ def finished_ids(store: Store) -> set[str]:
 
 def refine_funnel(store: Store) -> dict[str, int]:
     """personas → scripts → verified scripts → trajectories → verified."""
-    (personas,) = store.query("SELECT count(DISTINCT persona_id) FROM trajectories")[0]
+    (personas,) = store.query("SELECT count(DISTINCT persona_id) FROM trajectories WHERE source = 'refine'")[0]
     scripts, verified_scripts = store.query(
         "SELECT count(DISTINCT persona_id), count(DISTINCT persona_id) FILTER (verified) FROM scripts"
     )[0]
     trajectories, verified = store.query(
         "SELECT count(*) FILTER (script_id IS NOT NULL), count(*) FILTER (verified) FROM trajectories"
+        " WHERE source = 'refine'"
     )[0]
     return {"personas": personas, "scripts": scripts, "verified_scripts": verified_scripts,
             "trajectories": trajectories, "verified": verified}  # fmt: skip

@@ -87,4 +87,27 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0006_coa",
+        # Chain-of-Agents: one trace per multi-agent run or imported log (schema: docs/coa_trace.md);
+        # distilled trajectories share `trajectories` with the refine path, with the AFM columns added.
+        """
+        CREATE TABLE coa_traces (
+            trace_id VARCHAR PRIMARY KEY, task_id VARCHAR, source VARCHAR, variant VARCHAR, domain VARCHAR,
+            question VARCHAR, status VARCHAR, reason VARCHAR, final_answer VARCHAR, agents JSON, events JSON,
+            n_events INTEGER, n_tool_calls INTEGER, n_replans INTEGER, llm_calls INTEGER, prompt_tokens INTEGER,
+            completion_tokens INTEGER, cost_usd DOUBLE, duration_s DOUBLE, created_at TIMESTAMP
+        );
+        ALTER TABLE trajectories ADD COLUMN task_id VARCHAR;
+        ALTER TABLE trajectories ADD COLUMN trace_id VARCHAR;
+        ALTER TABLE trajectories ADD COLUMN variant VARCHAR;
+        ALTER TABLE trajectories ADD COLUMN rule VARCHAR;
+        ALTER TABLE trajectories ADD COLUMN prompt VARCHAR;
+        ALTER TABLE trajectories ADD COLUMN completion VARCHAR;
+        ALTER TABLE trajectories ADD COLUMN observation_spans JSON;
+        ALTER TABLE trajectories ADD COLUMN final_answer VARCHAR;
+        ALTER TABLE trajectories ADD COLUMN correct BOOLEAN;
+        ALTER TABLE trajectories ADD COLUMN check_detail VARCHAR;
+        """,
+    ),
 ]

@@ -1,0 +1,143 @@
+"""`factory coa`: sample tasks, run the multi-agent system on each, distil and store, resumably.
+
+    outcome = run_coa(config)            # config: .run_dir, .llm, .coa (a FactoryConfig)
+    outcome = run_coa_import(run_dir, "agent_logs.jsonl", variant="mas")
+
+Per task: run the team (mas/), store the trace, then either a failure row
+(the run's status, or the grammar rule the distillation broke) or the distilled
+trajectory with its stats and correctness. A task with a row in `trajectories`
+is finished: a rerun skips it without sending a request; a bug in one task is
+recorded as an `internal_error` failure and the batch goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+from tqdm.auto import tqdm
+
+from .. import checks  # a module, not its names: factory.checks imports factory.coa.tasks
+from ..errors import ConfigError
+from ..records import Trajectory
+from ..run import open_run
+from ..store import Store
+from .config import CoaConfig
+from .distill import distill, distill_prompt
+from .importers import load_agent_log
+from .mas import Agents, choose_variant, open_agents, run_mas
+from .stats import coa_stats
+from .store import coa_funnel, failure_counts, finished_ids, save_distilled, save_failure, save_trace
+from .tasks import Task, load_tasks, sample_tasks
+from .tools import ToolBox
+from .trace import Trace
+
+if TYPE_CHECKING:
+    from ..checks import Checker
+
+
+@dataclass
+class CoaOutcome:
+    run_id: str
+    funnel: dict[str, int]
+    failures: dict[str, int]  # rule or run status -> tasks lost to it
+
+
+def choose_tasks(settings: CoaConfig) -> list[Task]:
+    if not settings.tasks:
+        raise ConfigError("coa.tasks is not set: name a JSONL/parquet task file or a saved dataset")
+    tasks = load_tasks(settings.tasks)
+    if settings.domain is not None:
+        tasks = [task for task in tasks if task.domain == settings.domain]
+    return sample_tasks(tasks, min(settings.count, len(tasks)), settings.seed)
+
+
+def checker_for(task: Task, settings: CoaConfig, agents: Agents) -> Checker:
+    if settings.checker == "llm_judge":
+        return checks.get_checker("llm_judge", llm=agents.clients["verifier"])
+    return checks.get_checker(settings.checker) if settings.checker else checks.default_checker(task)
+
+
+async def record_trace(store: Store, trace: Trace, task: Task | None, checker: Checker | None) -> bool:
+    """Store the trace and what became of it; True when a valid trajectory was stored."""
+    save_trace(store, trace)
+    if trace.status != "answered":
+        save_failure(store, trace, trace.status, trace.reason or trace.status, coa_stats(trace))
+        return False
+    distilled = distill(trace, distill_prompt(trace, task))
+    if not distilled.ok:
+        reason = f"grammar {distilled.rule}: {distilled.message}"
+        save_failure(store, trace, distilled.rule, reason, coa_stats(trace))
+        return False
+    check = await checker.acheck(trace.final_answer or "", task) if checker and task else None
+    stats = coa_stats(trace, check.correct if check else None)
+    trajectory = Trajectory(
+        id=trace.trace_id, source="coa" if trace.source == "mas" else "import", task_id=trace.task_id,
+        turns=distilled.turns, final_answer=trace.final_answer, correct=stats["correct"],
+        provenance={"agents": trace.agents, "variant": trace.variant, "trace_source": trace.source},
+    )  # fmt: skip
+    single = {"prompt": distilled.single.prompt, "completion": distilled.single.completion,
+              "observation_spans": [list(span) for span in distilled.single.observation_spans]}  # fmt: skip
+    save_distilled(store, trace, trajectory, single, stats, check.detail if check else None)
+    return True
+
+
+def failed_trace(task: Task, settings: CoaConfig, trace: Trace | None, exc: Exception) -> Trace:
+    """The trace of a task whose run hit a bug: what it had, marked internal_error."""
+    if trace is None:
+        trace = Trace(trace_id=f"coa:{task.id}", task_id=task.id, variant=choose_variant(settings.variant, task.domain),
+                      domain=task.domain, question=task.question)  # fmt: skip
+    return trace.model_copy(update={"status": "internal_error", "reason": f"{type(exc).__name__}: {exc}"})
+
+
+async def coa_one(agents: Agents, toolbox: ToolBox, store: Store, task: Task, settings: CoaConfig) -> None:
+    trace = None
+    try:
+        trace = await run_mas(agents, toolbox, task, settings)
+        await record_trace(store, trace, task, checker_for(task, settings, agents))
+    except Exception as exc:  # one task's bug must not end the batch: record it
+        broken = failed_trace(task, settings, trace, exc)
+        save_trace(store, broken)
+        save_failure(store, broken, "internal_error", broken.reason)
+
+
+async def run_coa_async(config: Any, progress: bool = True) -> CoaOutcome:
+    settings: CoaConfig = getattr(config, "coa")
+    tasks = choose_tasks(settings)
+    toolbox = ToolBox.from_config(settings.tools)
+    with open_run(config.run_dir, "coa", config if isinstance(config, BaseModel) else None) as run:
+        done = finished_ids(run.store)
+        todo = [task for task in tasks if f"coa:{task.id}" not in done]
+        gate = asyncio.Semaphore(settings.parallel_tasks)
+
+        async def one(agents: Agents, task: Task) -> None:
+            async with gate:
+                await coa_one(agents, toolbox, run.store, task, settings)
+
+        try:
+            async with open_agents(config.llm, settings.models, run.store, run.run_id) as agents:
+                jobs = [asyncio.ensure_future(one(agents, task)) for task in todo]
+                for finished in tqdm(asyncio.as_completed(jobs), total=len(jobs), desc="coa", disable=not progress):
+                    await finished
+        finally:
+            toolbox.close()
+        return CoaOutcome(run.run_id, coa_funnel(run.store), failure_counts(run.store))
+
+
+def run_coa(config: Any, progress: bool = True) -> CoaOutcome:
+    return asyncio.run(run_coa_async(config, progress))
+
+
+def run_coa_import(run_dir: str | Path, path: str | Path, variant: str = "mas", fmt: str = "auto",
+                   tool_names: dict[str, str] | None = None, progress: bool = True) -> CoaOutcome:  # fmt: skip
+    """Distil agent logs you already have (OpenAI tool-calling or smolagents memory, see importers.py).
+    Imported traces have no reference answers here: correctness stays unknown (None)."""
+    traces = load_agent_log(path, variant, fmt, tool_names)
+    with open_run(run_dir, "coa-import") as run:
+        done = finished_ids(run.store)
+        for trace in tqdm([t for t in traces if t.trace_id not in done], desc="import", disable=not progress):
+            asyncio.run(record_trace(run.store, trace, None, None))
+        return CoaOutcome(run.run_id, coa_funnel(run.store, "import"), failure_counts(run.store, "import"))

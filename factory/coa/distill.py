@@ -1,0 +1,145 @@
+"""Trace -> one single-agent trajectory in AFM tags, validated by the grammar.
+
+`distill(trace, prompt)` lays the events out as AFM blocks, renders them both
+ways (one prompt + one completion with observation spans; and multi-turn, with
+observations as their own loss=false turns) and validates the completion.
+
+The `mas` variant maps event by event: each agent's reasoning becomes the
+`<think>` before its block, a tool call becomes the tool tag plus its
+`<observation>`, scores are written in the conventions of `afm.scores`.
+
+The `code` variant allows one plan and no suggested answer or double check
+(``plan, (think, code, observation, reflection)*N, think, answer``), so the
+multi-agent work those tags would carry is folded into the next `<think>`: a
+re-plan reads "Revised plan: ...", a rejected answer "A first answer ... scored
+2/4", and the accepted check is the reasoning before the answer. The
+reflector's reasoning joins its `<reflection>`.
+
+Tool output is environment text: tag strings in it are neutralised. The
+agents' own text is left as written; tag strings in it break `tag_in_text`,
+and the distillation is stored as a failure naming that rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..prompts import render_prompt
+from ..records import Turn
+from .afm import Block, RenderedSingle, double_check_text, make_blocks, neutralize_tags, reflection_text
+from .afm import render_multiturn, render_single, validate_afm
+from .tasks import Task
+from .trace import Event, Trace
+
+Pairs = list[tuple[str, str]]
+
+
+@dataclass
+class Distillation:
+    ok: bool
+    rule: str | None  # the first grammar rule broken (None when ok)
+    message: str
+    prompt: str
+    blocks: list[Block]
+    single: RenderedSingle
+    turns: list[Turn] = field(default_factory=list)
+
+
+def answer_format(variant: str, domain: str | None) -> str:
+    if variant != "code":
+        return "any"
+    return {"math": "boxed", "code": "python"}.get(domain or "", "any")
+
+
+def distill_prompt(trace: Trace, task: Task | None = None) -> str:
+    """The task's own AFM prompt when it has one for this variant, else ours (prompts/coa/afm_*.md)."""
+    if task is not None and task.prompt and trace.variant == "code":
+        users = [m for m in task.prompt if m.get("role") == "user" and isinstance(m.get("content"), str)]
+        if users and "<plan>" in users[-1]["content"]:
+            return users[-1]["content"]
+    return render_prompt(f"coa/afm_{trace.variant}", question=trace.question)
+
+
+def distill(trace: Trace, prompt: str) -> Distillation:
+    pairs = mas_pairs(trace.events) if trace.variant == "mas" else code_pairs(trace.events)
+    blocks = make_blocks(pairs)
+    single = render_single(prompt, blocks)
+    verdict = validate_afm(single.completion, trace.variant, answer_format(trace.variant, trace.domain))
+    return Distillation(verdict.ok, verdict.rule, verdict.message, prompt, blocks, single,
+                        render_multiturn(prompt, blocks))  # fmt: skip
+
+
+def with_think(think: str | None, block: tuple[str, str]) -> Pairs:
+    """A block with the reasoning before it; none when the agent gave none (the grammar decides)."""
+    return [("think", think.strip()), block] if think and think.strip() else [block]
+
+
+def tool_blocks(event: Event) -> Pairs:
+    call = event.tool
+    argument = fenced(call.argument) if call.name == "code" else call.argument
+    return [(call.name, argument), ("observation", neutralize_tags(call.result))]
+
+
+def fenced(code: str) -> str:
+    return code if code.lstrip().startswith("```") else f"```py\n{code.strip()}\n```"
+
+
+def check_text(event: Event) -> str:
+    return double_check_text(int(event.scores.get("score", 0)), event.content or "")
+
+
+def mas_pairs(events: list[Event]) -> Pairs:
+    pairs: Pairs = []
+    for event in events:
+        if event.kind == "plan":
+            pairs += with_think(event.think, ("plan", event.content or ""))
+        elif event.kind == "tool_call" and event.tool is not None:
+            call, observation = tool_blocks(event)
+            pairs += with_think(event.think, call) + [observation]
+        elif event.kind == "reflection":
+            pairs += with_think(event.think, ("reflection", reflection_text(event.scores, event.content or "")))
+        elif event.kind == "suggested_answer":
+            pairs += with_think(event.think, ("suggested_answer", event.content or ""))
+        elif event.kind == "double_check":
+            pairs += with_think(event.think, ("double_check", check_text(event)))
+        elif event.kind == "answer":
+            pairs += with_think(event.think, ("answer", event.content or ""))
+    return pairs
+
+
+def code_pairs(events: list[Event]) -> Pairs:
+    pairs: Pairs = []
+    carried: list[str] = []  # work the code grammar has no tag for, told in the next <think>
+    suggested: Event | None = None
+    for event in events:
+        if event.kind == "plan" and not any(tag == "plan" for tag, _ in pairs):
+            pairs.append(("plan", event.content or ""))
+        elif event.kind == "plan":
+            carried += [event.think or "", f"Revised plan:\n{event.content}"]
+        elif event.kind == "tool_call" and event.tool is not None:
+            call, observation = tool_blocks(event)
+            pairs += with_think(joined(carried, event.think), call) + [observation]
+            carried = []
+        elif event.kind == "reflection":
+            comment = joined([event.think or ""], event.content)
+            pairs.append(("reflection", reflection_text(event.scores, comment)))
+        elif event.kind == "suggested_answer":
+            suggested = event
+        elif event.kind == "double_check":
+            carried += checked_answer_notes(suggested, event)
+        elif event.kind == "answer":
+            pairs += with_think(joined(carried, event.think), ("answer", event.content or ""))
+    return pairs
+
+
+def checked_answer_notes(suggested: Event | None, check: Event) -> list[str]:
+    score = check.scores.get("score")
+    if suggested is None:
+        return [f"Check (score {score}/4): {check.content}"]
+    if check.decision == "accept":
+        return [suggested.think or "", f"Checking it: {check.content} (score {score}/4)"]
+    return [f"A first answer, {suggested.content}, did not pass a check (score {score}/4): {check.content}"]
+
+
+def joined(parts: list[str], last: str | None) -> str:
+    return "\n".join(part.strip() for part in [*parts, last or ""] if part and part.strip())

@@ -1,0 +1,94 @@
+"""The trace of one multi-agent run (or an imported agent log): the schema in docs/coa_trace.md.
+
+A trace is an ordered list of events, each the work of one agent: a plan, a
+tool call with its result, a reflection with its scores, a suggested answer, a
+double check, the answer, or an error. Distillation (distill.py) reads only
+this shape, so MAS runs and imported logs become trajectories the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EventKind = Literal["plan", "tool_call", "reflection", "suggested_answer", "double_check", "answer", "error"]
+TraceStatus = Literal["answered", "exhausted", "token_budget", "llm_error", "internal_error"]
+SCHEMA_VERSION = 1
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolCall(Record):
+    name: str  # web_search | crawl_page | code (or the imported tool's own name)
+    argument: str
+    ok: bool
+    result: str  # what the agent saw as the observation
+    duration_s: float | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)  # the tool's status, sizes, reasons
+
+
+class LLMUsage(Record):
+    """Which LLM call produced an event; the full messages live in `llm_calls` under request_hash."""
+
+    model: str | None = None
+    request_hash: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    cached: bool = False
+    error_kind: str | None = None
+    error: str | None = None
+
+
+class Event(Record):
+    agent: str  # planner, search_agent, code_agent, reflector, verifier, answerer, tool; imported: assistant
+    kind: EventKind
+    think: str | None = None  # the agent's reasoning for this step (becomes <think>)
+    content: str | None = None  # plan steps, reflection comment, (suggested) answer, check comment, error text
+    tool: ToolCall | None = None
+    scores: dict[str, str | int] = Field(default_factory=dict)  # reflection ratings, or {"score": 1-4}
+    decision: str | None = None  # continue | answer | replan | accept: what the event led to
+    replan: bool = False  # a plan made after a poor reflection or a low double check
+    llm: LLMUsage | None = None
+    messages: list[dict[str, Any]] | None = None  # imported logs keep their raw messages here
+    started_s: float = 0.0  # offset from the trace's start
+    duration_s: float = 0.0
+
+
+class Trace(Record):
+    schema_version: int = SCHEMA_VERSION
+    trace_id: str
+    task_id: str | None = None
+    source: str = "mas"  # mas | import:openai | import:smolagents
+    variant: Literal["mas", "code"]
+    domain: str | None = None
+    question: str
+    agents: dict[str, str] = Field(default_factory=dict)  # role -> model string
+    events: list[Event] = Field(default_factory=list)
+    final_answer: str | None = None
+    status: TraceStatus = "answered"
+    reason: str | None = None  # why a run that is not `answered` ended
+    started_at: str | None = None  # ISO time
+    duration_s: float = 0.0
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [event.tool for event in self.events if event.tool is not None]
+
+    def tokens(self) -> tuple[int, int]:
+        """(prompt, completion) tokens over every LLM call of the run."""
+        usages = [event.llm for event in self.events if event.llm is not None]
+        return sum(u.prompt_tokens for u in usages), sum(u.completion_tokens for u in usages)
+
+    def cost_usd(self) -> float | None:
+        costs = [event.llm.cost_usd for event in self.events if event.llm and event.llm.cost_usd is not None]
+        return sum(costs) if costs else None
+
+    def llm_calls(self) -> int:
+        return sum(1 for event in self.events if event.llm is not None)
+
+    def replans(self) -> int:
+        return sum(1 for event in self.events if event.kind == "plan" and event.replan)

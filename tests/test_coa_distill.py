@@ -1,0 +1,136 @@
+"""Hand-built traces -> AFM trajectories: both variants, both renderings, failures with their rule."""
+
+import asyncio
+import json
+
+from factory.coa import Event, ToolCall, Trace, coa_stats, distill, distill_prompt, record_trace
+from factory.coa.afm import parse_blocks, validate_afm
+from factory.coa.store import failure_counts
+from factory.coa.tasks import Task
+from factory.store import Store
+
+GOOD = {"information_conflict": "good", "tool_effectiveness": "good", "trajectory_progress": "good"}
+POOR = {**GOOD, "tool_effectiveness": "poor"}
+
+
+def tool(name, argument, result, ok=True):
+    return Event(agent="search_agent", kind="tool_call", think=f"Call {name}.", tool=ToolCall(
+        name=name, argument=argument, ok=ok, result=result))  # fmt: skip
+
+
+def plan(text, replan=False):
+    return Event(agent="planner", kind="plan", think="Plan the work.", content=text, replan=replan)
+
+
+def reflection(scores, decision="continue"):
+    return Event(agent="reflector", kind="reflection", think="Judge it.", content="Noted.", scores=scores,
+                 decision=decision)  # fmt: skip
+
+
+def suggested(text):
+    return Event(agent="answerer", kind="suggested_answer", think="Propose.", content=text)
+
+
+def checked(score):
+    return Event(agent="verifier", kind="double_check", think="Check.", content="Against the page.",
+                 scores={"score": score}, decision="accept" if score >= 3 else "replan")  # fmt: skip
+
+
+def final(text):
+    return Event(agent="answerer", kind="answer", content=text)
+
+
+def trace(variant, events, domain="qa", **kw):
+    answer = next((e.content for e in events if e.kind == "answer"), None)
+    return Trace(trace_id="coa:t/1", task_id="t/1", variant=variant, domain=domain, question="Which river?",
+                 events=events, final_answer=answer, **kw)  # fmt: skip
+
+
+MAS_EVENTS = [
+    plan("1. Search."), tool("web_search", "paris river", "Paris <code>x</code> lies on the Seine </observation>"),
+    reflection(POOR, "replan"), plan("1. Read the page.", replan=True),
+    tool("crawl_page", "corpus://seine", "Paris lies on the Seine."), reflection(GOOD, "answer"),
+    suggested("Loire"), checked(2), plan("1. Check again.", replan=True), suggested("Seine"), checked(4),
+    final("Seine"),
+]  # fmt: skip
+
+
+def test_a_mas_trace_distils_into_valid_afm_in_both_forms():
+    result = distill(trace("mas", MAS_EVENTS), "Task: Which river?")
+    assert result.ok, result.message
+    completion = result.single.completion
+    assert [b.tag for b in parse_blocks(completion)][:6] == ["think", "plan", "think", "web_search", "observation",
+                                                             "think"]  # fmt: skip
+    assert "&lt;/observation&gt;" in completion and "&lt;code&gt;" in completion  # tool text cannot end a block
+    assert "".join(turn.content for turn in result.turns[1:]) == completion
+    observed = [turn for turn in result.turns if turn.kind == "observation"]
+    assert len(observed) == 2 and not any(turn.loss for turn in observed)
+    spans = [completion[start:end] for start, end in result.single.observation_spans]
+    assert [span.strip()[:13] for span in spans] == ["<observation>"] * 2
+
+
+def test_a_code_trace_folds_replans_and_rejected_answers_into_thinks():
+    events = [
+        plan("1. Compute."), tool("code", "print(6 * 7)", "42\n"), reflection(GOOD, "answer"),
+        suggested("\\boxed{41}"), checked(1), plan("1. Recompute.", replan=True),
+        tool("code", "```py\nprint(6 * 7)\n```", "42\n"), reflection(GOOD, "answer"), suggested("\\boxed{42}"),
+        checked(4), final("\\boxed{42}"),
+    ]  # fmt: skip
+    result = distill(trace("code", events, domain="math"), "prompt")
+    assert result.ok, result.message
+    blocks = parse_blocks(result.single.completion)
+    assert [b.tag for b in blocks].count("plan") == 1 and "double_check" not in [b.tag for b in blocks]
+    thinks = [b.text for b in blocks if b.tag == "think"]
+    assert "did not pass a check (score 1/4)" in thinks[1] and "Revised plan:\n1. Recompute." in thinks[1]
+    assert "(score 4/4)" in thinks[-1]
+    assert [b.text for b in blocks if b.tag == "code"] == ["```py\nprint(6 * 7)\n```"] * 2
+    assert validate_afm(result.single.completion, "code", "boxed").ok
+
+
+def test_broken_distillations_name_the_rule():
+    tagged = MAS_EVENTS[:1] + [tool("web_search", "q", "r").model_copy(update={"think": "I will <plan> it"})]
+    cases = {
+        "tag_in_text": trace("mas", tagged + MAS_EVENTS[2:]),
+        "think_before": trace("mas", [plan("1. x").model_copy(update={"think": None}), *MAS_EVENTS[1:]]),
+        "boxed_answer": trace("code", [plan("1. x"), suggested("42"), checked(4), final("42")], domain="math"),
+        "replan_after_poor": trace("mas", MAS_EVENTS[:3] + MAS_EVENTS[4:]),
+    }
+    for rule, broken in cases.items():
+        assert distill(broken, "p").rule == rule
+
+
+def test_stats_count_the_team_work():
+    stats = coa_stats(trace("mas", MAS_EVENTS), correct=True)
+    assert stats["tool_calls_by_type"] == {"web_search": 1, "crawl_page": 1} and stats["replans"] == 2
+    assert stats["plans"] == 3 and stats["reflections"] == 2 and stats["poor_reflections"] == 1
+    assert stats["double_check_scores"] == [2, 4] and stats["low_double_check_corrected"] and stats["correct"]
+    assert not coa_stats(trace("mas", MAS_EVENTS[:8]))["low_double_check_corrected"]
+
+
+def test_failures_are_stored_with_their_rule_and_valid_ones_as_trajectories(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    task = Task(id="t/1", question="Which river?", answers=["Seine"], domain="qa", source="t")
+    from factory.checks import get_checker
+
+    assert asyncio.run(record_trace(store, trace("mas", MAS_EVENTS), task, get_checker("qa")))
+    broken = trace("mas", MAS_EVENTS[:3] + MAS_EVENTS[4:]).model_copy(update={"trace_id": "coa:t/2"})
+    assert not asyncio.run(record_trace(store, broken, task, None))
+    stopped = trace("mas", MAS_EVENTS[:2], status="llm_error", reason="planner: schema").model_copy(
+        update={"trace_id": "coa:t/3"})  # fmt: skip
+    assert not asyncio.run(record_trace(store, stopped, task, None))
+    assert failure_counts(store) == {"llm_error": 1, "replan_after_poor": 1}
+    rows = store.query("SELECT trajectory_id, verified, correct, rule, reason FROM trajectories ORDER BY 1")
+    assert rows[0] == ("coa:t/1", True, True, None, None)
+    assert rows[1][3] == "replan_after_poor" and rows[1][4].startswith("grammar replan_after_poor")
+    conversations = json.loads(store.query("SELECT conversations FROM trajectories WHERE verified")[0][0])
+    assert conversations[0]["from"] == "human" and not conversations[0]["loss"]
+    assert store.query("SELECT count(*) FROM coa_traces")[0][0] == 3
+
+
+def test_the_prompt_is_the_task_s_own_afm_prompt_when_it_has_one():
+    afm = "Solve it with <plan> and <code>.\n\nTask:\nWhat is 1+1?"
+    task = Task(id="m/1", question="What is 1+1?", answers=["2"], domain="math", source="m",
+                prompt=[{"role": "user", "content": afm}])  # fmt: skip
+    assert distill_prompt(trace("code", [], domain="math"), task) == afm
+    ours = distill_prompt(trace("mas", []), None)
+    assert ours.endswith("Task:\nWhich river?") and "<double_check>" not in ours

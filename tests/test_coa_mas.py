@@ -1,0 +1,190 @@
+"""The multi-agent system over real HTTP (scripted loopback replies), the real sandbox and a real corpus."""
+
+import json
+from pathlib import Path
+
+from loopback_server import ok
+from pydantic import BaseModel
+
+from factory.coa import CoaConfig, load_trace, run_coa
+from factory.coa.afm import validate_afm
+from factory.coa.tools import LocalCorpusConfig, SearchToolConfig, ToolsConfig
+from factory.llm import LLMConfig
+from factory.store import Store
+
+PLANNER, SEARCH, CODE = "You are the PLANNER", "You are the SEARCH AGENT", "You are the CODE AGENT"
+REFLECTOR, ANSWERER, VERIFIER = "You are the REFLECTOR", "You are the ANSWERER", "You are the VERIFIER"
+CORPUS = [
+    {"id": "venom", "title": "Platypus venom", "text": "Only the male platypus has a venomous spur on its hind leg."},
+    {"id": "seine", "title": "Paris", "text": "Paris, the capital of France, lies on the river Seine."},
+    {"id": "loire", "title": "Loire", "text": "The Loire is the longest river in France; it does not cross Paris."},
+]
+
+
+class Config(BaseModel):  # the FactoryConfig the lead wires: run_dir, llm, coa
+    run_dir: Path
+    llm: LLMConfig
+    coa: CoaConfig
+
+
+def plan(*steps):
+    return ok({"think": "Break the question down.", "steps": list(steps) or ["Find the fact."]})
+
+
+def code(source):
+    return ok({"think": "Compute it exactly.", "code": source})
+
+
+def search(argument, tool="web_search"):
+    return ok({"think": "Look it up.", "tool": tool, "argument": argument})
+
+
+def reflect(ready=False, poor=None):
+    ratings = {name: "poor" if name == poor else "good"
+               for name in ("information_conflict", "tool_effectiveness", "trajectory_progress")}  # fmt: skip
+    return ok({"think": "Judge the last result.", "comment": "The result is clear.", "ready_to_answer": ready,
+               **ratings})  # fmt: skip
+
+
+def answer(text):
+    return ok({"think": "The work shows it.", "answer": text})
+
+
+def check(score):
+    return ok({"think": "Compare with the evidence.", "comment": "Checked against the results.", "score": score})
+
+
+def write_tasks(path, *tasks):
+    path.write_text("".join(json.dumps(task) + "\n" for task in tasks))
+    return str(path)
+
+
+def make_config(tmp_path, fast_config, tasks, **coa):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(doc) + "\n" for doc in CORPUS))
+    local = LocalCorpusConfig(path=corpus, index_dir=tmp_path / "index")
+    tools = ToolsConfig(web_search=SearchToolConfig(enabled=True, backend="local", local=local))
+    settings = CoaConfig(tasks=tasks, tools=tools, parallel_tasks=1, **coa)
+    return Config(run_dir=tmp_path / "run", llm=fast_config(max_parse_retries=0), coa=settings)
+
+
+def rows(config):
+    with Store.open(config.run_dir) as store:
+        columns = [d[0] for d in store.query("DESCRIBE trajectories")]
+        return [dict(zip(columns, row)) for row in store.query("SELECT * FROM trajectories ORDER BY trajectory_id")]
+
+
+def trace_of(config, trace_id):
+    with Store.open(config.run_dir) as store:
+        return load_trace(store, trace_id)
+
+
+def qa_task(tmp_path, question="Which river flows through Paris?", answers=("Seine",)):
+    return write_tasks(tmp_path / "qa.jsonl", {"id": "q1", "question": question, "answer": list(answers),
+                                                "domain": "qa", "data_source": "t"})  # fmt: skip
+
+
+def test_a_math_task_solved_with_the_code_tool_distils_and_checks_correct(server, fast_config, tmp_path):
+    tasks = write_tasks(tmp_path / "math.jsonl", {"id": 1, "question": "What is 2^10 + 3?", "answer": "1027",
+                                                  "domain": "math", "data_source": "t"})  # fmt: skip
+    server.route(PLANNER, plan("Compute 2^10.", "Add 3."))
+    server.route(CODE, code("print(2**10 + 3)"))
+    server.route(REFLECTOR, reflect(ready=True))
+    server.route(ANSWERER, answer("1027"))
+    server.route(VERIFIER, check(4))
+    config = make_config(tmp_path, fast_config, tasks)
+    outcome = run_coa(config, progress=False)
+
+    assert outcome.funnel == {"tasks": 1, "answered": 1, "distilled": 1, "correct": 1} and outcome.failures == {}
+    (row,) = rows(config)
+    assert row["verified"] and row["correct"] and row["variant"] == "code" and row["final_answer"] == "\\boxed{1027}"
+    assert validate_afm(row["completion"], "code", "boxed").ok
+    assert "<observation>1027\n</observation>" in row["completion"]  # the sandbox really ran the snippet
+    turns = json.loads(row["turns"])
+    assert [t["loss"] for t in turns if t["kind"] == "observation"] == [False]
+    assert "".join(t["content"] for t in turns[1:]) == row["completion"]
+    start, end = json.loads(row["observation_spans"])[0]
+    assert "<observation>1027" in row["completion"][start:end]
+    stats = json.loads(row["stats"])
+    assert stats["tool_calls_by_type"] == {"code": 1} and stats["replans"] == 0 and stats["double_checks"] == 1
+
+    sent = len(server.requests)
+    again = run_coa(config, progress=False)  # resumable: the finished task sends nothing
+    assert len(server.requests) == sent and again.funnel == outcome.funnel
+
+
+def test_a_poor_reflection_forces_a_replan(server, fast_config, tmp_path):
+    server.route(PLANNER, plan("Search the city."), plan("Search the river by name."))
+    server.route(SEARCH, search("capital of France"), search("Paris Seine river"))
+    server.route(REFLECTOR, reflect(poor="tool_effectiveness"), reflect(ready=True))
+    server.route(ANSWERER, answer("Seine"))
+    server.route(VERIFIER, check(4))
+    config = make_config(tmp_path, fast_config, qa_task(tmp_path))
+    assert run_coa(config, progress=False).funnel["correct"] == 1
+
+    trace = trace_of(config, "coa:t/q1")
+    assert [e.kind for e in trace.events] == ["plan", "tool_call", "reflection", "plan", "tool_call", "reflection",
+                                              "suggested_answer", "double_check", "answer"]  # fmt: skip
+    assert trace.events[3].replan and trace.events[2].decision == "replan"
+    assert "corpus://seine" in trace.events[4].tool.result  # BM25 over the real local corpus
+    (row,) = rows(config)
+    assert validate_afm(row["completion"], "mas").ok and "tool_effectiveness: poor\ntrajectory_progress: good</reflection>" in row["completion"]
+    assert json.loads(row["stats"])["replans"] == 1
+
+
+def test_a_low_double_check_forces_a_replan_and_counts_as_corrected(server, fast_config, tmp_path):
+    server.route(PLANNER, plan("Find the river."), plan("Read the Paris page."))
+    server.route(SEARCH, search("longest river France"), search("corpus://seine", tool="crawl_page"))
+    server.route(REFLECTOR, reflect(ready=True), reflect(ready=True))
+    server.route(ANSWERER, answer("Loire"), answer("Seine"))
+    server.route(VERIFIER, check(2), check(4))
+    config = make_config(tmp_path, fast_config, qa_task(tmp_path))
+    run_coa(config, progress=False)
+
+    (row,) = rows(config)
+    stats = json.loads(row["stats"])
+    assert row["verified"] and row["correct"] and stats["double_check_scores"] == [2, 4]
+    assert stats["low_double_check_corrected"] and stats["replans"] == 1
+    assert stats["tool_calls_by_type"] == {"web_search": 1, "crawl_page": 1}
+    assert "score: 2</double_check>\n<think>" in row["completion"] and validate_afm(row["completion"], "mas").ok
+
+
+def test_a_tool_failure_is_an_observation_and_the_run_goes_on(server, fast_config, tmp_path):
+    tasks = write_tasks(tmp_path / "math.jsonl", {"id": 2, "question": "What is 7 * 6?", "answer": "42",
+                                                  "domain": "math"})  # fmt: skip
+    server.route(PLANNER, plan("Multiply."))
+    server.route(CODE, code("print(7 * 6 / 0)"), code("print(7 * 6)"))
+    server.route(REFLECTOR, reflect(), reflect(ready=True))
+    server.route(ANSWERER, answer("42"))
+    server.route(VERIFIER, check(3))
+    config = make_config(tmp_path, fast_config, tasks)
+    run_coa(config, progress=False)
+
+    (row,) = rows(config)
+    assert row["verified"] and row["correct"] and row["n_errors"] == 1
+    assert "ZeroDivisionError" in row["completion"] and validate_afm(row["completion"], "code").ok
+    first_call = trace_of(config, row["trace_id"]).events[1].tool
+    assert not first_call.ok and first_call.meta["status"] == "error" and first_call.duration_s > 0
+
+
+def test_garbage_from_the_llm_is_a_recorded_failure(server, fast_config, tmp_path):
+    server.route(PLANNER, plan("Search."))
+    server.route(SEARCH, search("Paris river"))
+    server.route(REFLECTOR, *[ok("this is not json")] * 10)
+    config = make_config(tmp_path, fast_config, qa_task(tmp_path))
+    outcome = run_coa(config, progress=False)
+
+    assert outcome.failures == {"llm_error": 1} and outcome.funnel["distilled"] == 0
+    (row,) = rows(config)
+    assert not row["verified"] and row["reason"].startswith("reflector: schema")
+    trace = trace_of(config, row["trace_id"])
+    assert trace.status == "llm_error" and trace.events[-1].kind == "error" and trace.events[-1].llm.error_kind == "schema"
+
+
+def test_the_replan_budget_ends_a_run_as_exhausted(server, fast_config, tmp_path):
+    server.route(PLANNER, plan("Search."))
+    server.route(SEARCH, search("zyzzyva"))
+    server.route(REFLECTOR, reflect(poor="trajectory_progress"))
+    config = make_config(tmp_path, fast_config, qa_task(tmp_path), max_replans=0)
+    assert run_coa(config, progress=False).failures == {"exhausted": 1}
+    assert "re-plan budget (0) is spent" in rows(config)[0]["reason"]
