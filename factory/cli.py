@@ -24,6 +24,12 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="call the model even for requests already answered")
 
 
+SECTION_FLAGS = {
+    "refine": ("count", "seed", "personas", "min_corrections", "budget"),
+    "coa": ("tasks", "count", "seed", "domain", "variant", "max_steps"),
+}
+
+
 def _config_from(args: argparse.Namespace) -> FactoryConfig:
     config = load_factory_config(args.config)
     data = config.model_dump()
@@ -38,9 +44,12 @@ def _config_from(args: argparse.Namespace) -> FactoryConfig:
         data["run_dir"] = args.run_dir_default  # the command's own folder, unless the config names one
     if getattr(args, "n", None) is not None:
         data["smoke"]["n"] = args.n
-    for field in ("count", "seed", "personas", "min_corrections", "budget"):  # flags named as refine fields
+    section = getattr(args, "section", None)  # the config section this command's flags are named after
+    for field in SECTION_FLAGS.get(section, ()):
         if getattr(args, field, None) is not None:
-            data["refine"][field] = getattr(args, field)
+            data[section][field] = getattr(args, field)
+    if getattr(args, "corpus", None):
+        data["coa"]["tools"]["web_search"] = {"enabled": True, "backend": "local", "local": {"path": args.corpus}}
     if getattr(args, "no_code", False):
         data["refine"]["with_code"] = False
     if getattr(args, "no_injection", False):
@@ -90,6 +99,30 @@ def cmd_refine(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_coa(args: argparse.Namespace) -> int:
+    from .coa import run_coa
+
+    config = _config_from(args)
+    return _print_coa(run_coa(config, progress=not args.quiet), config.run_dir)
+
+
+def cmd_coa_import(args: argparse.Namespace) -> int:
+    from .coa import run_coa_import
+
+    run_dir = args.run_dir or "outputs/coa-import"
+    outcome = run_coa_import(run_dir, args.path, variant=args.variant, fmt=args.format, progress=not args.quiet)
+    return _print_coa(outcome, run_dir)
+
+
+def _print_coa(outcome, run_dir) -> int:
+    print("funnel: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in outcome.funnel.items()))
+    failures = ", ".join(f"{rule}={n}" for rule, n in outcome.failures.items()) or "none"
+    print(f"failures by rule or run status: {failures}")
+    print(f"run store: {Path(run_dir) / 'factory.duckdb'}  (factory show {run_dir} ID)")
+    print(format_call_summary(summarize_calls(run_dir)))
+    return 0
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from .refine.show import format_trajectory, load_trajectory_row
 
@@ -130,7 +163,27 @@ def build_parser() -> argparse.ArgumentParser:
     refine.add_argument("--dm", choices=["llm", "world"],
                         help="who judges actions: the LLM as DM (default, the paper) or the script's world")
     refine.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine")
+    refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine", section="refine")
+
+    coa = commands.add_parser("coa", help="Chain-of-Agents path: tasks -> multi-agent runs -> AFM trajectories")
+    _add_llm_options(coa)
+    coa.add_argument("--tasks", help="JSONL/parquet task file or saved dataset (verl/AFM rows work as they are)")
+    coa.add_argument("--count", type=int, help="tasks to sample (one run each)")
+    coa.add_argument("--seed", type=int, help="sampling seed")
+    coa.add_argument("--domain", choices=["qa", "math", "code"], help="keep only tasks of this domain")
+    coa.add_argument("--variant", choices=["auto", "mas", "code"], help="web agents, the code agent, or by domain")
+    coa.add_argument("--max-steps", type=int, help="tool calls per task")
+    coa.add_argument("--corpus", help="JSONL/parquet corpus (id, title, text) for the local web_search backend")
+    coa.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    coa.set_defaults(func=cmd_coa, run_dir_default="outputs/coa", section="coa")
+
+    coa_import = commands.add_parser("coa-import", help="distil agent logs you already have into AFM trajectories")
+    coa_import.add_argument("path", help="JSONL of OpenAI tool-calling conversations or smolagents step memory")
+    coa_import.add_argument("--variant", choices=["mas", "code"], default="mas")
+    coa_import.add_argument("--format", choices=["auto", "openai", "smolagents"], default="auto")
+    coa_import.add_argument("--run-dir", help="run folder (default outputs/coa-import)")
+    coa_import.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    coa_import.set_defaults(func=cmd_coa_import)
 
     show = commands.add_parser("show", help="print one trajectory, mistakes marked")
     show.add_argument("run_dir", help="the run folder")

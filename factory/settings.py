@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .coa.config import CoaConfig
 from .config import StrictModel, load_yaml_config
 from .llm.config import LLMConfig
 
@@ -37,6 +38,7 @@ class FactoryConfig(StrictModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     smoke: SmokeConfig = Field(default_factory=SmokeConfig)
     refine: RefineConfig = Field(default_factory=RefineConfig)
+    coa: CoaConfig = Field(default_factory=CoaConfig)
 
 
 def load_factory_config(path: str | Path | None) -> FactoryConfig:

@@ -188,3 +188,25 @@ def test_the_replan_budget_ends_a_run_as_exhausted(server, fast_config, tmp_path
     config = make_config(tmp_path, fast_config, qa_task(tmp_path), max_replans=0)
     assert run_coa(config, progress=False).failures == {"exhausted": 1}
     assert "re-plan budget (0) is spent" in rows(config)[0]["reason"]
+
+
+def test_factory_coa_from_the_command_line(server, tmp_path):
+    import subprocess
+    import sys
+
+    tasks = write_tasks(tmp_path / "math.jsonl", {"id": 1, "question": "What is 6 * 7?", "answer": "42",
+                                                  "domain": "math", "data_source": "t"})  # fmt: skip
+    server.route(PLANNER, plan("Multiply."))
+    server.route(CODE, code("print(6 * 7)"))
+    server.route(REFLECTOR, reflect(ready=True))
+    server.route(ANSWERER, answer("42"))
+    server.route(VERIFIER, check(4))
+    run_dir = tmp_path / "run"
+    args = [sys.executable, "-m", "factory.cli", "coa", "-q", "--tasks", tasks, "--model", "m",
+            "--base-url", server.base_url, "--run-dir", str(run_dir)]  # fmt: skip
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "funnel: tasks 1 -> answered 1 -> distilled 1 -> correct 1" in done.stdout
+
+    missing = subprocess.run(args[:5] + args[7:], capture_output=True, text=True, timeout=60)  # no --tasks
+    assert missing.returncode == 2 and missing.stderr.strip().startswith("error: coa.tasks is not set")

@@ -1,0 +1,111 @@
+"""Yield of the AgentRefine path on a given model: what a verified trajectory costs.
+
+    python benchmarks/refine_yield.py                              # embedded SmolLM2, 4 personas, --dm world
+    python benchmarks/refine_yield.py --count 8 --dm llm --budget 4
+    python benchmarks/refine_yield.py --model openai/gpt-4o-mini --count 20 --with-code
+
+Runs `factory refine` in-process into a fresh run folder (cache off unless
+--cache) and reads the store afterwards:
+
+- LLM calls per verified trajectory (the paper's budget is 4 per saved one,
+  script included) and per attempted persona;
+- verified / attempted yield, and the whole funnel;
+- prompt + completion tokens and wall seconds per verified trajectory;
+- the share of failed verifier verdicts lost at each rule (every attempt counts).
+
+Figures are printed and merged into benchmarks/results/refine_yield.json under
+a key naming the model and settings, so runs on several models sit side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from factory.refine.batch import run_refine
+from factory.settings import FactoryConfig
+from factory.store import Store
+
+RESULTS = Path(__file__).parent / "results" / "refine_yield.json"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="local", help="litellm model string, or local / local:/path.gguf")
+    parser.add_argument("--base-url")
+    parser.add_argument("--count", type=int, default=4, help="personas (one trajectory each)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--budget", type=int, default=4, help="LLM calls per trajectory, script included")
+    parser.add_argument("--dm", choices=["llm", "world"], default="world")
+    parser.add_argument("--with-code", action="store_true", help="ask for validation code (needs a capable model)")
+    parser.add_argument("--no-injection", action="store_true")
+    parser.add_argument("--cache", action="store_true", help="reuse cached calls (default: every call is fresh)")
+    parser.add_argument("--run-dir", help="keep the run here (default: a temporary folder)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    return parser.parse_args()
+
+
+def build_config(args: argparse.Namespace, run_dir: str) -> FactoryConfig:
+    llm = {"model": args.model, "cache": args.cache, **({"base_url": args.base_url} if args.base_url else {})}
+    refine = {"count": args.count, "seed": args.seed, "budget": args.budget, "dm_evaluation": args.dm,
+              "with_code": args.with_code, "injection": not args.no_injection}  # fmt: skip
+    return FactoryConfig.model_validate({"run_dir": run_dir, "llm": llm, "refine": refine})
+
+
+def per(total: float, n: int) -> float | None:
+    return round(total / n, 2) if n else None
+
+
+def measure(store: Store, funnel: dict[str, int], losses: dict[str, int], seconds: float) -> dict:
+    calls, prompt_tokens, completion_tokens = store.query(
+        "SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) FROM llm_calls"
+    )[0]
+    verified, attempted = funnel["verified"], funnel["personas"]
+    failed = sum(losses.values())
+    return {
+        "funnel": funnel,
+        "yield_verified_per_attempted": round(verified / attempted, 3) if attempted else None,
+        "llm_calls": calls,
+        "llm_calls_per_verified": per(calls, verified),
+        "llm_calls_per_attempted": per(calls, attempted),
+        "paper_budget_calls_per_saved": 4,
+        "tokens": {"prompt": prompt_tokens, "completion": completion_tokens},
+        "tokens_per_verified": per(prompt_tokens + completion_tokens, verified),
+        "seconds": round(seconds, 1),
+        "seconds_per_verified": per(seconds, verified),
+        "failed_verdicts": failed,
+        "share_lost_by_rule": {rule: round(n / failed, 3) for rule, n in losses.items()},
+    }
+
+
+def save(output: Path, key: str, figures: dict) -> None:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    report = json.loads(output.read_text()) if output.exists() else {}
+    report[key] = {**figures, "machine": f"{platform.machine()} {platform.system()}", "date": time.strftime("%Y-%m-%d")}
+    output.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def main() -> None:
+    args = parse_args()
+    run_dir = args.run_dir or tempfile.mkdtemp(prefix="refine_yield_")
+    config = build_config(args, run_dir)
+    started = time.perf_counter()
+    outcome = run_refine(config, progress=True)
+    seconds = time.perf_counter() - started
+    with Store.open(run_dir, read_only=True) as store:
+        figures = measure(store, outcome.funnel, outcome.rule_losses, seconds)
+    if not args.run_dir:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    key = (f"{args.model} dm={args.dm} code={args.with_code} injection={not args.no_injection} "
+           f"budget={args.budget} count={args.count} seed={args.seed}")  # fmt: skip
+    print(json.dumps({key: figures}, indent=2))
+    save(args.output, key, figures)
+
+
+if __name__ == "__main__":
+    main()
