@@ -16,21 +16,23 @@ from factory.store import Store
 pytestmark = pytest.mark.local_model
 
 
-def test_two_personas_through_the_refine_path_on_the_embedded_model(tmp_path):
+def test_a_persona_through_the_refine_path_on_the_embedded_model(tmp_path):
+    # Small bounds keep this near two minutes on a 2-core CI machine.
     config = FactoryConfig.model_validate({
         "run_dir": str(tmp_path / "run"),
-        "llm": {"model": "local", "temperature": 0.7},
-        "refine": {"count": 2, "seed": 1, "with_code": False, "dm_evaluation": "world", "max_steps": 6},
+        "llm": {"model": "local", "temperature": 0.7, "max_tokens_cap": 2048},
+        "refine": {"count": 1, "seed": 1, "with_code": False, "dm_evaluation": "world", "max_steps": 4,
+                   "budget": 3, "script_tries": 2},
     })  # fmt: skip
     outcome = run_refine(config, progress=False)
 
-    assert outcome.funnel["personas"] == 2 and outcome.funnel["scripts"] == 2
+    assert outcome.funnel["personas"] == 1 and outcome.funnel["scripts"] == 1
     with Store.open(config.run_dir, read_only=True) as store:
         rows = store.query("SELECT verified, reason, llm_calls, steps, conversations FROM trajectories")
         scripts = store.query("SELECT verified, problems FROM scripts")
         calls = store.query("SELECT count(*), count(*) FILTER (status = 'ok') FROM llm_calls")[0]
-    assert len(rows) == 2 and all(1 <= r[2] <= 4 for r in rows)  # the budget holds, script included
-    assert calls[0] == sum(r[2] for r in rows) and calls[1] >= 2
+    assert len(rows) == 1 and all(1 <= r[2] <= 3 for r in rows)  # the budget holds, script included
+    assert calls[0] == sum(r[2] for r in rows)  # every call the budget counted has its log row
     assert all(ok or json.loads(problems) for ok, problems in scripts)  # a rejected script says why
     for verified, reason, _, steps, conversations in rows:
         assert verified == (reason is None)
