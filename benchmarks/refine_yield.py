@@ -11,7 +11,8 @@ Runs `factory refine` in-process into a fresh run folder (cache off unless
   script included) and per attempted persona;
 - verified / attempted yield, and the whole funnel;
 - prompt + completion tokens and wall seconds per verified trajectory;
-- the share of failed verifier verdicts lost at each rule (every attempt counts).
+- the share of failed verifier verdicts lost at each rule (every attempt counts),
+  and why scripts failed verification (every attempt counts).
 
 Figures are printed and merged into benchmarks/results/refine_yield.json under
 a key naming the model and settings, so runs on several models sit side by side.
@@ -61,6 +62,21 @@ def per(total: float, n: int) -> float | None:
     return round(total / n, 2) if n else None
 
 
+SCRIPT_PROBLEM_KINDS = (  # (substring of the stored problem, kind) — first match wins
+    ("schema", "schema or dangling names"), ("reaches the goal", "unsolvable"), ("declare the goal", "no goal"),
+    ("already holds", "goal holds at start"), ("llm", "llm error"),
+)
+
+
+def script_problem_kinds(store: Store) -> dict[str, int]:
+    kinds: dict[str, int] = {}
+    for (problems,) in store.query("SELECT problems FROM scripts WHERE NOT verified"):
+        first = (json.loads(problems) or ["unknown"])[0] if problems else "unknown"
+        kind = next((k for needle, k in SCRIPT_PROBLEM_KINDS if needle in first), "validation code")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
 def measure(store: Store, funnel: dict[str, int], losses: dict[str, int], seconds: float) -> dict:
     calls, prompt_tokens, completion_tokens = store.query(
         "SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) FROM llm_calls"
@@ -80,6 +96,7 @@ def measure(store: Store, funnel: dict[str, int], losses: dict[str, int], second
         "seconds_per_verified": per(seconds, verified),
         "failed_verdicts": failed,
         "share_lost_by_rule": {rule: round(n / failed, 3) for rule, n in losses.items()},
+        "failed_scripts_by_problem": script_problem_kinds(store),
     }
 
 
