@@ -90,8 +90,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
 
     config = _config_from(args)
     outcome = run_refine(config, progress=not args.quiet)
-    funnel = outcome.funnel
-    print("funnel: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items()))
+    _print_funnel(outcome.funnel)
     losses = ", ".join(f"{rule}={n}" for rule, n in outcome.rule_losses.items()) or "none"
     print(f"failed verifier checks (all attempts): {losses}")
     print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (factory show {config.run_dir} ID)")
@@ -115,12 +114,16 @@ def cmd_coa_import(args: argparse.Namespace) -> int:
 
 
 def _print_coa(outcome, run_dir) -> int:
-    print("funnel: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in outcome.funnel.items()))
+    _print_funnel(outcome.funnel)
     failures = ", ".join(f"{rule}={n}" for rule, n in outcome.failures.items()) or "none"
     print(f"failures by rule or run status: {failures}")
     print(f"run store: {Path(run_dir) / 'factory.duckdb'}  (factory show {run_dir} ID)")
     print(format_call_summary(summarize_calls(run_dir)))
     return 0
+
+
+def _print_funnel(funnel: dict[str, int]) -> None:
+    print("funnel: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items()))
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -15,17 +15,9 @@ from ..store import Store, utcnow
 from .trace import Trace
 
 
-def upsert(store: Store, table: str, values: dict[str, Any]) -> None:
-    columns = list(values)
-    store.execute(
-        f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-        [values[c] for c in columns],
-    )
-
-
 def save_trace(store: Store, trace: Trace) -> None:
     prompt_tokens, completion_tokens = trace.tokens()
-    upsert(store, "coa_traces", {
+    store.upsert("coa_traces", {
         "trace_id": trace.trace_id, "task_id": trace.task_id, "source": trace.source, "variant": trace.variant,
         "domain": trace.domain, "question": trace.question, "status": trace.status, "reason": trace.reason,
         "final_answer": trace.final_answer,
@@ -61,14 +53,14 @@ def trace_row(trace: Trace) -> dict[str, Any]:
 
 
 def save_failure(store: Store, trace: Trace, rule: str, reason: str, stats: dict[str, Any] | None = None) -> None:
-    upsert(store, "trajectories", {**trace_row(trace), "verified": False, "rule": rule, "reason": reason,
+    store.upsert("trajectories", {**trace_row(trace), "verified": False, "rule": rule, "reason": reason,
                                    "stats": json.dumps(stats or {}), "final_answer": trace.final_answer})  # fmt: skip
 
 
 def save_distilled(store: Store, trace: Trace, trajectory: Trajectory, single: dict[str, Any],
                    stats: dict[str, Any], check_detail: str | None) -> None:  # fmt: skip
     """A grammar-valid trajectory: the multi-turn form (turns, conversations) and the single string."""
-    upsert(store, "trajectories", {
+    store.upsert("trajectories", {
         **trace_row(trace), "verified": True, "rule": None, "reason": None,
         "turns": json.dumps([turn.model_dump() for turn in trajectory.turns]),
         "conversations": json.dumps(to_conversations(trajectory.turns)),

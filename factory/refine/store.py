@@ -36,11 +36,7 @@ def save_trajectory(store: Store, row: dict[str, Any], trajectory: Trajectory | 
         "stats": json.dumps(stats), "n_turns": stats.get("turns"), "n_errors": stats.get("errors"),
         "n_corrections": stats.get("corrections"), "created_at": utcnow(),
     }  # fmt: skip
-    columns = list(values)
-    store.execute(
-        f"INSERT OR REPLACE INTO trajectories ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-        [values[c] for c in columns],
-    )
+    store.upsert("trajectories", values)
 
 
 def finished_ids(store: Store) -> set[str]:

@@ -82,6 +82,11 @@ class Store:
         with self._lock:
             self.con.execute(sql, params or [])
 
+    def upsert(self, table: str, values: dict[str, Any]) -> None:
+        """Insert one row by column name, replacing the row with the same key."""
+        names, marks = ", ".join(values), ", ".join("?" * len(values))
+        self.execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})", list(values.values()))
+
     def insert_rows(self, table: str, columns: dict[str, list[Any]], replace: bool = False) -> None:
         """Insert many rows in one transaction (column lists, via Arrow: ~30x faster than executemany)."""
         verb = "INSERT OR REPLACE" if replace else "INSERT"

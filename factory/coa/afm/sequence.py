@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from factory.coa.afm.blocks import TOOL_TAGS, Block, Violation
+from factory.checks.extract import last_boxed
 from factory.coa.afm.scores import double_check_score, reflection_is_poor
 
 _NEEDS_THINK = {
@@ -200,21 +201,8 @@ def _answer_format(blocks: list[Block], answer_format: str) -> list[Violation]:
     if not answers or answer_format == "any":
         return []
     index, answer = answers[0]
-    if answer_format == "boxed" and not has_boxed(answer.text):
+    if answer_format == "boxed" and last_boxed(answer.text) is None:
         return [Violation("boxed_answer", "the answer must hold \\boxed{...}", index)]
     if answer_format == "python" and not _PY_FENCE.search(answer.text):
         return [Violation("code_answer", "the answer must hold a ```py ... ``` block", index)]
     return []
-
-
-def has_boxed(text: str) -> bool:
-    """A `\\boxed{` whose braces close (LaTeX answers nest braces: \\boxed{\\frac{1}{2}})."""
-    start = text.find("\\boxed{")
-    if start < 0:
-        return False
-    depth = 0
-    for char in text[start + len("\\boxed") :]:
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        if depth == 0:
-            return True
-    return False
