@@ -110,4 +110,31 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE trajectories ADD COLUMN check_detail VARCHAR;
         """,
     ),
+    (
+        "0007_curation",
+        # Filters write one verdict per (trajectory, filter); nothing is ever deleted from
+        # trajectories. `filter_configs` holds each filter's config hash so a re-run recomputes
+        # only the filters whose config changed (and rows they have not judged yet).
+        # `rollouts` keeps every pass-rate sample; `curation` folds the verdicts per trajectory.
+        """
+        CREATE TABLE filter_verdicts (
+            trajectory_id VARCHAR, filter VARCHAR, keep BOOLEAN, reason VARCHAR, weight DOUBLE DEFAULT 1.0,
+            split VARCHAR, config_hash VARCHAR, created_at TIMESTAMP, PRIMARY KEY (trajectory_id, filter)
+        );
+        CREATE TABLE filter_configs (
+            filter VARCHAR PRIMARY KEY, position INTEGER, kind VARCHAR, params JSON, config_hash VARCHAR,
+            updated_at TIMESTAMP
+        );
+        CREATE TABLE rollouts (
+            task_id VARCHAR, model VARCHAR, sample_index INTEGER, completion VARCHAR, answer VARCHAR,
+            correct BOOLEAN, score DOUBLE, detail VARCHAR, request_hash VARCHAR, created_at TIMESTAMP,
+            PRIMARY KEY (task_id, model, sample_index)
+        );
+        CREATE VIEW curation AS
+            SELECT trajectory_id, bool_and(keep) AS keep, product(weight) AS weight, max(split) AS split,
+                   list(filter ORDER BY filter) FILTER (WHERE NOT keep) AS dropped_by,
+                   list(reason ORDER BY filter) FILTER (WHERE NOT keep) AS drop_reasons
+            FROM filter_verdicts GROUP BY trajectory_id;
+        """,
+    ),
 ]
