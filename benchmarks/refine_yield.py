@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import tempfile
 import time
 from pathlib import Path
+
+from results_file import per, save
 
 from factory.refine.batch import run_refine
 from factory.settings import FactoryConfig
@@ -56,10 +57,6 @@ def build_config(args: argparse.Namespace, run_dir: str) -> FactoryConfig:
     refine = {"count": args.count, "seed": args.seed, "budget": args.budget, "dm_evaluation": args.dm,
               "with_code": args.with_code, "injection": not args.no_injection}  # fmt: skip
     return FactoryConfig.model_validate({"run_dir": run_dir, "llm": llm, "refine": refine})
-
-
-def per(total: float, n: int) -> float | None:
-    return round(total / n, 2) if n else None
 
 
 SCRIPT_PROBLEM_KINDS = (  # (substring of the stored problem, kind) — first match wins
@@ -98,13 +95,6 @@ def measure(store: Store, funnel: dict[str, int], losses: dict[str, int], second
         "share_lost_by_rule": {rule: round(n / failed, 3) for rule, n in losses.items()},
         "failed_scripts_by_problem": script_problem_kinds(store),
     }
-
-
-def save(output: Path, key: str, figures: dict) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    report = json.loads(output.read_text()) if output.exists() else {}
-    report[key] = {**figures, "machine": f"{platform.machine()} {platform.system()}", "date": time.strftime("%Y-%m-%d")}
-    output.write_text(json.dumps(report, indent=2) + "\n")
 
 
 def main() -> None:

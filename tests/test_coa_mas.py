@@ -210,3 +210,41 @@ def test_factory_coa_from_the_command_line(server, tmp_path):
 
     missing = subprocess.run(args[:5] + args[7:], capture_output=True, text=True, timeout=60)  # no --tasks
     assert missing.returncode == 2 and missing.stderr.strip().startswith("error: coa.tasks is not set")
+
+
+def test_the_mas_tool_agent_may_run_code_and_the_distillation_keeps_it(server, fast_config, tmp_path):
+    tasks = qa_task(tmp_path, question="How many letters are in the river that crosses Paris?", answers=("5",))
+    server.route(PLANNER, plan("Find the river.", "Count its letters."))
+    server.route(SEARCH, search("river Paris"), search("print(len('Seine'))", tool="code"))
+    server.route(REFLECTOR, reflect(), reflect(ready=True))
+    server.route(ANSWERER, answer("5"))
+    server.route(VERIFIER, check(4))
+    config = make_config(tmp_path, fast_config, tasks)
+    run_coa(config, progress=False)
+
+    (row,) = rows(config)
+    assert row["verified"] and row["variant"] == "mas" and row["correct"]
+    assert validate_afm(row["completion"], "mas").ok
+    assert "<code>" in row["completion"] and "<observation>5\n</observation>" in row["completion"]
+    search_requests = [r["body"] for r in server.requests if SEARCH in json.dumps(r["body"]["messages"])]
+    schema = json.dumps(search_requests[0]["response_format"])
+    assert '"code"' in schema and "prints what it finds" in search_requests[0]["messages"][0]["content"]
+
+
+def test_reply_limits_reach_the_wire_schema_and_mas_code_can_be_turned_off(server, fast_config, tmp_path):
+    limits = {"think": 120, "code": 400, "answer": 50, "comment": 90}
+    server.route(PLANNER, plan("Search the river."))
+    server.route(SEARCH, search("Paris river"))
+    server.route(REFLECTOR, reflect(ready=True))
+    server.route(ANSWERER, answer("Seine"))
+    server.route(VERIFIER, check(4))
+    config = make_config(tmp_path, fast_config, qa_task(tmp_path), reply_chars=limits, mas_code=False)
+    run_coa(config, progress=False)
+
+    bodies = {r["body"]["messages"][0]["content"][:22]: r["body"] for r in server.requests}
+    search_body = next(b for key, b in bodies.items() if key.startswith(SEARCH[:22]))
+    properties = search_body["response_format"]["json_schema"]["schema"]["properties"]
+    assert properties["think"]["maxLength"] == 120 and properties["argument"]["maxLength"] == 300
+    assert properties["tool"]["enum"] == ["web_search", "crawl_page"]  # no code: mas_code is off
+    answer_body = next(b for key, b in bodies.items() if key.startswith(ANSWERER[:22]))
+    assert answer_body["response_format"]["json_schema"]["schema"]["properties"]["answer"]["maxLength"] == 50

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from ..config import StrictModel
 from .tasks import Domain
@@ -34,6 +34,20 @@ class RoleModels(StrictModel):
     answerer: str | None = None
 
 
+class ReplyLimits(StrictModel):
+    """The longest text each role may write, in characters. Decoding is constrained to
+    these bounds, and a small model tends to fill a string to its bound instead of
+    closing it, so they also cap its time per call (SmolLM2: 3000 chars of code is
+    ~800 tokens, a minute on two cores)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)  # hashable: one reply model per setting
+
+    think: int = Field(800, ge=40, le=20_000, description="every role's reasoning")
+    code: int = Field(3000, ge=40, le=50_000, description="a code-tool program")
+    answer: int = Field(4000, ge=10, le=50_000, description="the suggested answer")
+    comment: int = Field(600, ge=20, le=10_000, description="a reflection's or double check's comment")
+
+
 class CoaConfig(StrictModel):
     tasks: str | None = Field(None, description="JSONL/parquet task file or saved dataset (verl/AFM or plain QA rows)")
     domain: Domain | None = Field(None, description="keep only tasks of this domain (qa, math, code)")
@@ -50,3 +64,5 @@ class CoaConfig(StrictModel):
     checker: str | None = Field(None, description="correctness checker name (default: by the task's domain)")
     parallel_tasks: int = Field(8, ge=1, le=256, description="tasks run at the same time")
     history_chars: int = Field(6000, ge=500, description="how much of the run so far each role sees")
+    reply_chars: ReplyLimits = Field(default_factory=ReplyLimits)
+    mas_code: bool = Field(True, description="the mas variant's tool agent may also run code (when the code tool is on)")

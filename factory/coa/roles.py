@@ -9,12 +9,14 @@ and lists are bounded, so a small model cannot return an empty plan or ramble.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from functools import lru_cache
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
 from ..llm import Request
 from ..prompts import load_prompt, render_prompt
+from .config import ReplyLimits
 from .trace import Event, ToolCall
 
 Rating = Literal["good", "average", "poor"]
@@ -39,7 +41,7 @@ class PlanReply(Reply):
 class SearchReply(Reply):
     think: Think
     tool: Literal["web_search", "crawl_page"]
-    argument: str = Field(min_length=1, max_length=300, description="the query, or the URL / corpus:// id to read")
+    argument: str = Field(min_length=1, max_length=300, description="the query, the URL / corpus:// id to read, or code")
 
 
 class CodeReply(Reply):
@@ -67,26 +69,53 @@ class CheckReply(Reply):
     score: int = Field(ge=1, le=4, description="1: surely wrong ... 4: surely right")
 
 
+SEARCH_ARGUMENT_CHARS = 300  # a query or a URL
+
+
+@lru_cache(maxsize=None)
+def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...] = ()) -> type[Reply]:
+    """`base` with its free-text fields capped by `limits` and, for a tool agent, its
+    `tool` choice narrowed to `tools` (the argument may then be a program)."""
+    fields: dict[str, Any] = {}
+    for name, info in base.model_fields.items():
+        if name in ReplyLimits.model_fields:
+            bounded = Annotated[str, StringConstraints(min_length=1, max_length=getattr(limits, name))]
+            fields[name] = (bounded, Field(description=info.description))
+    if tools and "tool" in base.model_fields:
+        argument_chars = limits.code if "code" in tools else SEARCH_ARGUMENT_CHARS
+        fields["tool"] = (Literal[tools], ...)
+        fields["argument"] = (str, Field(min_length=1, max_length=argument_chars,
+                                         description=base.model_fields["argument"].description))  # fmt: skip
+    return create_model(base.__name__, __base__=base, **fields)
+
+
 class Role:
     """One role: `request(context)` -> Request; `parse(reply, domain)` -> Event."""
 
     name: ClassVar[str]
-    response_model: ClassVar[type[Reply]]
+    reply_type: ClassVar[type[Reply]]
+
+    def __init__(self, limits: ReplyLimits | None = None, tools: tuple[str, ...] = ()):
+        self.tools = tools
+        self.response_model = bounded_reply(self.reply_type, limits or ReplyLimits(), tools)
 
     def request(self, question: str, plan: str, history: str, domain: str, tag: str) -> Request:
         user = render_prompt(
             "coa/context", question=question, plan=plan or "(no plan yet)", history=history or "(nothing yet)",
             answer_format=ANSWER_FORMATS[domain],
         )  # fmt: skip
-        messages = [{"role": "system", "content": load_prompt(f"coa/{self.name}")}, {"role": "user", "content": user}]
+        messages = [{"role": "system", "content": self.system_prompt()}, {"role": "user", "content": user}]
         return Request(messages, self.response_model, stage=f"coa_{self.name}", tag=tag)
+
+    def system_prompt(self) -> str:
+        return load_prompt(f"coa/{self.name}")
 
     def parse(self, reply: Reply, domain: str) -> Event:
         raise NotImplementedError
 
 
 class Planner(Role):
-    name, response_model = "planner", PlanReply
+    name, reply_type = "planner", PlanReply
 
     def parse(self, reply: PlanReply, domain: str) -> Event:
         steps = "\n".join(f"{i}. {step.strip()}" for i, step in enumerate(reply.steps, 1))
@@ -94,7 +123,12 @@ class Planner(Role):
 
 
 class SearchAgent(Role):
-    name, response_model = "search_agent", SearchReply
+    name, reply_type = "search_agent", SearchReply
+
+    def system_prompt(self) -> str:
+        # The code tool's line is added only when the agent may choose it (mas_code).
+        extra = "\n" + load_prompt("coa/search_agent_code") if "code" in self.tools else ""
+        return load_prompt("coa/search_agent") + extra
 
     def parse(self, reply: SearchReply, domain: str) -> Event:
         call = ToolCall(name=reply.tool, argument=reply.argument.strip(), ok=False, result="")
@@ -102,7 +136,7 @@ class SearchAgent(Role):
 
 
 class CodeAgent(Role):
-    name, response_model = "code_agent", CodeReply
+    name, reply_type = "code_agent", CodeReply
 
     def parse(self, reply: CodeReply, domain: str) -> Event:
         call = ToolCall(name="code", argument=reply.code, ok=False, result="")  # the loop runs it and fills these
@@ -110,7 +144,7 @@ class CodeAgent(Role):
 
 
 class Reflector(Role):
-    name, response_model = "reflector", ReflectionReply
+    name, reply_type = "reflector", ReflectionReply
 
     def parse(self, reply: ReflectionReply, domain: str) -> Event:
         scores = {name: getattr(reply, name) for name in ("information_conflict", "tool_effectiveness",
@@ -122,7 +156,7 @@ class Reflector(Role):
 
 
 class Answerer(Role):
-    name, response_model = "answerer", AnswerReply
+    name, reply_type = "answerer", AnswerReply
 
     def parse(self, reply: AnswerReply, domain: str) -> Event:
         return Event(agent=self.name, kind="suggested_answer", think=reply.think.strip(),
@@ -130,7 +164,7 @@ class Answerer(Role):
 
 
 class Verifier(Role):
-    name, response_model = "verifier", CheckReply
+    name, reply_type = "verifier", CheckReply
 
     def parse(self, reply: CheckReply, domain: str) -> Event:
         decision = "accept" if reply.score >= 3 else "replan"

@@ -14,7 +14,7 @@ from typing import AsyncIterator
 
 from ...llm import LLMClient, LLMConfig, Result
 from ...store import Store
-from ..config import ROLES, RoleModels
+from ..config import ROLES, ReplyLimits, RoleModels
 from ..roles import ROLE_TYPES
 from ..trace import Event, LLMUsage, Trace
 from .history import history_text
@@ -35,6 +35,8 @@ class RunState:
     trace: Trace
     max_tokens: int
     history_chars: int
+    limits: ReplyLimits = field(default_factory=ReplyLimits)
+    search_tools: tuple[str, ...] = ("web_search", "crawl_page")  # what the mas tool agent may call
     started: float = field(default_factory=time.monotonic)
     steps: int = 0  # tool calls made
     replans: int = 0
@@ -57,7 +59,7 @@ class Agents:
     async def ask(self, run: RunState, role_name: str) -> Event:
         if run.tokens() >= run.max_tokens:
             raise Stop("token_budget", f"{run.tokens()} tokens spent (limit {run.max_tokens}) before the {role_name}")
-        role = ROLE_TYPES[role_name]()
+        role = ROLE_TYPES[role_name](run.limits, run.search_tools if role_name == "search_agent" else ())
         trace = run.trace
         history = history_text(trace.events, run.history_chars)
         request = role.request(trace.question, run.plan, history, trace.domain or "qa", trace.trace_id)

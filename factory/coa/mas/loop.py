@@ -40,7 +40,8 @@ def new_trace(task: Task, variant: str, agents: Agents) -> Trace:
 async def run_mas(agents: Agents, toolbox: ToolBox, task: Task, settings: CoaConfig) -> Trace:
     """The trace of one run; LLM and tool failures end up in it, never raised."""
     variant = choose_variant(settings.variant, task.domain)
-    run = RunState(new_trace(task, variant, agents), settings.max_tokens_per_task, settings.history_chars)
+    run = RunState(new_trace(task, variant, agents), settings.max_tokens_per_task, settings.history_chars,
+                   settings.reply_chars, search_tools(settings, toolbox))  # fmt: skip
     try:
         await make_plan(agents, run, replan=False)
         await solve(agents, toolbox, run, settings)
@@ -48,6 +49,12 @@ async def run_mas(agents: Agents, toolbox: ToolBox, task: Task, settings: CoaCon
         run.trace.status, run.trace.reason = stop.status, stop.reason
     run.trace.duration_s = run.elapsed()
     return run.trace
+
+
+def search_tools(settings: CoaConfig, toolbox: ToolBox) -> tuple[str, ...]:
+    """The mas tool agent's choices: the web tools, and code when it is on (AFM's web agent computes too)."""
+    code = ("code",) if settings.mas_code and "code" in toolbox else ()
+    return ("web_search", "crawl_page", *code)
 
 
 async def solve(agents: Agents, toolbox: ToolBox, run: RunState, settings: CoaConfig) -> None:
