@@ -1,0 +1,141 @@
+"""Yield of the Chain-of-Agents path on a given model: what a kept AFM trajectory costs.
+
+    python benchmarks/coa_yield.py                                   # embedded SmolLM2, 3 math500 tasks
+    python benchmarks/coa_yield.py --tasks ../shared/data/tasks/nq.parquet --count 10 --corpus wiki.jsonl
+    python benchmarks/coa_yield.py --model openai/gpt-4o-mini --count 20 --reply-chars default
+
+Runs `factory coa` in-process into a fresh run folder (cache off unless --cache)
+and reads the store afterwards:
+
+- the funnel (tasks -> answered -> grammar-valid distillations -> correct) and
+  the tasks lost, by run status or grammar rule;
+- tool calls per task (by tool), LLM calls per task;
+- prompt + completion tokens and wall seconds per kept (distilled) trajectory
+  and per correct one; the correctness rate of kept trajectories;
+- the grammar-valid rate of stored distillations, re-checked here with the AFM
+  validator (target: 100%; anything less is a bug in the distiller).
+
+Small models fill constrained string fields to their bound, so the default
+`--reply-chars small` caps every role's text (see coa.reply_chars); pass
+`default` for a real model. Figures are printed and merged into
+benchmarks/results/coa_yield.json under a key naming the model and settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from results_file import per, save
+
+from factory.coa import run_coa
+from factory.coa.afm import validate_afm
+from factory.coa.distill import answer_format
+from factory.settings import FactoryConfig
+from factory.store import Store
+
+RESULTS = Path(__file__).parent / "results" / "coa_yield.json"
+SHARED_MATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks" / "math500.parquet"
+REPLY_CHARS = {  # coa.reply_chars presets
+    "small": {"think": 240, "code": 400, "answer": 120, "comment": 160},
+    "default": {},
+}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="local", help="litellm model string, or local / local:/path.gguf")
+    parser.add_argument("--base-url")
+    parser.add_argument("--tasks", default=str(SHARED_MATH), help="task file (verl/AFM rows or plain QA)")
+    parser.add_argument("--count", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variant", choices=["auto", "mas", "code"], default="auto")
+    parser.add_argument("--max-steps", type=int, default=2, help="tool calls per task")
+    parser.add_argument("--max-replans", type=int, default=1)
+    parser.add_argument("--max-tokens", type=int, default=512, help="completion tokens per call")
+    parser.add_argument("--reply-chars", choices=sorted(REPLY_CHARS), default="small")
+    parser.add_argument("--corpus", help="JSONL/parquet corpus for web_search (qa tasks)")
+    parser.add_argument("--cache", action="store_true", help="reuse cached calls (default: every call is fresh)")
+    parser.add_argument("--run-dir", help="keep the run here (default: a temporary folder)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    return parser.parse_args()
+
+
+def build_config(args: argparse.Namespace, run_dir: str) -> FactoryConfig:
+    llm = {"model": args.model, "cache": args.cache, "max_tokens": args.max_tokens, "max_tokens_cap": 2 * args.max_tokens,
+           **({"base_url": args.base_url} if args.base_url else {})}  # fmt: skip
+    coa = {"tasks": args.tasks, "count": args.count, "seed": args.seed, "variant": args.variant,
+           "max_steps": args.max_steps, "max_replans": args.max_replans, "reply_chars": REPLY_CHARS[args.reply_chars]}
+    if args.corpus:
+        coa["tools"] = {"web_search": {"enabled": True, "backend": "local", "local": {"path": args.corpus}}}
+    return FactoryConfig.model_validate({"run_dir": run_dir, "llm": llm, "coa": coa})
+
+
+def regrammar(store: Store) -> dict:
+    """Re-validate every stored (verified) distillation: the target is 100% valid."""
+    rows = store.query(
+        "SELECT t.completion, t.variant, c.domain FROM trajectories t JOIN coa_traces c USING (trace_id) "
+        "WHERE t.source = 'coa' AND t.verified"
+    )
+    broken = Counter(
+        verdict.rule for completion, variant, domain in rows
+        if not (verdict := validate_afm(completion, variant, answer_format(variant, domain))).ok
+    )  # fmt: skip
+    return {"stored": len(rows), "valid": len(rows) - sum(broken.values()),
+            "valid_rate": round(1 - sum(broken.values()) / len(rows), 3) if rows else None, "broken": dict(broken)}
+
+
+def tool_calls(store: Store) -> dict:
+    by_type: Counter = Counter()
+    for (events,) in store.query("SELECT events FROM coa_traces WHERE source = 'mas'"):
+        by_type.update(e["tool"]["name"] for e in json.loads(events) if e.get("kind") == "tool_call" and e.get("tool"))
+    (tasks,) = store.query("SELECT count(*) FROM coa_traces WHERE source = 'mas'")[0]
+    return {"per_task": per(sum(by_type.values()), tasks), "by_type": dict(by_type)}
+
+
+def measure(store: Store, funnel: dict[str, int], failures: dict[str, int], seconds: float) -> dict:
+    calls, prompt_tokens, completion_tokens = store.query(
+        "SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) FROM llm_calls"
+    )[0]
+    tokens = prompt_tokens + completion_tokens
+    kept, correct = funnel["distilled"], funnel["correct"]
+    return {
+        "funnel": funnel,
+        "lost_by_rule_or_status": failures,
+        "tool_calls": tool_calls(store),
+        "llm_calls_per_task": per(calls, funnel["tasks"]),
+        "tokens": {"prompt": prompt_tokens, "completion": completion_tokens},
+        "tokens_per_kept": per(tokens, kept),
+        "tokens_per_correct": per(tokens, correct),
+        "seconds": round(seconds, 1),
+        "seconds_per_kept": per(seconds, kept),
+        "seconds_per_correct": per(seconds, correct),
+        "correct_rate_of_kept": round(correct / kept, 3) if kept else None,
+        "grammar": regrammar(store),
+    }
+
+
+def main() -> None:
+    args = parse_args()
+    run_dir = args.run_dir or tempfile.mkdtemp(prefix="coa_yield_")
+    config = build_config(args, run_dir)
+    started = time.perf_counter()
+    outcome = run_coa(config, progress=True)
+    seconds = time.perf_counter() - started
+    with Store.open(run_dir, read_only=True) as store:
+        figures = measure(store, outcome.funnel, outcome.failures, seconds)
+    if not args.run_dir:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    key = (f"{args.model} tasks={Path(args.tasks).name} variant={args.variant} steps={args.max_steps} "
+           f"replans={args.max_replans} reply_chars={args.reply_chars} count={args.count} seed={args.seed}")  # fmt: skip
+    print(json.dumps({key: figures}, indent=2))
+    save(args.output, key, figures)
+
+
+if __name__ == "__main__":
+    main()
