@@ -10,6 +10,7 @@ from pydantic import Field
 from .coa.config import CoaConfig
 from .config import StrictModel, load_yaml_config
 from .llm.config import LLMConfig
+from .passrate.config import PassrateConfig
 
 
 class SmokeConfig(StrictModel):
@@ -39,6 +40,7 @@ class FactoryConfig(StrictModel):
     smoke: SmokeConfig = Field(default_factory=SmokeConfig)
     refine: RefineConfig = Field(default_factory=RefineConfig)
     coa: CoaConfig = Field(default_factory=CoaConfig)
+    passrate: PassrateConfig = Field(default_factory=PassrateConfig)
 
 
 def load_factory_config(path: str | Path | None) -> FactoryConfig:

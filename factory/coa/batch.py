@@ -21,7 +21,6 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from .. import checks  # a module, not its names: factory.checks imports factory.coa.tasks
-from ..errors import ConfigError
 from ..records import Trajectory
 from ..run import open_run
 from ..store import Store
@@ -31,7 +30,7 @@ from .importers import load_agent_log
 from .mas import Agents, choose_variant, open_agents, run_mas
 from .stats import coa_stats
 from .store import coa_funnel, failure_counts, finished_ids, save_distilled, save_failure, save_trace
-from .tasks import Task, load_tasks, sample_tasks
+from .tasks import Task, select_tasks
 from .tools import ToolBox
 from .trace import Trace
 
@@ -47,12 +46,8 @@ class CoaOutcome:
 
 
 def choose_tasks(settings: CoaConfig) -> list[Task]:
-    if not settings.tasks:
-        raise ConfigError("coa.tasks is not set: name a JSONL/parquet task file or a saved dataset")
-    tasks = load_tasks(settings.tasks)
-    if settings.domain is not None:
-        tasks = [task for task in tasks if task.domain == settings.domain]
-    return sample_tasks(tasks, min(settings.count, len(tasks)), settings.seed)
+    missing = "coa.tasks is not set: name a JSONL/parquet task file or a saved dataset"
+    return select_tasks(settings.tasks, settings.domain, settings.count, settings.seed, missing)
 
 
 def checker_for(task: Task, settings: CoaConfig, agents: Agents) -> Checker:

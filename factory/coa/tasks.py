@@ -34,7 +34,7 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import FactoryError
+from ..errors import ConfigError, FactoryError
 from ..rows import dataset_label, dataset_rows, json_rows, load_from_disk, parquet_rows
 
 Domain = Literal["qa", "math", "code"]
@@ -277,3 +277,16 @@ def sample_tasks(tasks: list[Task], n: int, seed: int = 0) -> list[Task]:
     if n < 0:
         raise TaskError(f"cannot sample {n} tasks")
     return sorted(tasks, key=lambda task: hashlib.sha256(f"{seed}:{task.id}".encode()).digest())[:n]
+
+
+def select_tasks(path: str | None, domain: str | None, count: int | None, seed: int, missing: str) -> list[Task]:
+    """The tasks a command runs on: those of `path` (of one domain if given), `count` of them
+    sampled (all when None). `missing` is the error to show when no task file is named."""
+    if not path:
+        raise ConfigError(missing)
+    tasks = load_tasks(path)
+    if domain is not None:
+        tasks = [task for task in tasks if task.domain == domain]
+    if not tasks:
+        raise ConfigError(f"{path}: no tasks" + (f" of domain {domain}" if domain else ""))
+    return tasks if count is None else sample_tasks(tasks, min(count, len(tasks)), seed)

@@ -1,0 +1,104 @@
+"""`factory passrate RUN_DIR --tasks FILE --model M --n 32 [--base-url URL]`: rollouts and pass rates.
+
+factory/cli.py wires it in with `add_passrate_parser(commands)`; the LLM options
+and config come from the CLI's own `_add_llm_options` / `_config_from`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..coa.tasks import Task, select_tasks
+from ..config import validate_config
+from ..errors import ConfigError
+from ..report import format_call_summary, summarize_calls
+from ..run import open_run
+from .config import PassrateConfig
+from .rates import summarize
+from .sampler import STAGE, ensure_rollouts
+
+# PassrateConfig field -> the argparse dest of its flag
+FLAGS = {"tasks": "tasks", "count": "count", "seed": "seed", "domain": "domain", "n": "samples",
+         "temperature": "temperature", "max_tokens": "max_tokens", "label": "label", "checker": "checker",
+         "threshold": "threshold"}  # fmt: skip
+
+
+def add_passrate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    from ..cli import _add_llm_options  # here, not at the top: the CLI imports this module to build its parser
+
+    parser = subparsers.add_parser("passrate", help="sample N rollouts per task from a policy model; pass rates for RL")
+    parser.add_argument("run_folder", nargs="?", metavar="RUN_DIR", help="run folder (default outputs/passrate)")
+    _add_llm_options(parser)
+    parser.add_argument("--tasks", help="JSONL/parquet task file or saved dataset (verl/AFM rows work as they are)")
+    parser.add_argument("--count", type=int, help="tasks to sample from the file (default: all)")
+    parser.add_argument("--seed", type=int, help="task sampling seed")
+    parser.add_argument("--domain", choices=["qa", "math", "code"], help="keep only tasks of this domain")
+    parser.add_argument("-n", "--n", dest="samples", type=int, help="rollouts per task (default 32)")
+    parser.add_argument("--temperature", type=float, help="policy sampling temperature (default 1.0)")
+    parser.add_argument("--max-tokens", type=int, help="tokens per rollout (default 4096)")
+    parser.add_argument("--label", help="model name recorded in the rollouts table (default: --model)")
+    parser.add_argument("--checker", help="a checker name instead of the domain default (exact_match, f1, ...)")
+    parser.add_argument("--threshold", type=float, help="pass rate at or below which a task is kept (default 0.3)")
+    parser.add_argument("--no-retry-failures", action="store_true", help="leave samples whose request failed")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(func=cmd_passrate, run_dir_default="outputs/passrate")
+    return parser
+
+
+def cmd_passrate(args: argparse.Namespace) -> int:
+    from ..cli import _config_from
+
+    config = _config_from(with_run_dir(args))
+    settings = passrate_settings(args, getattr(config, "passrate", None) or PassrateConfig())
+    tasks = choose_tasks(settings)
+    with open_run(config.run_dir, "passrate", config) as run:
+        outcome = ensure_rollouts(
+            run.store, tasks, config.llm, settings.n, settings.label, config.llm.concurrency, settings.temperature,
+            settings.max_tokens, checker=settings.checker, run_id=run.run_id,
+            retry_failures=settings.retry_failures, progress=not args.quiet,
+        )  # fmt: skip
+        summary = summarize(run.store, outcome["model"], settings.threshold, [task.id for task in tasks])
+    print(format_passrate(outcome, summary))
+    print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (table rollouts)")
+    print(format_call_summary(summarize_calls(config.run_dir, STAGE)))
+    return 0
+
+
+def with_run_dir(args: argparse.Namespace) -> argparse.Namespace:
+    """The positional RUN_DIR as the CLI's --run-dir (they are one setting)."""
+    if args.run_folder and args.run_dir and Path(args.run_folder) != Path(args.run_dir):
+        raise ConfigError(f"two run folders given: RUN_DIR {args.run_folder} and --run-dir {args.run_dir}")
+    return argparse.Namespace(**{**vars(args), "run_dir": args.run_dir or args.run_folder})
+
+
+def passrate_settings(args: argparse.Namespace, base: PassrateConfig) -> PassrateConfig:
+    data = base.model_dump()
+    data.update({field: getattr(args, dest) for field, dest in FLAGS.items() if getattr(args, dest, None) is not None})
+    if getattr(args, "no_retry_failures", False):
+        data["retry_failures"] = False
+    return validate_config(PassrateConfig, data, "command line")
+
+
+def choose_tasks(settings: PassrateConfig) -> list[Task]:
+    missing = "passrate needs tasks: --tasks FILE (a JSONL/parquet task file or a saved dataset)"
+    return select_tasks(settings.tasks, settings.domain, settings.count, settings.seed, missing)
+
+
+def format_passrate(outcome: dict[str, Any], summary: dict[str, Any]) -> str:
+    mean = "-" if summary["mean_pass_rate"] is None else f"{summary['mean_pass_rate']:.3f}"
+    histogram = " | ".join(f"{bucket}: {count}" for bucket, count in summary["histogram"].items())
+    return "\n".join([
+        (f"model {outcome['model']}: {outcome['tasks']} tasks x {outcome['n']} rollouts; this run: "
+         f"{outcome['requested']} requested, {outcome['already_scored']} already scored, "
+         f"{outcome['rechecked']} rechecked, {outcome['llm_failures']} LLM failures, "
+         f"{outcome['check_errors']} undecided checks"),
+        (f"tasks: {summary['tasks']}, rollouts: {summary['rollouts']} ({summary['scored']} scored, "
+         f"{summary['failed']} failed or undecided)"),
+        f"mean pass rate: {mean}",
+        f"pass rate histogram: {histogram}",
+        f"uniform groups: {summary['uniform']} (all right {summary['all_right']}, all wrong {summary['all_wrong']})",
+        (f"kept at threshold {summary['threshold']:g}: {summary['kept']} of {summary['tasks']} tasks "
+         f"(pass rate <= {summary['threshold']:g})"),
+    ])  # fmt: skip
