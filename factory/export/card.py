@@ -1,0 +1,157 @@
+"""The dataset card: Hub YAML metadata (configs per format, license, sizes) and how the data was made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from ..prompts import render_prompt
+from ..store import Store
+from . import card_facts as facts
+from .options import ExportError
+
+if TYPE_CHECKING:
+    from .dataset import ExportResult
+
+TAGS = ["agent", "synthetic", "trajectories", "sft", "tool-use", "agentrefine", "chain-of-agents"]
+SIZE_STEPS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+              (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")]  # fmt: skip
+SAMPLE_CHARS = 300
+
+
+def size_category(rows: int) -> str:
+    return next((label for limit, label in SIZE_STEPS if rows < limit), "100M<n<1B")
+
+
+def card_data(result: ExportResult) -> DatasetCardData:
+    extension = "parquet" if result.options.file_type == "parquet" else "jsonl"
+    configs = []
+    for index, fmt in enumerate(result.formats):
+        files = [{"split": split, "path": f"{fmt.folder.as_posix()}/{split}-*.{extension}"} for split in fmt.rows]
+        configs.append({"config_name": fmt.name, "data_files": files, **({"default": True} if index == 0 else {})})
+    largest = max((sum(fmt.rows.values()) for fmt in result.formats), default=0)
+    return DatasetCardData(
+        license=result.options.license, pretty_name=pretty_name(result), task_categories=["text-generation"],
+        tags=TAGS, size_categories=[size_category(largest)], configs=configs,
+    )  # fmt: skip
+
+
+def pretty_name(result: ExportResult) -> str:
+    return result.options.pretty_name or f"factory agent trajectories ({result.run_dir.resolve().name})"
+
+
+def render_card(store: Store, result: ExportResult, load_path: str = ".") -> str:
+    """README.md text; the YAML header is parsed back with huggingface_hub before it is returned."""
+    data = card_data(result)
+    body = render_prompt(
+        "card/dataset_card", pretty_name=pretty_name(result), configs=configs_table(result), load_path=load_path,
+        default_config=result.formats[0].name, split_rule=split_rule(result), sources=sources_table(store),
+        funnels=funnels_text(store), filters=filters_table(store), drops=drops_text(store),
+        models=models_text(store), prompts=prompts_table(store), runs=runs_table(store),
+        samples=samples_text(store, result), license=result.options.license,
+    )  # fmt: skip
+    text = f"---\n{data.to_yaml()}\n---\n\n{body}\n"
+    parsed = DatasetCard(text).data.to_dict()
+    if [c["config_name"] for c in parsed.get("configs", [])] != [f.name for f in result.formats]:
+        raise ExportError("the dataset card's YAML header did not parse back to its configs")
+    return text
+
+
+def write_card(store: Store, result: ExportResult, load_path: str | None = None) -> Path:
+    """out/README.md; `load_path` is what the card tells users to pass to load_dataset (a repo id or folder)."""
+    path = result.out / "README.md"
+    path.write_text(render_card(store, result, load_path or str(result.out)), encoding="utf-8")
+    return path
+
+
+def table(headers: list[str], rows: list[tuple | list]) -> str:
+    if not rows:
+        return "_none recorded_"
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    text = str(value).replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def configs_table(result: ExportResult) -> str:
+    rows = [(f.name, split, rows, len(f.files[split])) for f in result.formats for split, rows in f.rows.items()]
+    return table(["config", "split", "rows", "files"], rows)
+
+
+def split_rule(result: ExportResult) -> str:
+    rule = (f"the split a split filter wrote when there is one, else a hash of the task group puts "
+            f"{result.options.validation:.0%} of task groups in `validation`; no task is in both splits.")  # fmt: skip
+    if result.options.upsample == "repeat":
+        rule += " Rows of weight k > 1 are repeated floor(k) times, each with weight k / floor(k)."
+    return rule
+
+
+def sources_table(store: Store) -> str:
+    return table(["source", "trajectories", "verified", "verified and correct"], facts.rows_by_source(store))
+
+
+def funnels_text(store: Store) -> str:
+    lines = [f"- {path}: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items())
+             for path, funnel in facts.funnels(store).items()]  # fmt: skip
+    return "\n".join(lines) or "_none recorded_"
+
+
+def filters_table(store: Store) -> str:
+    return table(["filter", "kind", "params", "config hash"], facts.filter_configs(store))
+
+
+def drops_text(store: Store) -> str:
+    per_filter, reasons = facts.filter_drops(store)
+    judged = table(["filter", "judged", "dropped", "reweighted"], per_filter)
+    return judged + "\n\n" + table(["filter", "reason", "rows"], reasons)
+
+
+def models_text(store: Store) -> str:
+    usage = facts.model_usage(store)
+    headers = ["stage", "provider", "model", "calls", "ok", "prompt tokens", "completion tokens", "cost USD",
+               "cache hits"]  # fmt: skip
+    prompt, completion = sum(r[5] for r in usage), sum(r[6] for r in usage)
+    costs = [r[7] for r in usage if r[7] is not None]
+    cost = f"${sum(costs):.4f}" if costs else "unknown (no prices for these models)"
+    total = f"Total: {sum(r[3] for r in usage)} calls, {prompt} prompt + {completion} completion tokens, cost {cost}."
+    return table(headers, usage) + "\n\n" + total
+
+
+def prompts_table(store: Store) -> str:
+    return table(["stage", "system prompt sha256", "calls"], facts.prompt_fingerprints(store))
+
+
+def runs_table(store: Store) -> str:
+    return table(["command", "started", "status", "model", "temperature", "max tokens"], facts.runs(store))
+
+
+def samples_text(store: Store, result: ExportResult) -> str:
+    parts = []
+    for fmt in result.formats:
+        split = next(iter(fmt.files))
+        files = [str(result.out / path) for path in fmt.files[split]]
+        rows = [shorten(row) for row in facts.sample_rows(store, files, result.options.file_type)]
+        parts.append(f"`{fmt.name}` ({split}):\n\n```json\n{json.dumps(rows, indent=1, ensure_ascii=False)}\n```")
+    return "\n\n".join(parts)
+
+
+def shorten(value: Any) -> Any:
+    """A sample row with long strings cut, so the card stays readable."""
+    if isinstance(value, str):
+        return value if len(value) <= SAMPLE_CHARS else value[:SAMPLE_CHARS] + " [...]"
+    if isinstance(value, list):
+        return [shorten(item) for item in value]
+    if isinstance(value, dict):
+        return {key: shorten(item) for key, item in value.items()}
+    return value

@@ -1,0 +1,83 @@
+"""What the dataset card says about how the data was made, read from the run's store."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..coa.store import coa_funnel
+from ..refine.store import refine_funnel
+from ..store import Store
+
+PROMPTS_PER_STAGE = 3  # fingerprints listed per stage; the rest are counted
+
+
+def funnels(store: Store) -> dict[str, dict[str, int]]:
+    """Each generation path's funnel, for the paths this run used."""
+    found = {"refine": refine_funnel(store), "coa": coa_funnel(store, "coa"), "import": coa_funnel(store, "import")}
+    return {path: funnel for path, funnel in found.items() if any(funnel.values())}
+
+
+def rows_by_source(store: Store) -> list[tuple]:
+    return store.query(
+        "SELECT source, count(*), count(*) FILTER (verified), count(*) FILTER (verified AND correct) "
+        "FROM trajectories GROUP BY 1 ORDER BY 1"
+    )
+
+
+def filter_configs(store: Store) -> list[tuple]:
+    return store.query("SELECT filter, kind, params, config_hash FROM filter_configs ORDER BY position, filter")
+
+
+def filter_drops(store: Store, limit: int = 12) -> tuple[list[tuple], list[tuple]]:
+    """Drops per filter (judged, dropped, weighted), and the commonest drop reasons."""
+    per_filter = store.query(
+        "SELECT filter, count(*), count(*) FILTER (NOT keep), count(*) FILTER (keep AND weight <> 1) "
+        "FROM filter_verdicts GROUP BY 1 ORDER BY 1"
+    )
+    reasons = store.query(
+        "SELECT filter, reason, count(*) FROM filter_verdicts WHERE NOT keep GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 "
+        f"LIMIT {limit}"
+    )
+    return per_filter, reasons
+
+
+def model_usage(store: Store) -> list[tuple]:
+    """Calls, tokens and cost per stage and model (every attempt the log kept, failures included)."""
+    return store.query(
+        "SELECT stage, provider, model, count(*), count(*) FILTER (status = 'ok'), coalesce(sum(prompt_tokens), 0), "
+        "coalesce(sum(completion_tokens), 0), sum(cost_usd), coalesce(sum(cache_hits), 0) "
+        "FROM llm_calls GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    )
+
+
+def prompt_fingerprints(store: Store) -> list[tuple[str, str, int]]:
+    """Per stage, a short sha256 of each distinct system prompt sent: the prompt versions used."""
+    rows = store.query(
+        "SELECT stage, left(sha256(json_extract_string(messages, '$[0].content')), 12) AS fp, count(*) "
+        "FROM llm_calls WHERE json_extract_string(messages, '$[0].role') = 'system' "
+        "GROUP BY 1, 2 ORDER BY 1, 3 DESC, 2"
+    )
+    shown: dict[str, int] = {}
+    out = []
+    for stage, fingerprint, calls in rows:
+        shown[stage] = shown.get(stage, 0) + 1
+        if shown[stage] <= PROMPTS_PER_STAGE:
+            out.append((stage, fingerprint, calls))
+    return out
+
+
+def runs(store: Store) -> list[tuple]:
+    """Each command run against the folder, with the model settings its config recorded."""
+    return store.query(
+        "SELECT command, started_at, status, json_extract_string(config, '$.llm.model'), "
+        "json_extract_string(config, '$.llm.temperature'), json_extract_string(config, '$.llm.max_tokens') "
+        "FROM runs ORDER BY started_at, run_id"
+    )
+
+
+def sample_rows(store: Store, files: list[str], file_type: str, n: int = 1) -> list[dict[str, Any]]:
+    """The first rows of a written shard, read back by DuckDB."""
+    reader = "read_parquet" if file_type == "parquet" else "read_json_auto"
+    rows = store.query(f"SELECT to_json(r) FROM (SELECT * FROM {reader}(?) LIMIT {n}) r", [files])
+    return [json.loads(text) for (text,) in rows]

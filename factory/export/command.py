@@ -1,0 +1,70 @@
+"""`factory export` and `factory publish`: argument parsers and command functions (wired in factory/cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .dataset import ExportResult, export_dataset
+from .options import FORMATS, export_options
+from .publish import publish
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", help="the run folder holding factory.duckdb")
+    parser.add_argument("--validation", type=float, help="share of task groups held out when no split filter ran "
+                        "(default 0.05)")  # fmt: skip
+    parser.add_argument("--upsample", choices=["none", "repeat"], help="repeat: write a row of weight k>1 k times")
+    parser.add_argument("--license", help="license in the dataset card (default apache-2.0)")
+    parser.add_argument("--pretty-name", help="title of the dataset card")
+
+
+def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("export", help="write kept trajectories as sharegpt / messages / AFM datasets")
+    _add_common(parser)
+    parser.add_argument("--format", default="all", choices=[*FORMATS, "all"], help="which format (default all)")
+    parser.add_argument("--out", required=True, help="output folder: <format>/<split>-*.parquet and README.md")
+    parser.add_argument("--jsonl", action="store_true", help="JSON lines instead of Parquet")
+    parser.set_defaults(func=cmd_export)
+    return parser
+
+
+def add_publish_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("publish", help="publish a run as a Hub dataset (or a local folder in its layout)")
+    _add_common(parser)
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--repo-id", help="Hub dataset repo ORG/NAME (token from HF_TOKEN)")
+    target.add_argument("--to", help="write the Hub layout to this local folder instead of pushing")
+    parser.add_argument("--private", action="store_true", help="create the Hub repo private")
+    parser.add_argument("--format", default="all", choices=[*FORMATS, "all"], help="which configs (default all)")
+    parser.set_defaults(func=cmd_publish)
+    return parser
+
+
+def _options(args: argparse.Namespace, file_type: str = "parquet"):
+    return export_options(formats=args.format, file_type=file_type, validation=args.validation,
+                          upsample=args.upsample, license=args.license, pretty_name=args.pretty_name)  # fmt: skip
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    options = _options(args, "jsonl" if args.jsonl else "parquet")
+    print(format_result(export_dataset(args.run_dir, args.out, options)))
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    outcome = publish(args.run_dir, repo_id=args.repo_id, to=args.to, private=args.private, options=_options(args))
+    print(format_result(outcome.export))
+    if outcome.commit_url:
+        print(f"pushed to {outcome.repo_url} ({outcome.commit_url})")
+    return 0
+
+
+def format_result(result: ExportResult) -> str:
+    lines = ["kept rows by split: " + ", ".join(f"{split} {n}" for split, n in result.selected.items())]
+    for fmt in result.formats:
+        counts = ", ".join(f"{split} {n}" for split, n in fmt.rows.items())
+        lines.append(f"{fmt.name}: {counts} -> {result.out / fmt.folder}")
+    lines += [f"note: {warning}" for warning in result.warnings]
+    if result.card is not None:
+        lines.append(f"dataset card: {result.card}")
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""`export_dataset`: a run's kept trajectories as dataset files in every asked format, plus the card."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..store import Store
+from .card import write_card
+from .formats import FORMAT_SQL
+from .options import ExportError, ExportOptions, FormatName
+from .selection import groups_in_several_splits, open_store, selection_sql, split_counts
+from .writers import fresh_folder, replace_folder, write_split
+
+EMPTY_FORMAT = {
+    "afm": "no AFM rows: only coa/import trajectories have the single-string form",
+    "sharegpt": "no rows in the turn order LLaMA-Factory's sharegpt reader accepts",
+    "messages": "no rows with turns",
+}
+LEFT_OUT = {
+    "sharegpt": "turn order LLaMA-Factory's sharegpt reader cannot read",
+    "messages": "no turns",
+}
+
+
+@dataclass
+class FormatFiles:
+    name: FormatName
+    folder: Path  # relative to the output folder, e.g. data/sharegpt
+    files: dict[str, list[Path]]  # split -> shard paths, relative to the output folder
+    rows: dict[str, int]  # split -> rows written
+
+
+@dataclass
+class ExportResult:
+    run_dir: Path
+    out: Path
+    options: ExportOptions
+    selected: dict[str, int]  # split -> kept rows (after upsampling), before a format leaves rows out
+    formats: list[FormatFiles] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    card: Path | None = None
+
+
+def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions | None = None,
+                   data_dir: str = "", load_path: str | None = None) -> ExportResult:  # fmt: skip
+    """Write out/<data_dir>/<format>/<split>-NNNNN-of-NNNNN.<ext> for each format, and out/README.md."""
+    options = options or ExportOptions()
+    result = ExportResult(Path(run_dir), Path(out), options, {})
+    with closing(open_store(run_dir)) as store:
+        result.selected = split_counts(store, options)
+        leaks = groups_in_several_splits(store, options)
+        if leaks:
+            result.warnings.append(f"{leaks} task group(s) appear in more than one curation split")
+        for name in options.formats:
+            written = write_format(store, name, Path(data_dir) / name, result)
+            if written.rows:
+                result.formats.append(written)
+                note_left_out(written, result)
+            elif len(options.formats) == 1:
+                raise ExportError(f"{run_dir}: {EMPTY_FORMAT[name]}")
+            else:
+                result.warnings.append(f"{name}: skipped, {EMPTY_FORMAT[name]}")
+        result.card = write_card(store, result, load_path)
+    return result
+
+
+def write_format(store: Store, name: FormatName, folder: Path, result: ExportResult) -> FormatFiles:
+    final = result.out / folder
+    staging = fresh_folder(final.with_name(f".{final.name}.partial"))
+    sql = FORMAT_SQL[name](selection_sql(result.options))
+    written = FormatFiles(name, folder, {}, {})
+    for split in result.selected:
+        rows, paths = write_split(store, sql, split, staging, result.options)
+        if rows:
+            written.rows[split] = rows
+            written.files[split] = [folder / path.name for path in paths]
+    replace_folder(staging, final, keep=bool(written.rows))
+    return written
+
+
+def note_left_out(written: FormatFiles, result: ExportResult) -> None:
+    """Say how many kept rows a format could not hold (AFM exists only for coa/import, so it is not noted)."""
+    missing = sum(result.selected.values()) - sum(written.rows.values())
+    if missing and written.name != "afm":
+        result.warnings.append(f"{written.name}: {missing} row(s) left out ({LEFT_OUT[written.name]})")

@@ -1,0 +1,82 @@
+"""The three export formats as DuckDB SQL over the selection (contract: docs/export.md).
+
+Each builder takes the selection query (factory.export.selection) and returns a
+query with the format's columns, the metadata columns and `split`. Columns are
+built from the `turns` JSON with DuckDB's list functions, row by row inside the
+engine, so a million-row export never passes through Python objects.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .options import FormatName
+
+TURNS_TYPE = '[{"role": "VARCHAR", "content": "VARCHAR", "loss": "BOOLEAN", ' \
+             '"error": {"type": "VARCHAR", "feedback": "VARCHAR"}}]'  # fmt: skip
+# A turn trains when flagged so and it is not a recorded mistake (refine keeps mistakes in context only).
+TRAINS = "(coalesce(x.loss, false) AND x.error IS NULL)"
+METADATA = "split, source, task_id, script_id, weight"
+
+
+def sharegpt_sql(selection: str) -> str:
+    """`conversations: [{from, value, loss}]` in the order LLaMA-Factory's sharegpt reader accepts.
+
+    A system turn first stays `system`; tool and user turns are `human`
+    (AgentRefine's convention). Neighbouring turns of one side are joined with a
+    newline, so sides alternate human/gpt; a joined gpt turn trains only when all
+    its parts do. Trailing human turns (nothing answers them) are dropped, and
+    rows still not of the shape system? (human gpt)+ are left out.
+    """
+    return f"""
+        WITH parsed AS (
+            SELECT *, from_json(turns, '{TURNS_TYPE}') AS t FROM ({selection}) WHERE turns IS NOT NULL
+        ), sided AS (
+            SELECT *, list_transform(t, lambda x, i: CASE WHEN x.role = 'assistant' THEN 'gpt'
+                WHEN x.role = 'system' AND i = 1 THEN 'system' ELSE 'human' END) AS sides FROM parsed
+        ), runs AS (
+            SELECT *, list_filter(range(1, len(t) + 1), lambda i: i = 1 OR sides[i] <> sides[i - 1]) AS starts
+            FROM sided
+        ), merged AS (
+            SELECT *, list_transform(starts, lambda s, j: struct_pack(
+                "from" := sides[s],
+                value := array_to_string(list_transform(t[s:coalesce(starts[j + 1] - 1, len(t))],
+                                                        lambda x: x.content), chr(10)),
+                loss := sides[s] = 'gpt' AND list_bool_and(
+                    list_transform(t[s:coalesce(starts[j + 1] - 1, len(t))], lambda x: {TRAINS}))
+            )) AS conv FROM runs
+        ), trimmed AS (
+            SELECT *, conv[1:len(conv) + 1 - coalesce(
+                list_position(list_reverse(list_transform(conv, lambda c: c."from")), 'gpt'), len(conv) + 1)
+            ] AS conversations FROM merged
+        )
+        SELECT trajectory_id AS id, conversations, {METADATA} FROM trimmed
+        WHERE regexp_full_match(array_to_string(list_transform(conversations, lambda c: left(c."from", 1)), ''),
+                                's?(hg)+')"""
+
+
+def messages_sql(selection: str) -> str:
+    """OpenAI `messages`, one per turn; `weight` 1/0 on assistant messages (0: context only), null elsewhere."""
+    return f"""
+        SELECT trajectory_id AS id,
+               list_transform(from_json(turns, '{TURNS_TYPE}'), lambda x: struct_pack(
+                   role := x.role, content := x.content,
+                   weight := CASE WHEN x.role = 'assistant' THEN {TRAINS}::INTEGER END)) AS messages,
+               {METADATA}
+        FROM ({selection}) WHERE turns IS NOT NULL AND json_array_length(turns) > 0"""
+
+
+def afm_sql(selection: str) -> str:
+    """AFM single-string rows (coa/import only): instruction, empty input, output, observation spans."""
+    return f"""
+        SELECT trajectory_id AS id, prompt AS instruction, '' AS input, completion AS output,
+               coalesce(from_json(observation_spans, '[["BIGINT"]]'), []::BIGINT[][]) AS observation_spans,
+               {METADATA}
+        FROM ({selection}) WHERE prompt IS NOT NULL AND completion IS NOT NULL"""
+
+
+FORMAT_SQL: dict[FormatName, Callable[[str], str]] = {
+    "sharegpt": sharegpt_sql,
+    "messages": messages_sql,
+    "afm": afm_sql,
+}

@@ -1,0 +1,37 @@
+"""What an export writes: formats, file type, splits, upsampling (a strict config model)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..config import StrictModel, validate_config
+from ..errors import FactoryError
+
+FormatName = Literal["sharegpt", "messages", "afm"]
+FORMATS: tuple[FormatName, ...] = ("sharegpt", "messages", "afm")
+
+
+class ExportOptions(StrictModel):
+    formats: list[FormatName] = Field(default_factory=lambda: list(FORMATS), min_length=1)
+    file_type: Literal["parquet", "jsonl"] = "parquet"
+    # Share of task groups held out when the store has no curation split (a split filter's verdicts win).
+    validation: float = Field(0.05, ge=0.0, le=0.5)
+    # "repeat": a row of weight k > 1 is written floor(k) times, each with weight k / floor(k).
+    upsample: Literal["none", "repeat"] = "none"
+    max_file_mb: int = Field(500, ge=1)  # shards rotate past this size (the Hub viewer prefers < 1 GB files)
+    license: str = "apache-2.0"
+    pretty_name: str | None = None
+
+
+def export_options(formats: str | list[str] | None = None, **values: object) -> ExportOptions:
+    """Options from command-line style values: `formats` may be "all", one name or a list."""
+    data = {key: value for key, value in values.items() if value is not None}
+    if formats is not None:
+        data["formats"] = list(FORMATS) if formats == "all" else [formats] if isinstance(formats, str) else formats
+    return validate_config(ExportOptions, data, "export options")
+
+
+class ExportError(FactoryError):
+    """Nothing to export, a bad split name, a failed write or push: one line that says why."""

@@ -1,0 +1,97 @@
+"""Which trajectories an export holds, with what weight, in which split (SQL over the store).
+
+A row is exportable when it is verified and no filter dropped it: trajectories
+LEFT JOIN the `curation` view, so a trajectory no filter has judged yet counts
+as kept with weight 1. The split is the one a split filter wrote; without one,
+a hash of the row's task group (task, else script, else persona) puts whole
+groups in validation, so no task is in both splits.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+from ..store import Store
+from ..store.db import STORE_FILENAME
+from ..store.migrations import MIGRATIONS
+from .options import ExportError, ExportOptions
+
+SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")  # what the Hub and `datasets` accept as a split name
+# The trajectory columns the formats read (not all: `conversations` there is the stored text, not the export's).
+COLUMNS = "t.trajectory_id, t.source, t.task_id, t.script_id, t.turns, t.prompt, t.completion, t.observation_spans"
+GROUP_KEY = "coalesce(t.task_id, t.script_id, t.persona_id, t.trajectory_id)"
+HASH_BUCKETS = 1_000_000
+
+
+def open_store(run_dir: str | Path) -> Store:
+    """The run's store for reading; an older run folder is first brought up to date."""
+    path = Path(run_dir) / STORE_FILENAME
+    if not path.is_file():
+        raise ExportError(f"{run_dir}: not a run folder (no {STORE_FILENAME}); run factory refine or coa first")
+    store = Store(path, read_only=True)
+    if len(store.applied_migrations()) < len(MIGRATIONS):
+        store.close()
+        store = Store(path)  # read-write applies the missing migrations (e.g. the curation view)
+    keep_trajectories_on_the_probe_side(store)
+    return store
+
+
+def keep_trajectories_on_the_probe_side(store: Store) -> None:
+    """Bound the export's memory: in `trajectories LEFT JOIN curation` the hash table must hold curation.
+
+    DuckDB's build-side optimizer swaps the sides when it estimates the filtered trajectories as the
+    smaller input, and then every exported row's turns text sits in the hash table (1.7 GB at 400k rows
+    instead of 0.4 GB). This connection is the export's own, so the setting touches nothing else.
+    """
+    try:
+        store.execute("SET disabled_optimizers = 'build_side_probe_side'")
+    except duckdb.Error:  # an optimizer of another name in another DuckDB version: only memory is at stake
+        pass
+
+
+def selection_sql(options: ExportOptions) -> str:
+    """Every exported row: the trajectory's columns plus group_key, split and weight."""
+    threshold = round(options.validation * HASH_BUCKETS)
+    hashed = f"CASE WHEN md5_number({GROUP_KEY}) % {HASH_BUCKETS} < {threshold} THEN 'validation' ELSE 'train' END"
+    kept = f"""
+        SELECT {COLUMNS}, {GROUP_KEY} AS group_key, coalesce(c.weight, 1.0) AS curated_weight,
+               coalesce(c.split, {hashed}) AS split
+        FROM trajectories t LEFT JOIN curation c USING (trajectory_id)
+        WHERE t.verified AND coalesce(c.keep, true)"""
+    if options.upsample == "none":
+        return f"SELECT *, curated_weight AS weight FROM ({kept})"
+    # Repeat a row floor(weight) times and spread the weight over the copies, so the total stays the same.
+    return f"""
+        SELECT * EXCLUDE (copies, copy_index), curated_weight / copies AS weight FROM (
+            SELECT *, unnest(range(copies)) AS copy_index FROM (
+                SELECT *, greatest(1, floor(curated_weight))::BIGINT AS copies FROM ({kept})))"""
+
+
+def split_counts(store: Store, options: ExportOptions) -> dict[str, int]:
+    """Rows per split; a one-line error when there is nothing to export or a split name is unusable."""
+    counts = dict(store.query(f"SELECT split, count(*) FROM ({selection_sql(options)}) GROUP BY 1 ORDER BY 1"))
+    if not counts:
+        raise ExportError(nothing_to_export(store))
+    for name in counts:
+        if not SPLIT_NAME.match(str(name)):
+            raise ExportError(f"curation split {name!r} is not a usable split name (letters, digits, _ and . only)")
+    return counts
+
+
+def nothing_to_export(store: Store) -> str:
+    total, verified = store.query("SELECT count(*), count(*) FILTER (verified) FROM trajectories")[0]
+    where = store.path.parent
+    if total == 0:
+        return f"{where}: the run store holds no trajectories; run factory refine or factory coa first"
+    if verified == 0:
+        return f"{where}: none of the {total} trajectories passed verification; nothing to export"
+    return f"{where}: the filters dropped all {verified} verified trajectories (see filter_verdicts)"
+
+
+def groups_in_several_splits(store: Store, options: ExportOptions) -> int:
+    """Task groups found in more than one split (only a curation split can cause this)."""
+    sql = f"SELECT group_key FROM ({selection_sql(options)}) GROUP BY 1 HAVING count(DISTINCT split) > 1"
+    return store.query(f"SELECT count(*) FROM ({sql})")[0][0]
