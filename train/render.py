@@ -1,0 +1,187 @@
+"""The one function that decides which tokens train (DESIGN rule 8).
+
+`render(row, tokenizer)` -> `Rendered(input_ids, labels, turn_spans, reason)`;
+labels are -100 wherever the token does not train.
+
+How: the row becomes messages (`render_rows`), the tokenizer's own chat
+template renders them prefix by prefix, and the growth of the text from one
+prefix to the next is that turn's character range. An assistant turn trains
+from the end of the generation prompt (`<|im_start|>assistant\\n`, so the role
+header never trains) to the end of its end-of-turn marker (trailing whitespace
+after `<|im_end|>` stays out). The full text is tokenized once, with offsets;
+a token trains only if its characters lie wholly inside a trained range, so a
+token straddling a boundary (an observation's edge, a header) is masked. AFM
+observation spans are removed from the trained ranges by character offset,
+never by looking for the token ids of the tag text.
+
+`train_on_observations=True` (AutoCoA's stage 3) also trains the AFM
+observation spans and the content of tool turns (sharegpt `observation`,
+messages `tool`); observations that a sharegpt row writes as human turns (the
+AgentRefine convention) are user text and never train.
+
+Truncation to `max_length` drops whole trailing turns: the kept labels are
+always whole turns. When not even the first trained turn fits, the render is
+empty and `reason` says why.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import Any
+
+from train.render_rows import Message, RenderError, Span, row_messages
+from train.render_template import ChatText, fast_chat_text, public_chat_text
+
+IGNORE = -100  # the label torch's cross-entropy skips
+
+
+@dataclass(frozen=True)
+class TurnSpan:
+    role: str
+    start: int  # token index of the turn's first token (a token straddling two turns goes to the later one)
+    end: int  # token index just past the turn
+    trained: int  # how many of its tokens train
+
+
+@dataclass
+class Rendered:
+    input_ids: list[int]
+    labels: list[int]  # IGNORE where the token does not train
+    turn_spans: list[TurnSpan] = field(default_factory=list)
+    reason: str | None = None  # why nothing trains (empty after truncation, no trained turn); stable, to count by
+
+    @property
+    def trained_tokens(self) -> int:
+        return sum(1 for label in self.labels if label != IGNORE)
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+def render(
+    row: dict[str, Any], tokenizer, max_length: int | None = None, train_on_observations: bool = False
+) -> Rendered:
+    """Tokens and labels of one export row (sharegpt, messages or AFM; see render_rows)."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise RenderError("render needs a fast tokenizer (it masks by character offsets via offset_mapping)")
+    if not getattr(tokenizer, "chat_template", None):
+        raise RenderError("the tokenizer has no chat template; set tokenizer.chat_template before rendering")
+    messages = row_messages(row)
+    if not messages:
+        return Rendered([], [], reason="the row has no turns")
+    text, turn_ranges, trained_ranges = _checked_layout(messages, tokenizer, train_on_observations)
+    encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    ids, offsets = list(encoding["input_ids"]), encoding["offset_mapping"]
+    labels = _labels(ids, offsets, trained_ranges)
+    spans = _turn_spans(messages, turn_ranges, offsets, labels)
+    rendered = Rendered(ids, labels, spans)
+    if max_length is not None and len(ids) > max_length:
+        rendered = _truncate(rendered, max_length)
+    if rendered.reason is None and not rendered.trained_tokens:
+        rendered.reason = "no turn trains (every assistant turn has loss=false / weight=0)"
+    return rendered
+
+
+def _checked_layout(messages: list[Message], tokenizer, train_on_observations: bool):
+    """The layout from the fast template path, if it renders the whole row exactly as apply_chat_template does."""
+    public = public_chat_text(tokenizer)
+    fast = fast_chat_text(tokenizer)
+    if fast is not None:
+        layout = _layout(messages, fast, train_on_observations)
+        if layout[0] == public(_chat(messages)):
+            return layout
+    return _layout(messages, public, train_on_observations)
+
+
+def _layout(messages: list[Message], chat_text: ChatText, train_on_observations: bool):
+    """The full template text, each turn's character range, and the character ranges that train."""
+    turn_ranges: list[Span] = []
+    trained: list[Span] = []
+    previous = ""
+    for k, message in enumerate(messages):
+        text = chat_text(_chat(messages[: k + 1]), False)
+        if not text.startswith(previous):
+            raise RenderError(
+                f"the chat template renders turn {k - 1} differently once turn {k} follows; "
+                "render needs a template whose output for a prefix of the conversation is a prefix of the whole"
+            )
+        start, end = len(previous), len(text)
+        turn_ranges.append((start, end))
+        if message.role == "assistant" and message.trains:
+            content_start = _assistant_start(chat_text, messages, k, text, start)
+            trained += _assistant_ranges(message, text, content_start, end, train_on_observations)
+        elif message.role == "tool" and train_on_observations and message.content:
+            trained.append(_find_content(message, text, start, end, k))
+        previous = text
+    return previous, turn_ranges, trained
+
+
+def _chat(messages: list[Message]) -> list[dict]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def _assistant_start(chat_text: ChatText, messages: list[Message], k: int, text: str, turn_start: int) -> int:
+    """Where the assistant's own text begins: just after the template's generation prompt."""
+    if k > 0:
+        prompt = chat_text(_chat(messages[:k]), True)
+        if text.startswith(prompt) and len(prompt) >= turn_start:
+            return len(prompt)
+    # No usable generation prompt (a conversation opening with the assistant, an
+    # odd template): the content itself, located in the turn, marks the start.
+    return _find_content(messages[k], text, turn_start, len(text), k)[0]
+
+
+def _assistant_ranges(message: Message, text: str, start: int, end: int, train_on_observations: bool) -> list[Span]:
+    # rstrip: the newline after <|im_end|> is the template's, not the model's to learn.
+    end = start + len(text[start:end].rstrip())
+    if not message.observation_spans or train_on_observations:
+        return [(start, end)] if end > start else []
+    if text[start : start + len(message.content)] != message.content:
+        raise RenderError("the chat template changed the assistant text, so observation_spans cannot be placed in it")
+    ranges, cursor = [], start
+    for span_start, span_end in message.observation_spans:
+        if span_start + start > cursor:
+            ranges.append((cursor, span_start + start))
+        cursor = max(cursor, span_end + start)
+    if end > cursor:
+        ranges.append((cursor, end))
+    return ranges
+
+
+def _find_content(message: Message, text: str, start: int, end: int, k: int) -> Span:
+    at = text.find(message.content, start, end) if message.content else -1
+    if at < 0:
+        raise RenderError(f"turn {k} ({message.role}): the chat template does not write its content verbatim")
+    return at, at + len(message.content)
+
+
+def _labels(ids: list[int], offsets, trained: list[Span]) -> list[int]:
+    """A token trains when its characters lie wholly inside one trained range (ranges are sorted, disjoint)."""
+    labels, r = [], 0
+    for token_id, (start, end) in zip(ids, offsets):
+        while r < len(trained) and trained[r][1] <= start:
+            r += 1
+        inside = r < len(trained) and trained[r][0] <= start and end <= trained[r][1] and end > start
+        labels.append(token_id if inside else IGNORE)
+    return labels
+
+
+def _turn_spans(messages: list[Message], turn_ranges: list[Span], offsets, labels: list[int]) -> list[TurnSpan]:
+    starts = [start for start, _ in offsets]
+    bounds = [bisect_left(starts, start) for start, _ in turn_ranges] + [len(starts)]
+    return [
+        TurnSpan(m.role, bounds[i], bounds[i + 1], sum(1 for x in labels[bounds[i] : bounds[i + 1]] if x != IGNORE))
+        for i, m in enumerate(messages)
+    ]
+
+
+def _truncate(rendered: Rendered, max_length: int) -> Rendered:
+    """Keep whole turns up to the last trained turn that ends within max_length."""
+    fitting = [i for i, span in enumerate(rendered.turn_spans) if span.end <= max_length and span.trained]
+    if not fitting:
+        # A stable reason (no per-row numbers), so that callers can count skipped rows by it.
+        return Rendered([], [], [], reason=f"the first trained turn does not fit max_length={max_length}")
+    spans = rendered.turn_spans[: fitting[-1] + 1]
+    cut = spans[-1].end
+    return Rendered(rendered.input_ids[:cut], rendered.labels[:cut], spans)

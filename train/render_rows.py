@@ -1,0 +1,161 @@
+"""Export rows -> `Message`s: what each turn says and whether it may train.
+
+Formats are told apart by their keys (the export contract in docs/DESIGN.md):
+
+* `conversations` — sharegpt as this project writes it and as AgentInstruct,
+  AgentRefine and LLaMA-Factory publish it: `from` in system / human / gpt /
+  observation / function_call, optional `loss` (missing: gpt trains), optional
+  row-level `system`. Observations inside human turns (the AgentRefine
+  convention) are user turns and never train.
+* `messages` — OpenAI / TRL / axolotl: `weight` 0|1 (or `train`) on assistant
+  messages, missing: trains.
+* `instruction` + `output` (AFM single string, alpaca-style) or `prompt` +
+  `completion` (the store's columns): one user turn and one assistant turn whose
+  `observation_spans` (character offsets into the output) stay out of the loss;
+  without them the `<observation>` blocks are found by the AFM scanner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from factory.coa.afm.blocks import parse_blocks
+from factory.errors import FactoryError
+
+Span = tuple[int, int]
+
+SHAREGPT_ROLES = {
+    "system": "system",
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "function_call": "assistant",
+    "observation": "tool",
+    "tool": "tool",
+}
+MESSAGE_ROLES = ("system", "user", "assistant", "tool")
+
+
+class RenderError(FactoryError):
+    """A row cannot be rendered; the message names the row and the field."""
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # system | user | assistant | tool
+    content: str
+    trains: bool = False  # an assistant turn inside the loss
+    observation_spans: tuple[Span, ...] = ()  # character ranges of `content` that are environment output
+
+
+def row_messages(row: dict[str, Any]) -> list[Message]:
+    """The turns of any export row, in order; raises RenderError naming the bad field."""
+    where = f"row {row.get('id', '?')!r}"
+    if "conversations" in row:
+        messages = _sharegpt(row["conversations"], where)
+        system = row.get("system")
+        if isinstance(system, str) and system and (not messages or messages[0].role != "system"):
+            messages.insert(0, Message("system", system))
+        return messages
+    if "messages" in row:
+        return _openai(row["messages"], where)
+    if "output" in row and "instruction" in row:
+        prompt = _text(row["instruction"], f"{where}: instruction")
+        extra = _text(row.get("input") or "", f"{where}: input")
+        return _single(row, prompt + ("\n" + extra if extra else ""), row["output"], "output", where)
+    if "completion" in row and isinstance(row.get("prompt"), str):
+        return _single(row, row["prompt"], row["completion"], "completion", where)
+    keys = ", ".join(sorted(row)) or "none"
+    raise RenderError(
+        f"{where}: unknown format (keys: {keys}); expected conversations, messages, instruction+output or prompt+completion"
+    )
+
+
+def _sharegpt(turns: Any, where: str) -> list[Message]:
+    if not isinstance(turns, list):
+        raise RenderError(f"{where}: conversations must be a list, not {type(turns).__name__}")
+    out = []
+    for i, turn in enumerate(turns):
+        field = f"{where}: conversations[{i}]"
+        speaker = turn.get("from", turn.get("role")) if isinstance(turn, dict) else None
+        if speaker not in SHAREGPT_ROLES:
+            raise RenderError(f"{field}.from {speaker!r} is not one of {', '.join(SHAREGPT_ROLES)}")
+        role = SHAREGPT_ROLES[speaker]
+        content = _text(turn.get("value", turn.get("content")), f"{field}.value")
+        out.append(Message(role, content, role == "assistant" and _flag(turn.get("loss"), f"{field}.loss")))
+    return out
+
+
+def _openai(messages: Any, where: str) -> list[Message]:
+    if not isinstance(messages, list):
+        raise RenderError(f"{where}: messages must be a list, not {type(messages).__name__}")
+    out = []
+    for i, message in enumerate(messages):
+        field = f"{where}: messages[{i}]"
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in MESSAGE_ROLES:
+            raise RenderError(f"{field}.role {role!r} is not one of {', '.join(MESSAGE_ROLES)}")
+        content = _content(message.get("content"), f"{field}.content")
+        weight = message.get("weight", message.get("train"))
+        out.append(Message(role, content, role == "assistant" and _flag(weight, f"{field}.weight")))
+    return out
+
+
+def _single(row: dict[str, Any], prompt: str, output: Any, field: str, where: str) -> list[Message]:
+    output = _text(output, f"{where}: {field}")
+    spans = row.get("observation_spans")
+    if spans is None:
+        found = tuple((b.start, b.end) for b in parse_blocks(output) if b.tag == "observation")
+    else:
+        found = _spans(spans, len(output), f"{where}: observation_spans")
+    messages = [Message("user", prompt), Message("assistant", output, True, found)]
+    system = row.get("system")
+    if isinstance(system, str) and system:
+        messages.insert(0, Message("system", system))
+    return messages
+
+
+def _spans(spans: Any, limit: int, field: str) -> tuple[Span, ...]:
+    if isinstance(spans, str):  # the store keeps JSON text
+        import json
+
+        try:
+            spans = json.loads(spans)
+        except ValueError:
+            raise RenderError(f"{field}: not JSON") from None
+    out = []
+    for span in spans if isinstance(spans, (list, tuple)) else [spans]:
+        ok = isinstance(span, (list, tuple)) and len(span) == 2 and all(isinstance(x, int) for x in span)
+        if not ok or not 0 <= span[0] <= span[1] <= limit:
+            raise RenderError(f"{field}: {span!r} is not a [start, end] range within the output (length {limit})")
+        out.append((span[0], span[1]))
+    return tuple(sorted(out))
+
+
+def _flag(value: Any, field: str) -> bool:
+    """loss / weight / train: missing means the assistant turn trains."""
+    if value is None:
+        return True
+    if isinstance(value, bool) or value in (0, 1):
+        return bool(value)
+    raise RenderError(f"{field}: {value!r} must be true/false or 0/1")
+
+
+def _content(value: Any, field: str) -> str:
+    """OpenAI content: a string, null (a tool-call turn), or a list of text parts."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        parts = [p.get("text") for p in value if isinstance(p, dict) and p.get("type") == "text"]
+        if len(parts) == len(value) and all(isinstance(p, str) for p in parts):
+            return "".join(parts)
+        raise RenderError(f"{field}: only text parts can be rendered")
+    return _text(value, field)
+
+
+def _text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise RenderError(f"{field} must be a string, not {type(value).__name__}")
+    return value
