@@ -1,0 +1,153 @@
+"""SFT config: pydantic sections with extra="forbid", read from YAML, overridable from the command line.
+
+    model:  {path: tiny:qwen2 | /local/hf/dir, tokenizer: ..., attn_implementation: auto}
+    data:   {train: [export.parquet], validation: [], validation_fraction: 0.1, max_seq_length: 2048, packing: true}
+    lora:   {enabled: false, r: 16, alpha: 32, dropout: 0.05, target_modules: all-linear}
+    optim:  {learning_rate: 2e-5, schedule: cosine, warmup_steps: 0, batch_size: 1, grad_accum: 8, max_steps: null}
+    output_dir, seed, bf16, gradient_checkpointing, save_steps, eval_steps, resume, force_resume
+
+Overrides are `--section.field value` (the value is read as YAML: `--lora.enabled true`,
+`--data.train [a.jsonl,b.jsonl]`). A bad value fails with one line naming the file or
+the flag and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import ValidationError, field_validator
+from pydantic import Field as F
+
+from factory.config import StrictModel, describe_validation_error
+from factory.errors import ConfigError
+
+# Fields that steer a run but not what it learns: changing them does not block a resume.
+RUN_CONTROL_FIELDS = ("output_dir", "save_steps", "eval_steps", "log_steps", "resume", "force_resume")
+
+
+class ModelSection(StrictModel):
+    path: str  # a local Hugging Face model folder, or tiny:qwen2 / tiny:llama (random, for tests)
+    tokenizer: str | None = None  # default: the model folder (tiny: the tiny tokenizer)
+    tiny_hidden: int = F(64, gt=0)
+    tiny_layers: int = F(2, gt=0)
+    # auto: flash_attention_2 on CUDA when flash-attn is installed, else sdpa.
+    attn_implementation: Literal["auto", "sdpa", "eager", "flash_attention_2"] = "auto"
+
+
+class DataSection(StrictModel):
+    train: list[str] = F(min_length=1)  # export files (.jsonl / .json / .parquet, globs allowed), any export format
+    validation: list[str] = []  # held-out files; when given, validation_fraction is not used
+    validation_fraction: float = F(0.05, ge=0.0, lt=1.0)
+    max_seq_length: int = F(2048, gt=8)
+    packing: bool = True
+    train_on_observations: bool = False  # passed to train.render; masks are decided there only
+    row_weights: bool = True  # scale each row's tokens by the export's `weight` column
+
+    @field_validator("train", "validation", mode="before")
+    @classmethod
+    def one_path_is_a_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class LoraSection(StrictModel):
+    enabled: bool = False
+    r: int = F(16, gt=0)
+    alpha: int = F(32, gt=0)
+    dropout: float = F(0.05, ge=0.0, lt=1.0)
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+
+
+class OptimSection(StrictModel):
+    learning_rate: float = F(2e-5, gt=0)
+    weight_decay: float = F(0.0, ge=0)
+    schedule: Literal["cosine", "linear", "constant"] = "cosine"  # after the warmup
+    warmup_steps: int = F(0, ge=0)
+    batch_size: int = F(1, gt=0)  # sequences (packed or not) per micro-batch per process
+    grad_accum: int = F(1, gt=0)  # micro-batches per optimizer step
+    max_grad_norm: float | None = F(1.0, gt=0)
+    max_steps: int | None = F(None, gt=0)  # wins over epochs when set
+    epochs: float = F(1.0, gt=0)
+
+
+class SFTConfig(StrictModel):
+    model: ModelSection
+    data: DataSection
+    lora: LoraSection = LoraSection()
+    optim: OptimSection = OptimSection()
+    output_dir: str
+    seed: int = 0
+    bf16: bool | Literal["auto"] = "auto"  # auto: bf16 when the device supports it; true fails where it does not
+    gradient_checkpointing: bool = False
+    save_steps: int = F(0, ge=0)  # 0: save only at the end
+    eval_steps: int = F(0, ge=0)  # 0: evaluate only at the end
+    log_steps: int = F(10, gt=0)
+    resume: bool = True  # continue from the last checkpoint in output_dir
+    force_resume: bool = False  # resume even when the config or data hash differs
+
+
+def config_hash(config: SFTConfig) -> str:
+    """Hash of what shapes the trained weights (run-control fields left out)."""
+    values = config.model_dump(mode="json", exclude=set(RUN_CONTROL_FIELDS))
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> SFTConfig:
+    """Read `path` and apply `--section.field value` overrides; errors name the file or the flag."""
+    data = read_mapping(Path(path))
+    flags = parse_overrides(overrides or [])
+    for key, value in flags.items():
+        set_dotted(data, key, value)
+    try:
+        return SFTConfig.model_validate(data)
+    except ValidationError as exc:
+        first = ".".join(str(part) for part in exc.errors()[0]["loc"])
+        flag = next((k for k in flags if first == k or first.startswith(k + ".")), None)
+        raise ConfigError(describe_validation_error(exc, f"--{flag}" if flag else str(path))) from None
+
+
+def read_mapping(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def parse_overrides(argv: list[str]) -> dict[str, Any]:
+    """`--a.b value` / `--a.b=value` pairs; values are YAML scalars or flow lists."""
+    flags: dict[str, Any] = {}
+    items = iter(argv)
+    for item in items:
+        if not item.startswith("--") or len(item) == 2:
+            raise ConfigError(f"override '{item}': expected --section.field value")
+        key, sep, text = item[2:].partition("=")
+        if not sep:
+            text = next(items, None)
+            if text is None:
+                raise ConfigError(f"override --{key}: missing a value")
+        try:
+            flags[key.replace("-", "_")] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ConfigError(f"override --{key}: value {text!r} is not valid YAML") from None
+    return flags
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    *parents, leaf = key.split(".")
+    node = data
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"override --{key}: '{part}' is not a section")
+        node = child
+    node[leaf] = value

@@ -1,0 +1,141 @@
+"""Training data: export files -> rendered examples (tokens + labels from train.render), held-out split, data hash.
+
+Any export format is accepted (sharegpt `conversations`, OpenAI `messages`, AFM
+`instruction`/`output`); train.render tells them apart and decides the masks,
+so nothing here looks at which tokens train. A row that cannot be rendered
+stops the run with one line naming the file and line; a row with nothing left
+to train (loss off everywhere, or truncated away) is skipped and counted by reason.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from factory.errors import FactoryError
+from factory.rows import SUFFIXES, open_path
+from train.config import DataSection
+from train.render import render
+
+Row = tuple[str, dict[str, Any]]  # (where it came from, e.g. "train.jsonl:3"; the row)
+
+
+@dataclass
+class Example:
+    row_id: str
+    input_ids: torch.Tensor  # int64 [n]
+    labels: torch.Tensor  # int64 [n], -100 where the token does not train (as train.render decided)
+    weight: float = 1.0  # the export's row weight (upsampling); scales this row's tokens in the loss
+
+    def __len__(self) -> int:
+        return int(self.input_ids.numel())
+
+
+@dataclass
+class TrainingData:
+    train: list[Example]
+    validation: list[Example]
+    data_hash: str  # of the files' bytes: a checkpoint refuses to resume on other data
+    skipped: Counter = field(default_factory=Counter)  # reason -> rows left out
+
+    def trained_tokens(self) -> int:
+        return sum(int((e.labels != -100).sum()) for e in self.train)
+
+
+def load_training_data(data: DataSection, tokenizer, seed: int) -> TrainingData:
+    train_files, held_files = expand(data.train, "data.train"), expand(data.validation, "data.validation")
+    train_rows = read_rows(train_files)
+    if held_files:
+        held_rows = read_rows(held_files)
+    else:
+        train_rows, held_rows = split_holdout(train_rows, data.validation_fraction, seed)
+    skipped: Counter = Counter()
+    train = render_rows(train_rows, tokenizer, data, skipped)
+    validation = render_rows(held_rows, tokenizer, data, skipped)
+    if not train:
+        reasons = "; ".join(f"{n} x {why}" for why, n in skipped.most_common(3)) or "no rows"
+        raise FactoryError(f"{', '.join(data.train)}: nothing to train on ({reasons})")
+    return TrainingData(train, validation, files_hash(train_files + held_files), skipped)
+
+
+def expand(patterns: list[str], field: str) -> list[str]:
+    """Paths as given; a pattern with * ? [ becomes its matches in name order (an export's shards: sft-*.parquet)."""
+    paths = []
+    for pattern in patterns:
+        if not any(char in pattern for char in "*?["):
+            paths.append(pattern)
+            continue
+        matches = sorted(glob.glob(pattern))
+        if not matches:
+            raise FactoryError(f"{field}: '{pattern}' matches no file")
+        paths.extend(matches)
+    return paths
+
+
+def read_rows(paths: list[str]) -> list[Row]:
+    rows: list[Row] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_file() and path.suffix.lower() not in SUFFIXES:
+            raise FactoryError(f"{path}: unsupported export file type '{path.suffix}' (use .jsonl, .json or .parquet)")
+        rows.extend(open_path(path, "train")[1])
+    return rows
+
+
+def split_holdout(rows: list[Row], fraction: float, seed: int) -> tuple[list[Row], list[Row]]:
+    """Hold out `fraction` of the rows (at least one when fraction > 0), chosen by `seed`."""
+    if fraction <= 0 or len(rows) < 2:
+        return rows, []
+    count = min(len(rows) - 1, max(1, round(len(rows) * fraction)))
+    held = set(random.Random(seed).sample(range(len(rows)), count))
+    return [r for i, r in enumerate(rows) if i not in held], [r for i, r in enumerate(rows) if i in held]
+
+
+def render_rows(rows: list[Row], tokenizer, data: DataSection, skipped: Counter) -> list[Example]:
+    examples = []
+    for where, row in rows:
+        weight = row_weight(row, where) if data.row_weights else 1.0
+        if weight == 0:
+            skipped["weight 0"] += 1
+            continue
+        try:
+            rendered = render(row, tokenizer, data.max_seq_length, data.train_on_observations)
+        except FactoryError as exc:
+            raise FactoryError(f"{where}: {exc}") from None
+        if rendered.reason is not None or not rendered.trained_tokens:
+            skipped[rendered.reason or "no trained tokens"] += 1
+            continue
+        ids = torch.tensor(rendered.input_ids, dtype=torch.long)
+        labels = torch.tensor(rendered.labels, dtype=torch.long)
+        examples.append(Example(str(row.get("id", where)), ids, labels, weight))
+    return examples
+
+
+def row_weight(row: dict[str, Any], where: str) -> float:
+    weight = row.get("weight")
+    if weight is None:
+        return 1.0
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+        raise FactoryError(f"{where}: field 'weight' must be a number >= 0, got {weight!r}")
+    return float(weight)
+
+
+def files_hash(paths: list[str]) -> str:
+    """sha256 over the files' bytes in the given order (a dataset folder: its files in name order)."""
+    digest = hashlib.sha256()
+    for name in paths:
+        path = Path(name)
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for file in files:
+            digest.update(f"{file.stat().st_size}\0".encode())  # sizes keep file boundaries unambiguous
+            with file.open("rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+    return digest.hexdigest()[:16]
