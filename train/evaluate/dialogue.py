@@ -1,0 +1,109 @@
+"""What the evaluated player reads and writes: the refine path's own format.
+
+The player was trained on `factory.refine.output.build_trajectory`'s turns: a
+first user turn from `prompts/refine/player_instruction.md`, then assistant
+turns `Thought: ...\\nAction: name(key=value, ...)` (`world.format_action`)
+answered by user turns `Observation: ...`. A rejected action gets the refine
+DM's own wording (`prompts/refine/injected_step.json`); an accepted one gets a
+description of the new state (`prompts/eval/observations.json`), since there is
+no LLM narrator here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from factory.paths import prompts_dir
+from factory.prompts import render_prompt
+from factory.refine.grounding import feedback_templates
+from factory.refine.output import opening_observation
+from factory.refine.roles import describe_actions
+from factory.refine.script import Script
+from factory.refine.world import WorldState
+
+# A model trained on whole trajectories may write the DM's next turn itself: the reply ends there.
+_INVENTED_OBSERVATION = re.compile(r"\n\s*Observation\s*:")
+_ACTION_LINE = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(?P<name>[A-Za-z][A-Za-z0-9_ -]*?)[ \t]*\((?P<args>.*)\)[ \t]*$", re.M)
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    name: str
+    params: dict[str, str]
+
+
+@lru_cache(maxsize=1)
+def observation_templates() -> dict[str, str]:
+    return json.loads((prompts_dir() / "eval" / "observations.json").read_text())
+
+
+def first_turn(script: Script) -> str:
+    return render_prompt(
+        "refine/player_instruction", task=script.task, actions=describe_actions(script),
+        observation=opening_observation(script),
+    )  # fmt: skip
+
+
+def cut_reply(text: str) -> str:
+    """The player's own turn: up to any observation it went on to invent."""
+    return _INVENTED_OBSERVATION.split(text, maxsplit=1)[0].strip()
+
+
+def parse_action(reply: str) -> ParsedAction | None:
+    """The first `Action: name(k=v, ...)` line, or None when there is none (a format error)."""
+    match = _ACTION_LINE.search(reply)
+    if match is None:
+        return None
+    params = _parse_arguments(match["args"])
+    return None if params is None else ParsedAction(match["name"].strip(), params)
+
+
+def _parse_arguments(text: str) -> dict[str, str] | None:
+    params: dict[str, list[str]] = {}
+    last = None
+    for piece in text.split(","):
+        key, equals, value = piece.partition("=")
+        if equals and key.strip().isidentifier():
+            last = key.strip()
+            params[last] = [value]
+        elif last is not None:
+            params[last].append(piece)  # the value itself holds a comma
+        elif piece.strip():
+            return None  # a positional argument: not the refine syntax
+    return {key: _unquote(",".join(parts).strip()) for key, parts in params.items()}
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def observe(text: str) -> str:
+    return f"Observation: {text}"
+
+
+def rejected(call: str, reason: str) -> str:
+    # The same words as grounding.dm_feedback's observation; its private plan note is for the DM only.
+    return observe(feedback_templates()["observation"].format(action=call, reason=reason))
+
+
+def format_error() -> str:
+    return observe(observation_templates()["format"])
+
+
+def accepted(script: Script, state: WorldState, call: str, done: bool) -> str:
+    if done:
+        return observe(observation_templates()["goal"].format(action=call))
+    here = script.location(state.location)
+    values: dict[str, Any] = {
+        "action": call, "location": state.location, "description": here.description if here else "",
+        "items": ", ".join(state.items_at.get(state.location, [])) or "nothing of note",
+        "held": ", ".join(state.inventory) or "nothing",
+    }  # fmt: skip
+    text = observation_templates()["accepted"].format(**values)
+    return observe(" ".join(text.split()))  # an empty description leaves a double space

@@ -1,0 +1,145 @@
+"""The DM loop: a player acts in each environment until the goal or the step limit.
+
+Each reply is parsed with the refine path's action syntax, judged as the refine
+verifier judges a step (`world.check_action`, then the action's validation code
+through the sandbox when the script has it), applied, and answered with the
+observation the refine path would give. Nothing here trusts the player: an
+unparseable reply is a format error, a failed request ends the episode as a
+`player_error`, and every episode is scored the same way (metrics.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from factory.refine.code_check import SandboxCodeChecker
+from factory.refine.solvable import _key as state_key
+from factory.refine.solvable import shortest_plan
+from factory.refine.world import ActionCheck, WorldState, apply_action, check_action, format_action, goal_reached
+
+from . import dialogue
+from .environments import Environment, Selection
+from .metrics import EpisodeResult, MistakeTracker, StepRecord, progress_rate, summarize
+from .players import Player, PlayerError
+
+
+@dataclass
+class EvalReport:
+    player: str
+    settings: dict[str, Any]
+    episodes: list[EpisodeResult]
+    selection: dict[str, Any] = field(default_factory=dict)  # environments, exclusions, evidence
+
+    @property
+    def overall(self) -> dict[str, Any]:
+        return summarize(self.episodes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"player": self.player, "settings": self.settings, "overall": self.overall,
+                "selection": self.selection, "environments": [e.to_dict() for e in self.episodes]}  # fmt: skip
+
+
+class Judge:
+    """Whether an action is valid here and now, with the refine verifier's two checks."""
+
+    def __init__(self, env: Environment, validation_code: bool):
+        script = env.script
+        has_code = validation_code and any(a.validation_code for a in script.actions)
+        self.script = script
+        self.code_check = SandboxCodeChecker.step_check(script) if has_code else None
+
+    async def __call__(self, state: WorldState, name: str, params: dict[str, Any]) -> ActionCheck:
+        checked = check_action(self.script, state, name, params)
+        if not checked.ok or self.code_check is None:
+            return checked
+        # The sandbox blocks on a child process: keep it off the loop so other episodes play on.
+        outcome = await asyncio.to_thread(self.code_check, name, params, state)
+        if outcome is not None and not outcome[0]:
+            return ActionCheck(False, "logic", outcome[1])
+        return checked
+
+
+async def play_episode(env: Environment, player: Player, max_steps: int = 20, loop_k: int = 3,
+                       validation_code: bool = True) -> EpisodeResult:  # fmt: skip
+    script, judge = env.script, Judge(env, validation_code)
+    state = WorldState.initial(script)
+    messages = [{"role": "user", "content": dialogue.first_turn(script)}]
+    tracker, transcript = MistakeTracker(loop_k), []
+    format_errors, invalid = 0, {}
+    status, error = "step_limit", None
+    for _ in range(max_steps):
+        try:
+            reply = dialogue.cut_reply(await player.act(list(messages)))
+        except PlayerError as exc:
+            status, error = "player_error", str(exc)
+            break
+        messages.append({"role": "assistant", "content": reply})
+        parsed = dialogue.parse_action(reply)
+        if parsed is None:
+            format_errors += 1
+            tracker.see(state_key(state), "format:" + " ".join(reply.split()), valid=False)
+            transcript.append(StepRecord(reply, None, "format"))
+            messages.append({"role": "user", "content": dialogue.format_error()})
+            continue
+        call = format_action(parsed.name, parsed.params)
+        checked = await judge(state, parsed.name, parsed.params)
+        tracker.see(state_key(state), call, valid=checked.ok)
+        if not checked.ok:
+            invalid[checked.error_type] = invalid.get(checked.error_type, 0) + 1
+            transcript.append(StepRecord(reply, call, checked.error_type, checked.reason))
+            messages.append({"role": "user", "content": dialogue.rejected(call, checked.reason)})
+            continue
+        state = apply_action(script, state, parsed.name, parsed.params)
+        done = bool(goal_reached(script, state))
+        transcript.append(StepRecord(reply, call, "ok"))
+        messages.append({"role": "user", "content": dialogue.accepted(script, state, call, done)})
+        if done:
+            status = "success"
+            break
+    return _result(env, state, status, error, transcript, format_errors, invalid, tracker)
+
+
+def _result(env, state, status, error, transcript, format_errors, invalid, tracker) -> EpisodeResult:
+    success = status == "success"
+    plan = [] if success else shortest_plan(env.script, state)
+    remaining = None if plan is None else len(plan)
+    return EpisodeResult(
+        env_id=env.env_id, task=env.script.task, status=status, success=success,
+        progress=progress_rate(env.plan_length, remaining), steps=len(transcript),
+        initial_distance=env.plan_length, final_distance=remaining, format_errors=format_errors,
+        invalid_by_type=invalid, loops=tracker.loops, revisits=tracker.revisits,
+        longest_mistake_streak=tracker.longest_streak, error=error, transcript=transcript,
+    )  # fmt: skip
+
+
+async def evaluate_async(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20,
+                         concurrency: int = 8, loop_k: int = 3, validation_code: bool = True) -> EvalReport:  # fmt: skip
+    """Play every environment once (`concurrency` at a time); episodes come back in env order."""
+    selection = envs if isinstance(envs, Selection) else Selection(list(envs))
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(env: Environment) -> EpisodeResult:
+        async with gate:
+            return await play_episode(env, player, max_steps, loop_k, validation_code)
+
+    episodes = await asyncio.gather(*(one(env) for env in selection.environments))
+    settings = {"max_steps": max_steps, "concurrency": concurrency, "loop_k": loop_k,
+                "validation_code": validation_code, **getattr(player, "settings", {})}  # fmt: skip
+    return EvalReport(player.name, settings, list(episodes), selection.to_dict())
+
+
+def evaluate(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20, concurrency: int = 8,
+             loop_k: int = 3, validation_code: bool = True) -> EvalReport:  # fmt: skip
+    """The synchronous entry point: runs the episodes, then closes the player's connections."""
+
+    async def run() -> EvalReport:
+        try:
+            return await evaluate_async(envs, player, max_steps, concurrency, loop_k, validation_code)
+        finally:
+            close = getattr(player, "close", None)
+            if close is not None:
+                await close()
+
+    return asyncio.run(run())
