@@ -21,7 +21,7 @@ MAX_STATES = 5_000
 MAX_CALLS_PER_ACTION = 64
 
 
-def _key(state: WorldState) -> tuple:
+def state_key(state: WorldState) -> tuple:
     return state.location, tuple(sorted(state.inventory)), tuple(sorted((k, tuple(sorted(v))) for k, v in state.items_at.items()))
 
 
@@ -42,7 +42,7 @@ def shortest_plan(script: Script, start: WorldState | None = None) -> list[tuple
     start = start or WorldState.initial(script)
     calls = candidate_calls(script)
     frontier = deque([(start, [])])
-    seen = {_key(start)}
+    seen = {state_key(start)}
     while frontier and len(seen) < MAX_STATES:
         state, plan = frontier.popleft()
         if goal_reached(script, state):
@@ -52,8 +52,8 @@ def shortest_plan(script: Script, start: WorldState | None = None) -> list[tuple
         for name, params in calls:
             if check_action(script, state, name, params).ok:
                 after = apply_action(script, state, name, params)
-                if _key(after) not in seen:
-                    seen.add(_key(after))
+                if state_key(after) not in seen:
+                    seen.add(state_key(after))
                     frontier.append((after, plan + [(name, params)]))
     return None
 

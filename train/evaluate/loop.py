@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from factory.refine.code_check import SandboxCodeChecker
-from factory.refine.solvable import _key as state_key
+from factory.refine.solvable import state_key
 from factory.refine.solvable import shortest_plan
 from factory.refine.world import ActionCheck, WorldState, apply_action, check_action, format_action, goal_reached
 
