@@ -1,0 +1,217 @@
+"""The filter config: a YAML list of named filters, each a built-in kind or a raw SQL predicate.
+
+    filters:
+      - name: enough_tools
+        kind: complexity
+        min_tool_calls: 5
+      - name: has_answer
+        sql: "final_answer IS NOT NULL"
+        reason: "no final answer"
+
+A bad file stops with one line naming the file, the filter and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..config import describe_validation_error
+from ..errors import ConfigError
+
+# Bump when the SQL a built-in compiles to changes meaning: every stored verdict is then recomputed.
+COMPILER_VERSION = "1"
+
+Source = Literal["refine", "coa", "import"]
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
+KEY_COLUMNS = ("task_id", "persona_id", "script_id", "trace_id", "trajectory_id")
+
+
+class FilterSpec(BaseModel):
+    """Fields every filter has. `sources` / `where` limit which rows it judges; the others are kept."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    sources: list[Source] | None = None
+    where: str | None = None  # SQL predicate over trajectories columns
+
+    def config_hash(self) -> str:
+        """What decides the verdicts: kind and params, not the name or position."""
+        params = self.model_dump(mode="json", exclude={"name"})
+        text = json.dumps([COMPILER_VERSION, type(self).__name__, params], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class SqlFilter(FilterSpec):
+    kind: Literal["sql"] = "sql"
+    sql: str = Field(min_length=1)  # keep the rows where this predicate is true (NULL counts as false)
+    reason: str | None = None  # why a row is dropped; default "failed <name>"
+
+
+class ComplexityFilter(FilterSpec):
+    kind: Literal["complexity"]
+    min_tool_calls: int | None = Field(5, ge=0)  # AFM keeps trajectories with >= 5 tool interactions
+    min_turns: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _has_threshold(self) -> "ComplexityFilter":
+        if self.min_tool_calls is None and self.min_turns is None:
+            raise ValueError("set min_tool_calls, min_turns or both")
+        return self
+
+
+class ReflectionFilter(FilterSpec):
+    kind: Literal["reflection"]
+    min_reflections: int = Field(1, ge=0)  # coa/import: stats reflections (+ replans)
+    count_replans: bool = True
+    min_corrections: int = Field(1, ge=0)  # refine: n_corrections
+
+
+class CorrectnessFilter(FilterSpec):
+    kind: Literal["correctness"]
+    require: list[Literal["verified", "correct"]] = Field(default_factory=lambda: ["verified", "correct"], min_length=1)
+    unknown_passes: bool = True  # a NULL verdict (no checker ran) keeps the row
+
+
+class PassRateFilter(FilterSpec):
+    kind: Literal["pass_rate"]
+    model: str | None = None  # rollouts.model label; default: policy.model
+    max_pass_rate: float = Field(0.3, ge=0, le=1)
+    min_pass_rate: float = Field(0.0, ge=0, le=1)
+    min_samples: int = Field(8, ge=1)
+    drop_all_correct_domains: list[str] = Field(default_factory=lambda: ["code"])
+    drop_uniform: bool = False  # all rollouts scored alike: no group-relative signal for GRPO
+    missing: Literal["drop", "keep"] = "drop"  # tasks with fewer than min_samples judged rollouts
+    tasks: str | None = None  # with policy: sample missing rollouts before judging
+    policy: dict[str, Any] | None = None  # an LLM config (model, base_url, ...)
+    samples: int = Field(32, ge=1)
+    concurrency: int = Field(8, ge=1)
+
+    @model_validator(mode="after")
+    def _label_known(self) -> "PassRateFilter":
+        if self.model is None and not (self.policy and self.policy.get("model")):
+            raise ValueError("name the policy model's rollouts label in 'model' (or give 'policy.model')")
+        if (self.tasks is None) != (self.policy is None):
+            raise ValueError("'tasks' and 'policy' go together: both to sample rollouts, neither to use stored ones")
+        return self
+
+    def label(self) -> str:
+        return self.model or str(self.policy["model"])  # type: ignore[index]
+
+
+class RedundancyFilter(FilterSpec):
+    kind: Literal["redundancy"]
+    similarity: float = Field(0.9, gt=0, le=1)  # word-set jaccard at or above which two inputs are near-duplicates
+    action: Literal["drop", "flag"] = "drop"  # flag: keep, with the repeat in the reason
+
+
+class DedupFilter(FilterSpec):
+    kind: Literal["dedup"]
+    near: bool = True
+    threshold: float = Field(0.8, gt=0, le=1)  # word-shingle jaccard for a near-duplicate
+    shingle_words: int = Field(2, ge=1, le=8)
+    bands: int = Field(6, ge=1, le=64)  # MinHash LSH: bands x rows_per_band permutations
+    rows_per_band: int = Field(2, ge=1, le=16)
+    max_bucket: int = Field(100, ge=2)  # compare each row with at most this many earlier rows of a bucket
+    seed: int = 0
+
+
+class UpsampleFilter(FilterSpec):
+    kind: Literal["upsample"]
+    weight: float = Field(2.0, gt=0)
+    triggers: list[Literal["low_double_check", "corrections"]] = Field(
+        default_factory=lambda: ["low_double_check", "corrections"], min_length=1
+    )
+    min_corrections: int = Field(1, ge=1)
+
+
+class SplitFilter(FilterSpec):
+    kind: Literal["split"]
+    splits: dict[str, float] = Field(default_factory=lambda: {"sft": 0.5, "rl": 0.5}, min_length=1)
+    keys: list[Literal["task_id", "persona_id", "script_id", "trace_id", "trajectory_id"]] = Field(
+        default_factory=lambda: ["task_id", "persona_id", "script_id"], min_length=1
+    )
+    salt: str = ""
+
+    @model_validator(mode="after")
+    def _fractions_sum_to_one(self) -> "SplitFilter":
+        if any(share < 0 for share in self.splits.values()) or abs(sum(self.splits.values()) - 1) > 1e-6:
+            raise ValueError(f"split shares must be >= 0 and sum to 1, got {sum(self.splits.values()):g}")
+        return self
+
+
+KINDS: dict[str, type[FilterSpec]] = {
+    "sql": SqlFilter, "complexity": ComplexityFilter, "reflection": ReflectionFilter,
+    "correctness": CorrectnessFilter, "pass_rate": PassRateFilter, "redundancy": RedundancyFilter,
+    "dedup": DedupFilter, "upsample": UpsampleFilter, "split": SplitFilter,
+}  # fmt: skip
+
+
+class FilterConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    filters: list[FilterSpec]
+    source: str = "config"  # the file it came from, for messages
+
+
+def load_filter_config(path: str | Path) -> FilterConfig:
+    path = Path(path)
+    data = read_yaml(path)
+    items = data.get("filters") if isinstance(data, dict) else data
+    if isinstance(data, dict) and set(data) - {"filters"}:
+        extra = sorted(set(data) - {"filters"})[0]
+        raise ConfigError(f"{path}: field '{extra}': unknown field (the file holds a 'filters' list)")
+    if not isinstance(items, list) or not items:
+        raise ConfigError(f"{path}: field 'filters': expected a non-empty list of filters")
+    return parse_filters(items, str(path))
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read filter config ({exc.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+
+
+def parse_filters(items: list[Any], source: str) -> FilterConfig:
+    specs: list[FilterSpec] = []
+    for index, item in enumerate(items):
+        spec = parse_one(item, f"{source}: filters.{index}")
+        if any(other.name == spec.name for other in specs):
+            raise ConfigError(f"{source}: filters.{index}: field 'name': '{spec.name}' is used twice")
+        specs.append(spec)
+    return FilterConfig(filters=specs, source=source)
+
+
+def parse_one(item: Any, where: str) -> FilterSpec:
+    if not isinstance(item, dict):
+        raise ConfigError(f"{where}: expected a mapping with 'name' and 'kind' (or 'sql'), got {type(item).__name__}")
+    kind = item.get("kind", "sql" if "sql" in item else None)
+    if not isinstance(kind, str) or kind not in KINDS:
+        known = ", ".join(k for k in KINDS if k != "sql")
+        shown = f"unknown filter kind '{kind}'" if kind is not None else "missing 'kind' (or 'sql')"
+        raise ConfigError(f"{where} ({item.get('name', 'unnamed')}): field 'kind': {shown} (use one of: {known}; "
+                          "or give 'sql' for a raw predicate)")  # fmt: skip
+    label = f"{where} ({item.get('name', 'unnamed')})"
+    try:
+        return KINDS[kind].model_validate(item)
+    except ValidationError as exc:
+        first = exc.errors(include_context=False)[0]
+        if first["loc"]:
+            message = describe_validation_error(exc, label)
+        else:  # a check across fields: no single field to name
+            message = f"{label}: {first['msg'].removeprefix('Value error, ')}"
+    # Raised outside the handler: the validation error's traceback would otherwise ride along.
+    raise ConfigError(message)

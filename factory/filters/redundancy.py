@@ -1,0 +1,91 @@
+"""redundancy: the same (or nearly the same) tool input repeated inside one trajectory.
+
+Tool inputs are the bodies of <web_search>, <crawl_page> and <code> blocks in an
+AFM completion, or the `Action:` line of each assistant turn of a refine
+trajectory. Inputs are compared after normalisation (lower case, punctuation to
+spaces); two different inputs are near-duplicates when the jaccard similarity
+of their word sets reaches `similarity`. Pairs are only formed inside one
+trajectory, so the work grows with the number of trajectories, not its square.
+"""
+
+from __future__ import annotations
+
+from .config import RedundancyFilter
+from .sql import ROWS, RowRule, normalised, scoped_base
+
+TOOL_TAGS = ("web_search", "crawl_page", "code")
+
+# Splitting on the tags is twice as fast as one lazy regular expression over the whole completion; the
+# order of the inputs does not matter here. Refine turns are parsed with one typed from_json (4x faster
+# than walking the JSON path by path); the action is the rest of the assistant turn after "Action: ".
+# Two branches rather than one CASE: each reads only its own big column for its own rows.
+AFM_INPUTS = f"""flatten(
+    [[split_part(part, '</' || tag || '>', 1) FOR part IN string_split(t.completion, '<' || tag || '>')[2:]]
+     FOR tag IN {list(TOOL_TAGS)!r}])"""
+ACTIONS = """[trim(split_part(x.content, 'Action:', 2))
+    FOR x IN from_json(t.turns, '[{"role": "VARCHAR", "content": "VARCHAR"}]') IF x.role = 'assistant']"""
+
+
+def tool_inputs_sql(base: str) -> str:
+    """(trajectory_id, inputs) for the pending rows of `base` in scope."""
+    rows = f"FROM {base} t WHERE {ROWS} AND t.in_scope"
+    return (f"SELECT t.trajectory_id, {AFM_INPUTS} AS inputs {rows} AND t.completion IS NOT NULL "
+            f"UNION ALL SELECT t.trajectory_id, {ACTIONS} AS inputs {rows} AND t.completion IS NULL "
+            "AND json_valid(t.turns)")  # fmt: skip
+
+
+def shown(expr: str) -> str:
+    """An input as it appears in a reason: quoted, cut to 60 characters, on one line."""
+    return f"'''' || left(regexp_replace({expr}, '\\s+', ' ', 'g'), 60) || ''''"
+
+
+def redundancy_rule(spec: RedundancyFilter) -> RowRule:
+    # Near-duplicates by prefix filtering: with each input's word hashes sorted, two sets of jaccard >= s
+    # share a word among the first len - ceil(s * len) + 1 of either, so only inputs sharing such a word
+    # are compared. (The 1e-9 keeps float error from shortening the prefix.)
+    prefix = f"words[1 : len(words) - ceil({spec.similarity} * len(words) - 1e-9)::INT + 1]"
+    ctes = f"""
+    tool_inputs AS (
+        SELECT trajectory_id, unnest(inputs) AS input, generate_subscripts(inputs, 1) AS i
+        FROM ({tool_inputs_sql(scoped_base(spec))})
+    ),
+    -- One row per distinct normalised input; materialised so the normalising regular expression (the
+    -- costly part) runs once per input.
+    distinct_inputs AS MATERIALIZED (
+        SELECT trajectory_id, norm, min(i) AS i, min(input) AS input, count(*) AS n,
+               list_sort(list_distinct([hash(w) FOR w IN string_split(norm, ' ')])) AS words
+        FROM (SELECT trajectory_id, i, input, {normalised('input')} AS norm FROM tool_inputs)
+        GROUP BY trajectory_id, norm
+    ),
+    repeats AS (
+        SELECT trajectory_id, arg_max(input, n) AS input, max(n) AS n
+        FROM distinct_inputs WHERE n > 1 AND norm <> '' GROUP BY trajectory_id
+    ),
+    prefixes AS (
+        SELECT trajectory_id, i, unnest({prefix}) AS word FROM distinct_inputs WHERE norm <> ''
+    ),
+    candidates AS (
+        SELECT DISTINCT a.trajectory_id, a.i AS i, b.i AS j
+        FROM prefixes a JOIN prefixes b ON a.trajectory_id = b.trajectory_id AND a.word = b.word AND a.i < b.i
+    ),
+    pairs AS (
+        SELECT c.trajectory_id, a.input AS first, b.input AS second,
+               len(list_intersect(a.words, b.words)) / (len(list_distinct(a.words || b.words))) AS similarity
+        FROM candidates c
+        JOIN distinct_inputs a ON a.trajectory_id = c.trajectory_id AND a.i = c.i
+        JOIN distinct_inputs b ON b.trajectory_id = c.trajectory_id AND b.i = c.j
+    ),
+    near AS (
+        SELECT trajectory_id, arg_max(first, similarity) AS first, arg_max(second, similarity) AS second,
+               max(similarity) AS similarity
+        FROM pairs WHERE similarity >= {spec.similarity} GROUP BY trajectory_id
+    )"""
+    repeated = f"'repeated tool input: ' || {shown('rep.input')} || ' x' || rep.n"
+    similar = (f"'near-duplicate tool inputs: ' || {shown('near.first')} || ' ~ ' || {shown('near.second')} "
+               f"|| ' (' || round(near.similarity, 2) || ')'")  # fmt: skip
+    found = f"CASE WHEN rep.n IS NOT NULL THEN {repeated} WHEN near.similarity IS NOT NULL THEN {similar} END"
+    joins = ("LEFT JOIN repeats rep ON rep.trajectory_id = t.trajectory_id "
+             "LEFT JOIN near ON near.trajectory_id = t.trajectory_id")  # fmt: skip
+    if spec.action == "flag":
+        return RowRule(keep="true", reason="NULL", note=found, joins=joins, ctes=ctes)
+    return RowRule(keep="rep.n IS NULL AND near.similarity IS NULL", reason=found, joins=joins, ctes=ctes)

@@ -1,0 +1,150 @@
+"""What a filter run did: per filter kept / dropped by path and by reason, and the funnel.
+
+Filters judge every row independently; the funnel's "left" column is the rows
+kept by this filter and all filters above it (config order), which is what the
+`curation` view keeps once the last filter is counted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..store import Store
+from .sql import REASON_GROUP_SQL
+
+if TYPE_CHECKING:
+    from .runner import FilterRun
+
+
+@dataclass
+class FilterOutcome:
+    name: str
+    kind: str
+    position: int
+    mode: str  # why it ran as it did: new | changed | new rows | new rollouts | incremental | unchanged
+    judged: int  # verdicts written by this run
+    seconds: float
+    kept: int = 0
+    dropped: int = 0
+    left: int = 0  # rows kept by this filter and every filter above it
+    kept_by_source: dict[str, int] = field(default_factory=dict)
+    dropped_by_source: dict[str, int] = field(default_factory=dict)
+    drop_reasons: dict[str, int] = field(default_factory=dict)  # reason category -> rows dropped
+    notes: dict[str, int] = field(default_factory=dict)  # remark category on kept rows (flags, upsampling) -> rows
+
+
+@dataclass
+class FilterReport:
+    total: int
+    by_source: dict[str, int]
+    filters: list[FilterOutcome]
+    removed: dict[str, int]  # filter gone from the config -> verdicts deleted
+    kept: int
+    kept_by_source: dict[str, int]
+    weight: float  # sum of the kept rows' weights (the effective size after upsampling)
+    splits: dict[str, int]  # kept rows per split ("" when no split filter assigned one)
+    sampled: dict[str, Any] = field(default_factory=dict)  # pass_rate filter -> ensure_rollouts summary
+
+
+def build_report(store: Store, runs: list["FilterRun"], removed: dict[str, int],
+                 sampled: dict[str, Any]) -> FilterReport:  # fmt: skip
+    by_source = dict(store.query("SELECT coalesce(source, '?'), count(*) FROM trajectories GROUP BY 1 ORDER BY 1"))
+    outcomes = {run.name: FilterOutcome(run.name, run.kind, run.position, run.mode, run.judged, run.seconds)
+                for run in runs}  # fmt: skip
+    count_verdicts(store, outcomes)
+    count_reasons(store, outcomes)
+    count_left(store, outcomes, sum(by_source.values()))
+    kept_by_source, weight, splits = final_counts(store)
+    return FilterReport(
+        total=sum(by_source.values()), by_source=by_source, filters=sorted(outcomes.values(), key=lambda o: o.position),
+        removed=removed, kept=sum(kept_by_source.values()), kept_by_source=kept_by_source, weight=weight,
+        splits=splits, sampled=sampled,
+    )  # fmt: skip
+
+
+def count_verdicts(store: Store, outcomes: dict[str, FilterOutcome]) -> None:
+    rows = store.query("""
+        SELECT v.filter, coalesce(t.source, '?'), v.keep, count(*)
+        FROM filter_verdicts v LEFT JOIN trajectories t USING (trajectory_id) GROUP BY ALL ORDER BY ALL""")
+    for name, source, keep, n in rows:
+        if name in outcomes:
+            outcome = outcomes[name]
+            side = outcome.kept_by_source if keep else outcome.dropped_by_source
+            side[source] = side.get(source, 0) + n
+            outcome.kept = sum(outcome.kept_by_source.values())
+            outcome.dropped = sum(outcome.dropped_by_source.values())
+
+
+def count_reasons(store: Store, outcomes: dict[str, FilterOutcome]) -> None:
+    rows = store.query(f"""
+        SELECT filter, keep, {REASON_GROUP_SQL.format("reason")} AS category, count(*) AS n
+        FROM filter_verdicts WHERE reason IS NOT NULL GROUP BY ALL ORDER BY n DESC, category""")
+    for name, keep, category, n in rows:
+        if name in outcomes:
+            (outcomes[name].notes if keep else outcomes[name].drop_reasons)[category] = n
+
+
+def count_left(store: Store, outcomes: dict[str, FilterOutcome], total: int) -> None:
+    """Rows surviving each prefix of the config: total minus rows first dropped at or above it."""
+    first_drops = dict(store.query("""
+        SELECT first_drop, count(*) FROM (
+            SELECT min(c.position) AS first_drop
+            FROM filter_verdicts v JOIN filter_configs c USING (filter)
+            WHERE NOT v.keep GROUP BY v.trajectory_id)
+        GROUP BY 1"""))
+    dropped_so_far = 0
+    for outcome in sorted(outcomes.values(), key=lambda o: o.position):
+        dropped_so_far += first_drops.get(outcome.position, 0)
+        outcome.left = total - dropped_so_far
+
+
+def final_counts(store: Store) -> tuple[dict[str, int], float, dict[str, int]]:
+    """What `curation` keeps: rows no filter dropped (rows with no verdict count as kept, weight 1)."""
+    rows = store.query("""
+        SELECT coalesce(t.source, '?'), coalesce(c.split, ''), count(*), sum(coalesce(c.weight, 1.0))
+        FROM trajectories t LEFT JOIN curation c USING (trajectory_id)
+        WHERE coalesce(c.keep, true) GROUP BY ALL ORDER BY ALL""")
+    by_source: dict[str, int] = defaultdict(int)
+    splits: dict[str, int] = defaultdict(int)
+    weight = 0.0
+    for source, split, n, w in rows:
+        by_source[source] += n
+        splits[split] += n
+        weight += w
+    return dict(by_source), weight, dict(splits)
+
+
+def format_funnel(report: FilterReport) -> str:
+    """The report as text: one line per filter, then where the drops went, then what is left."""
+    lines = [f"filters over {report.total} trajectories ({sources_text(report.by_source)})"]
+    width = max([18, *(len(o.name) for o in report.filters)])  # names are never cut: they are what users grep
+    lines.append(f"{'#':>2}  {'filter':<{width}} {'kind':<12} {'run':<13} {'judged':>8} {'kept':>8} {'dropped':>8} "
+                 f"{'left':>8} {'secs':>7}")  # fmt: skip
+    for o in report.filters:
+        lines.append(f"{o.position:>2}  {o.name:<{width}} {o.kind:<12} {o.mode:<13} {o.judged:>8} {o.kept:>8} "
+                     f"{o.dropped:>8} {o.left:>8} {o.seconds:>7.2f}")  # fmt: skip
+        if o.dropped:
+            lines.append(f"      dropped by source: {sources_text(o.dropped_by_source)}; "
+                         f"by reason: {counts_text(o.drop_reasons)}")  # fmt: skip
+        if o.notes:
+            lines.append(f"      kept with a note: {counts_text(o.notes)}")
+    for name, n in report.removed.items():
+        lines.append(f"removed from the config: {name} ({n} verdicts deleted)")
+    for name, summary in report.sampled.items():
+        lines.append(f"rollouts sampled for {name}: {summary}")
+    splits = ", ".join(f"{name or 'unassigned'} {n}" for name, n in sorted(report.splits.items()))
+    lines.append(f"kept {report.kept} of {report.total} ({sources_text(report.kept_by_source)}); "
+                 f"weighted size {report.weight:g}; split: {splits or 'none'}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def sources_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{source} {n}" for source, n in sorted(counts.items())) or "none"
+
+
+def counts_text(counts: dict[str, int], limit: int = 6) -> str:
+    items = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{category} {n}" for category, n in items[:limit])
+    return shown + (f", ... {len(items) - limit} more" if len(items) > limit else "")

@@ -1,0 +1,97 @@
+"""The row-at-a-time built-ins as SQL expressions (see docs/filters.md for each one's idea).
+
+Both paths are judged by the same rule where their stats mean the same thing:
+a refine trajectory's tool interactions are its assistant turns (each one is an
+action the environment answers), a coa trajectory's are its tool calls.
+"""
+
+from __future__ import annotations
+
+from .config import ComplexityFilter, CorrectnessFilter, ReflectionFilter, SplitFilter, SqlFilter, UpsampleFilter
+from .sql import RowRule, quote, stat
+
+TOOL_INTERACTIONS = f"coalesce({stat('tool_calls')}, {stat('assistant_turns')})"
+TURNS = f"coalesce(t.n_turns, {stat('turns')})"
+
+
+def complexity_rule(spec: ComplexityFilter) -> RowRule:
+    checks, reasons = [], []
+    if spec.min_tool_calls is not None:
+        tools = f"coalesce({TOOL_INTERACTIONS}, 0)"
+        checks.append(f"{tools} >= {spec.min_tool_calls}")
+        reasons.append(f"WHEN {tools} < {spec.min_tool_calls} "
+                       f"THEN 'too few tool calls: ' || {tools} || ' < {spec.min_tool_calls}'")  # fmt: skip
+    if spec.min_turns is not None:
+        turns = f"coalesce({TURNS}, 0)"
+        checks.append(f"{turns} >= {spec.min_turns}")
+        reasons.append(f"WHEN {turns} < {spec.min_turns} THEN 'too few turns: ' || {turns} || ' < {spec.min_turns}'")
+    return RowRule(keep=" AND ".join(checks) or "true", reason=f"CASE {' '.join(reasons)} END" if reasons else "NULL")
+
+
+def reflection_rule(spec: ReflectionFilter) -> RowRule:
+    replans = f" + coalesce({stat('replans')}, 0)" if spec.count_replans else ""
+    reflections = f"(coalesce({stat('reflections')}, 0){replans})"
+    corrections = f"coalesce(t.n_corrections, {stat('corrections')}, 0)"
+    what = "reflections or replans" if spec.count_replans else "reflections"
+    return RowRule(
+        keep=f"CASE WHEN t.source = 'refine' THEN {corrections} >= {spec.min_corrections} "
+        f"ELSE {reflections} >= {spec.min_reflections} END",
+        reason=f"CASE WHEN t.source = 'refine' "
+        f"THEN 'too few corrections: ' || {corrections} || ' < {spec.min_corrections}' "
+        f"ELSE 'too few reflections: ' || {reflections} || ' {what} < {spec.min_reflections}' END",
+    )
+
+
+def correctness_rule(spec: CorrectnessFilter) -> RowRule:
+    columns = [f"t.{name}" for name in spec.require]
+    failed = " OR ".join(f"{c} = false" for c in columns)
+    unknown = " OR ".join(f"{c} IS NULL" for c in columns)
+    reasons = []
+    if "verified" in spec.require:
+        reasons.append("WHEN t.verified = false "
+                       "THEN 'not verified: ' || coalesce(t.rule, t.reason, 'no reason recorded')")  # fmt: skip
+    if "correct" in spec.require:
+        reasons.append("WHEN t.correct = false THEN 'incorrect: ' || coalesce(t.check_detail, 'wrong answer')")
+    unknown_reason = " ".join(f"WHEN {c} IS NULL THEN 'correctness unknown: {c[2:]} is NULL'" for c in columns)
+    return RowRule(
+        keep=f"CASE WHEN {failed} THEN false WHEN {unknown} THEN {str(spec.unknown_passes).lower()} ELSE true END",
+        reason=f"CASE {' '.join(reasons)} {unknown_reason} END",
+        note=f"CASE {unknown_reason} END",
+    )
+
+
+def upsample_rule(spec: UpsampleFilter) -> RowRule:
+    """Always keeps; the trajectories that recovered weigh more (the AFM paper upsamples them)."""
+    whens = []
+    if "low_double_check" in spec.triggers:
+        low = f"coalesce({stat('low_double_check_corrected', 'BOOLEAN')}, false)"
+        whens.append((low, "'upsampled: recovered from a low double-check score'"))
+    if "corrections" in spec.triggers:
+        # refine only: there n_corrections counts fixed mistakes; on coa rows it holds re-plans.
+        fixed = f"t.source = 'refine' AND coalesce(t.n_corrections, 0) >= {spec.min_corrections}"
+        whens.append((fixed, "'upsampled: recovered from ' || t.n_corrections || ' mistake(s)'"))
+    weight = " ".join(f"WHEN {cond} THEN {spec.weight}" for cond, _ in whens)
+    note = " ".join(f"WHEN {cond} THEN {text}" for cond, text in whens)
+    return RowRule(keep="true", reason="NULL", note=f"CASE {note} END", weight=f"CASE {weight} ELSE 1.0 END")
+
+
+def split_rule(spec: SplitFilter) -> RowRule:
+    """A split from an md5 of the group key: the same key always lands in the same split.
+
+    The key falls back along `keys` (task, then persona, then script), ending at
+    the trajectory id, so every trajectory of one query shares one split. md5
+    rather than DuckDB's hash(): the assignment must not change with the engine version.
+    """
+    key = f"coalesce({', '.join(f't.{k}' for k in spec.keys)}, t.trajectory_id)"
+    point = f"(md5_number({quote(spec.salt)} || {key}) % 1000000) / 1000000.0"  # md5 is slow: once per row
+    whens, upto = [], 0.0
+    names = list(spec.splits)
+    for name in names[:-1]:
+        upto += spec.splits[name]
+        whens.append(f"WHEN t.split_point < {upto!r} THEN {quote(name)}")
+    return RowRule(keep="true", reason="NULL", split=f"CASE {' '.join(whens)} ELSE {quote(names[-1])} END",
+                   lets={"split_point": point})
+
+
+def sql_rule(spec: SqlFilter) -> RowRule:
+    return RowRule(keep=f"(\n{spec.sql}\n)", reason=quote(spec.reason or f"failed {spec.name}"))
