@@ -1,0 +1,10 @@
+"""`factory report RUN_DIR`: one self-contained HTML page of a run's funnels, filters, shapes and LLM usage.
+
+All numbers are DuckDB aggregates over the run store (`data_*.py`); charts are
+inline SVG drawn in Python (`svg.py`), so the page needs no network and no script.
+"""
+
+from .build import REPORT_FILENAME, collect_report, render_report, write_report
+from .snapshot import open_snapshot
+
+__all__ = ["REPORT_FILENAME", "collect_report", "open_snapshot", "render_report", "write_report"]

@@ -1,0 +1,60 @@
+"""`write_report`: read a run store (never writing to it), aggregate in DuckDB, write one self-contained HTML file."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import FactoryError
+from ..store import STORE_FILENAME, Store
+from . import data_calls, data_paths, sections_calls, sections_data
+from .page import document
+from .snapshot import open_snapshot
+
+REPORT_FILENAME = "report.html"
+NAV = (("overview", "Overview"), ("funnel", "Funnels & filters"), ("shape", "Turns & tool calls"),
+       ("errors", "Errors"), ("pass-rate", "Pass rates"), ("usage", "Tokens & cost"), ("latency", "Latency"))
+
+
+def collect_report(store: Store) -> dict[str, Any]:
+    """Every number the report shows, as plain data (all aggregation happens in SQL)."""
+    return {
+        "header": data_paths.header(store), "funnels": data_paths.funnels(store),
+        "filters": data_paths.filters(store), "shape": data_paths.shape(store),
+        "errors": data_paths.errors(store), "pass_rates": data_paths.pass_rates(store),
+        "calls": data_calls.totals(store), "usage": data_calls.usage(store), "latency": data_calls.latency(store),
+        "error_kinds": data_calls.error_kinds(store),
+    }  # fmt: skip
+
+
+def render_report(data: dict[str, Any], run_dir: Path) -> str:
+    runs = data["header"]["runs"]
+    subtitle = f"{run_dir} · {len(runs)} run(s): " + (", ".join(r["run_id"] for r in runs[-3:]) or "none")
+    body = [
+        sections_data.overview(data["header"], data["calls"], data["filters"]),
+        sections_data.funnels(data["funnels"], data["filters"]),
+        sections_data.shape(data["shape"]),
+        sections_data.errors(data["errors"]),
+        sections_data.pass_rates(data["pass_rates"]),
+        sections_calls.usage(data["usage"]),
+        sections_calls.latency(data["latency"], data["error_kinds"], data["calls"]["calls"]),
+    ]
+    made = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}"
+    footer = f"factory {__version__} · report made {made} from {run_dir / STORE_FILENAME}"
+    return document(f"factory run report — {run_dir.name}", subtitle, NAV, body, footer)
+
+
+def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Write the run's HTML report (default RUN_DIR/report.html) and return its path."""
+    run_dir = Path(run_dir)
+    with open_snapshot(run_dir) as store:
+        html = render_report(collect_report(store), run_dir)
+    target = Path(out) if out is not None else run_dir / REPORT_FILENAME
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise FactoryError(f"cannot write report to {target}: {exc.strerror}") from None
+    return target
