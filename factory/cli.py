@@ -198,10 +198,32 @@ def build_parser() -> argparse.ArgumentParser:
     calls.add_argument("--stage", help="only this stage")
     calls.add_argument("--json", action="store_true", help="machine-readable output")
     calls.set_defaults(func=cmd_calls)
+    add_later_stage_parsers(commands)
     return parser
 
 
+def add_later_stage_parsers(commands) -> None:
+    """Curation, publishing, training and evaluation: each module owns its parser and handler."""
+    from train.evaluate.command import add_eval_parser
+
+    from .export.command import add_export_parser, add_publish_parser
+    from .filters.command import add_filter_parser
+    from .passrate.command import add_passrate_parser
+    from .reporting.command import add_report_parser
+
+    for add_parser in (add_filter_parser, add_passrate_parser, add_export_parser, add_publish_parser,
+                       add_report_parser, add_eval_parser):  # fmt: skip
+        add_parser(commands)
+    # Listed for --help only: main() hands `factory train ...` to train.sft before argparse sees it.
+    commands.add_parser("train", help="masked SFT on an exported dataset (python -m train.sft --help)")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train"]:  # the trainer parses its own `--section.field value` overrides
+        from train.sft import main as train_main
+
+        return train_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -86,3 +86,14 @@ def test_python_api_matches_cli(server, tmp_path):
     outcome = factory.run_smoke(config, progress=False)
     assert all(r.ok for r in outcome.results)
     assert factory.summarize_calls(config.run_dir)["calls"] == 3
+
+
+def test_later_stage_commands_are_wired_and_errors_stay_one_line(tmp_path, capsys):
+    for command in ("passrate", "export", "publish", "report", "eval", "filter"):
+        with pytest.raises(SystemExit) as exit_info:
+            main([command, "--help"])
+        assert exit_info.value.code == 0
+    assert main(["train", "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert main(["export", str(tmp_path / "no_run"), "--out", str(tmp_path / "out")]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2 and all(line.startswith("error: ") for line in errors)
