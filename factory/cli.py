@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import __version__
 from .config import validate_config
-from .errors import FactoryError
+from .errors import FactoryError, require_train_extra
 from .report import format_call_summary, summarize_calls
 from .settings import FactoryConfig, load_factory_config
 
@@ -218,14 +218,19 @@ def add_later_stage_parsers(commands) -> None:
     commands.add_parser("train", help="masked SFT on an exported dataset (python -m train.sft --help)")
 
 
+def run_trainer(argv: list[str]) -> int:
+    require_train_extra("factory train")
+    from train.sft import main as train_main
+
+    return train_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["train"]:  # the trainer parses its own `--section.field value` overrides
-        from train.sft import main as train_main
-
-        return train_main(argv[1:])
-    args = build_parser().parse_args(argv)
     try:
+        if argv[:1] == ["train"]:  # the trainer parses its own `--section.field value` overrides
+            return run_trainer(argv[1:])
+        args = build_parser().parse_args(argv)
         return args.func(args)
     except FactoryError as exc:
         print(f"error: {exc}", file=sys.stderr)

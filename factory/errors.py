@@ -11,3 +11,23 @@ class ConfigError(FactoryError):
 
 class MissingKeyError(FactoryError):
     """A provider needs an API key that is not in the environment."""
+
+
+class MissingExtraError(FactoryError):
+    """A command needs an optional dependency group that is not installed."""
+
+
+def require_train_extra(what: str) -> None:
+    """Fail with one line, not an ImportError traceback, when torch/transformers are missing."""
+    import importlib.util
+
+    for module in ("torch", "transformers"):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a module blocked in sys.modules, or a broken install
+            found = False
+        if not found:
+            raise MissingExtraError(
+                f"{what} needs the [train] extra ({module} is not installed): "
+                "pip install torch==2.13.0 'factory[train]' (see README)"
+            )

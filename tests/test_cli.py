@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from factory.cli import main
+from factory.errors import FactoryError
 
 COMMANDS = ["smoke", "ping", "calls"]
 
@@ -97,3 +98,17 @@ def test_later_stage_commands_are_wired_and_errors_stay_one_line(tmp_path, capsy
     assert main(["export", str(tmp_path / "no_run"), "--out", str(tmp_path / "out")]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 2 and all(line.startswith("error: ") for line in errors)
+
+
+def test_training_commands_without_the_train_extra_say_so_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # as on a core install: import torch fails
+    assert main(["train", "--config", str(tmp_path / "cfg.yaml")]) == 2
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text("{}")
+    from train.evaluate.players import HFPlayer
+
+    with pytest.raises(FactoryError, match=r"\[train\] extra \(torch is not installed\)"):
+        HFPlayer.from_pretrained(checkpoint)
+    (error,) = capsys.readouterr().err.strip().splitlines()
+    assert error.startswith("error: factory train needs the [train] extra")

@@ -17,7 +17,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, Protocol
 
-from factory.errors import FactoryError
+from factory.errors import FactoryError, require_train_extra
 from factory.llm import LLMClient, LLMConfig
 from factory.store import Store
 
@@ -80,6 +80,7 @@ class HFPlayer:
         path = Path(path)
         if not (path / "config.json").exists() and not (path / "adapter_config.json").exists():
             raise FactoryError(f"{path}: not a transformers checkpoint (no config.json or adapter_config.json)")
+        require_train_extra("factory eval with a local checkpoint")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
