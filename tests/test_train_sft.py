@@ -29,7 +29,8 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 from factory.errors import ConfigError, FactoryError  # noqa: E402
 from train.checkpoint import CheckpointMismatch  # noqa: E402
 from train.config import load_config  # noqa: E402
-from train.packing import IGNORE, collate, pack  # noqa: E402
+from train.packing import collate, pack  # noqa: E402
+from train.render import IGNORE  # noqa: E402
 from train.render import render  # noqa: E402
 from train.sft import fit, main  # noqa: E402
 from train.tiny import tiny_model, tiny_tokenizer  # noqa: E402
@@ -289,7 +290,7 @@ def test_bad_data_stops_with_the_file_and_line(tmp_path):
 def test_command_line_runs_the_example_config_and_prints_errors_as_one_line(tmp_path, capsys):
     files = write_export(tmp_path, count=9)
     command = [sys.executable, "-m", "train.sft", "--config", str(REPO / "examples" / "train_tiny.yaml"),
-               f"--data.train=[{files[0]}, {files[1]}]", "--output_dir", str(tmp_path / "run"),
+               f"--data.train=[{files[0]}, {files[1]}]", "--data.validation=[]", "--output_dir", str(tmp_path / "run"),
                "--optim.max_steps", "2", "--save_steps", "0", "--log_steps", "1"]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)

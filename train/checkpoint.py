@@ -9,7 +9,8 @@ The weights are saved once, in the format `from_pretrained` reads: accelerate's
 own copy of the model is dropped by a save hook and the load hook reads the
 Hugging Face files back (FSDP keeps accelerate's sharded copy, which it needs).
 A folder without factory_checkpoint.json is a save that did not finish and is
-never resumed from.
+never resumed from. Saving over an existing checkpoint-<step> removes its marker
+first; a run resumed at its last step saves nothing (see train.sft Loop.save).
 """
 
 from __future__ import annotations
@@ -73,7 +74,12 @@ def register_hooks(accelerator) -> None:
 
 
 def save_checkpoint(accelerator, model, tokenizer, output_dir: str | Path, step: int, meta: dict) -> Path:
+    """Save step `step`; a finished checkpoint-<step> already there (another run's) is unmarked before any write,
+    so that a save killed halfway never leaves a folder that looks complete over half-written files."""
     folder = Path(output_dir) / f"checkpoint-{step}"
+    if accelerator.is_main_process:
+        (folder / META_FILE).unlink(missing_ok=True)
+    accelerator.wait_for_everyone()  # no process writes before the old marker is gone
     accelerator.save_state(str(folder / "state"))
     state_dict = accelerator.get_state_dict(model)  # every process: FSDP gathers the shards here
     if accelerator.is_main_process:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ import torch
 from factory.errors import FactoryError
 from factory.rows import SUFFIXES, open_path
 from train.config import DataSection
-from train.render import render
+from train.render import IGNORE, render
 
 Row = tuple[str, dict[str, Any]]  # (where it came from, e.g. "train.jsonl:3"; the row)
 
@@ -31,7 +32,7 @@ Row = tuple[str, dict[str, Any]]  # (where it came from, e.g. "train.jsonl:3"; t
 class Example:
     row_id: str
     input_ids: torch.Tensor  # int64 [n]
-    labels: torch.Tensor  # int64 [n], -100 where the token does not train (as train.render decided)
+    labels: torch.Tensor  # int64 [n], IGNORE where the token does not train (as train.render decided)
     weight: float = 1.0  # the export's row weight (upsampling); scales this row's tokens in the loss
 
     def __len__(self) -> int:
@@ -46,7 +47,7 @@ class TrainingData:
     skipped: Counter = field(default_factory=Counter)  # reason -> rows left out
 
     def trained_tokens(self) -> int:
-        return sum(int((e.labels != -100).sum()) for e in self.train)
+        return sum(int((e.labels != IGNORE).sum()) for e in self.train)
 
 
 def load_training_data(data: DataSection, tokenizer, seed: int) -> TrainingData:
@@ -74,7 +75,8 @@ def expand(patterns: list[str], field: str) -> list[str]:
             continue
         matches = sorted(glob.glob(pattern))
         if not matches:
-            raise FactoryError(f"{field}: '{pattern}' matches no file")
+            hint = " (no validation split exported? --data.validation '[]' holds out train groups instead)"
+            raise FactoryError(f"{field}: '{pattern}' matches no file{hint if field == 'data.validation' else ''}")
         paths.extend(matches)
     return paths
 
@@ -90,12 +92,35 @@ def read_rows(paths: list[str]) -> list[Row]:
 
 
 def split_holdout(rows: list[Row], fraction: float, seed: int) -> tuple[list[Row], list[Row]]:
-    """Hold out `fraction` of the rows (at least one when fraction > 0), chosen by `seed`."""
-    if fraction <= 0 or len(rows) < 2:
+    """Hold out about `fraction` of the rows as whole groups (at least one when fraction > 0), chosen by `seed`.
+
+    A group is every row of one task (task_id, else script_id, else id: the
+    export's own grouping), so upsampled copies of a trajectory (export
+    --upsample repeat writes one id k times) and sibling trajectories of a task
+    never sit on both sides, which would make the validation loss a training loss.
+    """
+    groups: dict[str, list[int]] = {}
+    for index, (where, row) in enumerate(rows):
+        groups.setdefault(group_key(row, where), []).append(index)
+    if fraction <= 0 or len(groups) < 2:
         return rows, []
-    count = min(len(rows) - 1, max(1, round(len(rows) * fraction)))
-    held = set(random.Random(seed).sample(range(len(rows)), count))
+    keys = sorted(groups)  # name order first: the draw depends on the seed only, not on the file order
+    random.Random(seed).shuffle(keys)
+    target, held = fraction * len(rows), set()
+    for key in keys[:-1]:  # the last group always stays: something must train
+        if held and len(held) + len(groups[key]) / 2 > target:
+            break
+        held.update(groups[key])
     return [r for i, r in enumerate(rows) if i not in held], [r for i, r in enumerate(rows) if i in held]
+
+
+def group_key(row: dict[str, Any], where: str) -> str:
+    """task_id, else script_id, else id (else the row's place), tagged so that the kinds never collide."""
+    for name in ("task_id", "script_id", "id"):
+        value = row.get(name)
+        if value is not None and value != "":
+            return f"{name}:{value}"
+    return f"row:{where}"
 
 
 def render_rows(rows: list[Row], tokenizer, data: DataSection, skipped: Counter) -> list[Example]:
@@ -122,8 +147,9 @@ def row_weight(row: dict[str, Any], where: str) -> float:
     weight = row.get("weight")
     if weight is None:
         return 1.0
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
-        raise FactoryError(f"{where}: field 'weight' must be a number >= 0, got {weight!r}")
+    number = isinstance(weight, (int, float)) and not isinstance(weight, bool)
+    if not number or not math.isfinite(weight) or weight < 0:
+        raise FactoryError(f"{where}: field 'weight' must be a finite number >= 0, got {weight!r}")
     return float(weight)
 
 

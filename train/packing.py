@@ -24,7 +24,7 @@ from typing import Sequence
 
 import torch
 
-IGNORE = -100
+from train.render import IGNORE
 
 Segment = tuple[torch.Tensor, torch.Tensor, float]  # (input_ids, labels as train.render made them, row weight)
 

@@ -8,7 +8,12 @@ Formats are told apart by their keys (the export contract in docs/DESIGN.md):
   row-level `system`. Observations inside human turns (the AgentRefine
   convention) are user turns and never train.
 * `messages` — OpenAI / TRL / axolotl: `weight` 0|1 (or `train`) on assistant
-  messages, missing: trains.
+  messages, missing: trains. A message with `tool_calls` is refused (the chat
+  template is given content only, so the call would silently vanish).
+
+In every format an assistant turn whose content is empty or blank never
+trains (it stays in context, masked): training it would teach the model to
+answer with the end-of-turn marker alone.
 * `instruction` + `output` (AFM single string, alpaca-style) or `prompt` +
   `completion` (the store's columns): one user turn and one assistant turn whose
   `observation_spans` (character offsets into the output) stay out of the loss;
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from factory.coa.afm.blocks import parse_blocks
+from factory.coa.afm.render import render_single
 from factory.errors import FactoryError
 
 Span = tuple[int, int]
@@ -84,7 +90,7 @@ def _sharegpt(turns: Any, where: str) -> list[Message]:
             raise RenderError(f"{field}.from {speaker!r} is not one of {', '.join(SHAREGPT_ROLES)}")
         role = SHAREGPT_ROLES[speaker]
         content = _text(turn.get("value", turn.get("content")), f"{field}.value")
-        out.append(Message(role, content, role == "assistant" and _flag(turn.get("loss"), f"{field}.loss")))
+        out.append(Message(role, content, _trains(role, content, turn.get("loss"), f"{field}.loss")))
     return out
 
 
@@ -97,9 +103,14 @@ def _openai(messages: Any, where: str) -> list[Message]:
         role = message.get("role") if isinstance(message, dict) else None
         if role not in MESSAGE_ROLES:
             raise RenderError(f"{field}.role {role!r} is not one of {', '.join(MESSAGE_ROLES)}")
+        if message.get("tool_calls"):
+            raise RenderError(
+                f"{field}.tool_calls: tool calls cannot be rendered (the chat template gets content only, so the "
+                "call would vanish from the text); write the call into content, or export as sharegpt function_call"
+            )
         content = _content(message.get("content"), f"{field}.content")
         weight = message.get("weight", message.get("train"))
-        out.append(Message(role, content, role == "assistant" and _flag(weight, f"{field}.weight")))
+        out.append(Message(role, content, _trains(role, content, weight, f"{field}.weight")))
     return out
 
 
@@ -107,14 +118,38 @@ def _single(row: dict[str, Any], prompt: str, output: Any, field: str, where: st
     output = _text(output, f"{where}: {field}")
     spans = row.get("observation_spans")
     if spans is None:
-        found = tuple((b.start, b.end) for b in parse_blocks(output) if b.tag == "observation")
+        found = observation_spans(output)
     else:
         found = _spans(spans, len(output), f"{where}: observation_spans")
-    messages = [Message("user", prompt), Message("assistant", output, True, found)]
+    messages = [Message("user", prompt), Message("assistant", output, _trains("assistant", output, None, ""), found)]
     system = row.get("system")
     if isinstance(system, str) and system:
         messages.insert(0, Message("system", system))
     return messages
+
+
+def observation_spans(output: str) -> tuple[Span, ...]:
+    """The spans the coa renderer would have stored for `output`: each observation with the separators beside it.
+
+    A completion in the canonical layout (blocks joined by the separator) is
+    re-rendered by factory.coa.afm.render_single itself, so the spans are its
+    spans. Any other text gets the same rule by position: an observation
+    block widened over the whitespace between it and its neighbouring blocks.
+    """
+    blocks = parse_blocks(output)
+    rendered = render_single("", blocks)
+    if rendered.completion == output:
+        return rendered.observation_spans
+    spans: list[Span] = []
+    for block in blocks:
+        if block.tag != "observation":
+            continue
+        start = len(output[: block.start].rstrip())
+        end = len(output) - len(output[block.end :].lstrip())
+        if spans and start <= spans[-1][1]:
+            start = spans.pop()[0]
+        spans.append((start, end))
+    return tuple(spans)
 
 
 def _spans(spans: Any, limit: int, field: str) -> tuple[Span, ...]:
@@ -134,6 +169,13 @@ def _spans(spans: Any, limit: int, field: str) -> tuple[Span, ...]:
     return tuple(sorted(out))
 
 
+def _trains(role: str, content: str, flag: Any, field: str) -> bool:
+    """An assistant turn trains when its flag allows and it says something: an empty (or blank)
+    assistant turn stays in context, masked, since training it would teach the model to answer
+    with nothing but the end-of-turn marker."""
+    return role == "assistant" and _flag(flag, field) and bool(content.strip())
+
+
 def _flag(value: Any, field: str) -> bool:
     """loss / weight / train: missing means the assistant turn trains."""
     if value is None:
@@ -144,7 +186,7 @@ def _flag(value: Any, field: str) -> bool:
 
 
 def _content(value: Any, field: str) -> str:
-    """OpenAI content: a string, null (a tool-call turn), or a list of text parts."""
+    """OpenAI content: a string, null (empty; a turn with tool_calls is refused before), or a list of text parts."""
     if value is None:
         return ""
     if isinstance(value, list):

@@ -28,7 +28,8 @@ from train.checkpoint import check_resumable, last_checkpoint, register_hooks, s
 from train.config import SFTConfig, config_hash, load_config
 from train.data import Example, TrainingData, load_training_data
 from train.modeling import build_model, load_tokenizer, resolve_attention, resolve_bf16
-from train.packing import IGNORE, Batch, collate, pack
+from train.packing import Batch, collate, pack
+from train.render import IGNORE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,6 +84,7 @@ class Loop:
     def __init__(self, config: SFTConfig, data: TrainingData, accelerator, pad_id: int, attn: str):
         self.config, self.data, self.accelerator, self.pad_id, self.attn = config, data, accelerator, pad_id, attn
         self.hashes = {"config_hash": config_hash(config), "data_hash": data.data_hash}
+        self.resumed_from: tuple[int, Path] | None = None  # (step, folder) of the checkpoint loaded, if any
         capacity = config.data.max_seq_length
         self.train_seqs = sequences(data.train, capacity, config.data.packing)
         self.eval_seqs = sequences(data.validation, capacity, config.data.packing)
@@ -120,6 +122,7 @@ class Loop:
         meta = check_resumable(checkpoint, **self.hashes, force=self.config.force_resume)
         self.accelerator.load_state(str(checkpoint / "state"))
         self.accelerator.print(f"resumed from {checkpoint} at step {meta['step']}")
+        self.resumed_from = (int(meta["step"]), checkpoint)
         return int(meta["step"])
 
     def optimizer_step(self, model, optimizer, scheduler, step: int) -> tuple[float, int]:
@@ -193,6 +196,10 @@ class Loop:
         return round(float(total / count), 5) if count else None
 
     def save(self, model, tokenizer, step: int) -> Path:
+        if self.resumed_from is not None and self.resumed_from[0] == step:
+            # Nothing trained since the load (a finished run run again): the checkpoint already holds this
+            # state, and re-saving it in place would only open a window where a kill spoils a good checkpoint.
+            return self.resumed_from[1]
         meta = {**self.hashes, "config": self.config.model_dump(mode="json")}
         return save_checkpoint(self.accelerator, model, tokenizer, self.config.output_dir, step, meta)
 

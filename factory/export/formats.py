@@ -67,10 +67,15 @@ def messages_sql(selection: str) -> str:
 
 
 def afm_sql(selection: str) -> str:
-    """AFM single-string rows (coa/import only): instruction, empty input, output, observation spans."""
+    """AFM single-string rows (coa/import only): instruction, empty input, output, observation spans.
+
+    Stored spans that are NULL stay NULL (not []): an empty list says "no
+    observations, train every character", while NULL lets the renderer find
+    the <observation> blocks itself, which is the only safe reading of unknown spans.
+    """
     return f"""
         SELECT trajectory_id AS id, prompt AS instruction, '' AS input, completion AS output,
-               coalesce(from_json(observation_spans, '[["BIGINT"]]'), []::BIGINT[][]) AS observation_spans,
+               from_json(observation_spans, '[["BIGINT"]]') AS observation_spans,
                {METADATA}
         FROM ({selection}) WHERE prompt IS NOT NULL AND completion IS NOT NULL"""
 

@@ -59,7 +59,7 @@ def cmd_passrate(args: argparse.Namespace) -> int:
             settings.max_tokens, checker=settings.checker, run_id=run.run_id,
             retry_failures=settings.retry_failures, progress=not args.quiet,
         )  # fmt: skip
-        summary = summarize(run.store, outcome["model"], settings.threshold, [task.id for task in tasks])
+        summary = summarize(run.store, outcome["model"], settings.threshold, [task.id for task in tasks], settings.n)
     print(format_passrate(outcome, summary))
     print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (table rollouts)")
     print(format_call_summary(summarize_calls(config.run_dir, STAGE)))
