@@ -25,13 +25,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
-from results_file import per, save
+from results_file import per, report, timed_run
 
 from factory.coa import run_coa
 from factory.coa.afm import validate_afm
@@ -122,19 +119,17 @@ def measure(store: Store, funnel: dict[str, int], failures: dict[str, int], seco
 
 def main() -> None:
     args = parse_args()
-    run_dir = args.run_dir or tempfile.mkdtemp(prefix="coa_yield_")
-    config = build_config(args, run_dir)
-    started = time.perf_counter()
-    outcome = run_coa(config, progress=True)
-    seconds = time.perf_counter() - started
-    with Store.open(run_dir, read_only=True) as store:
-        figures = measure(store, outcome.funnel, outcome.failures, seconds)
-    if not args.run_dir:
-        shutil.rmtree(run_dir, ignore_errors=True)
+
+    def run(run_dir: str):
+        return run_coa(build_config(args, run_dir), progress=True)
+
+    def measured(store: Store, outcome, seconds: float) -> dict:
+        return measure(store, outcome.funnel, outcome.failures, seconds)
+
+    figures = timed_run(args.run_dir, "coa_yield_", run, measured)
     key = (f"{args.model} tasks={Path(args.tasks).name} variant={args.variant} steps={args.max_steps} "
            f"replans={args.max_replans} reply_chars={args.reply_chars} count={args.count} seed={args.seed}")  # fmt: skip
-    print(json.dumps({key: figures}, indent=2))
-    save(args.output, key, figures)
+    report(args.output, key, figures)
 
 
 if __name__ == "__main__":

@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import tempfile
-import time
 from pathlib import Path
 
-from results_file import per, save
+from results_file import per, report, timed_run
 
 from factory.refine.batch import run_refine
 from factory.settings import FactoryConfig
@@ -99,19 +96,17 @@ def measure(store: Store, funnel: dict[str, int], losses: dict[str, int], second
 
 def main() -> None:
     args = parse_args()
-    run_dir = args.run_dir or tempfile.mkdtemp(prefix="refine_yield_")
-    config = build_config(args, run_dir)
-    started = time.perf_counter()
-    outcome = run_refine(config, progress=True)
-    seconds = time.perf_counter() - started
-    with Store.open(run_dir, read_only=True) as store:
-        figures = measure(store, outcome.funnel, outcome.rule_losses, seconds)
-    if not args.run_dir:
-        shutil.rmtree(run_dir, ignore_errors=True)
+
+    def run(run_dir: str):
+        return run_refine(build_config(args, run_dir), progress=True)
+
+    def measured(store: Store, outcome, seconds: float) -> dict:
+        return measure(store, outcome.funnel, outcome.rule_losses, seconds)
+
+    figures = timed_run(args.run_dir, "refine_yield_", run, measured)
     key = (f"{args.model} dm={args.dm} code={args.with_code} injection={not args.no_injection} "
            f"budget={args.budget} count={args.count} seed={args.seed}")  # fmt: skip
-    print(json.dumps({key: figures}, indent=2))
-    save(args.output, key, figures)
+    report(args.output, key, figures)
 
 
 if __name__ == "__main__":
