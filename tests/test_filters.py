@@ -455,3 +455,52 @@ def test_pass_rate_samples_missing_rollouts_through_factory_passrate(server, fas
     assert v["coa:m2"][:2] == (True, "uniform group: all 4 rollouts wrong")
     again = run_filters(tmp_path, config)  # everything sampled already: no request, nothing to judge
     assert len(server.requests) == 8 and (again.filters[0].mode, again.filters[0].judged) == ("unchanged", 0)
+
+
+def test_split_point_matches_the_plain_md5_modulo(tmp_path):
+    """md5_mod splits the 128-bit md5 into 64-bit halves for speed; it must give the same number."""
+    from factory.filters.rules import md5_mod
+
+    keys = ["", "task-1", "p42", "script:p7", "ünïcödé ключ", "x" * 500, "salt" + "task-999999"]
+    with Store.open(tmp_path) as store:
+        rows = store.query(f"SELECT k, md5_number(k) % 1000000, {md5_mod('k', 1_000_000)}, md5_number(k) % 7, "
+                           f"{md5_mod('k', 7)} FROM unnest(?::VARCHAR[]) u(k)", [keys])  # fmt: skip
+    assert len(rows) == len(keys)
+    for key, plain, split, plain7, split7 in rows:
+        assert (split, split7) == (plain, plain7), key
+
+
+def test_normalised_fast_path_matches_the_full_normalisation(tmp_path):
+    """Already-normal text skips the Unicode replace; every other text must still go through it."""
+    from factory.filters.sql import normalised
+
+    full = r"trim(regexp_replace(lower(x), '[^\p{L}\p{N}]+', ' ', 'g'))"
+    texts = ["what is x", "What is X?", "what  is x", " what is x", "what is x ", "danube  RIVER!", "a\nb", "",
+             "ümlaut straße", "tab\there", "go(garden)", "x_y", "3 4 5", "--", None]  # fmt: skip
+    with Store.open(tmp_path) as store:
+        rows = store.query(f"SELECT x, {normalised('x')}, {full} FROM unnest(?::VARCHAR[]) u(x)", [texts])
+    assert len(rows) == len(texts)
+    for text, fast, slow in rows:
+        assert fast == slow, text
+
+
+def test_redundancy_keeps_a_refine_row_whose_turns_are_not_json(run_dir, tmp_path):
+    with Store(run_dir / "factory.duckdb") as store:
+        store.execute("UPDATE trajectories SET turns = '[{\"role\": \"assistant\", \"content\": ' "
+                      "WHERE trajectory_id = 'refine:p1'")
+    run_filters(run_dir, write_config(tmp_path, "filters: [{name: red, kind: redundancy}]"))
+    v = verdicts(run_dir, "red")
+    assert v["refine:p1"] == (True, None, 1.0, None)
+    assert v["refine:p2"][:2] == (False, "repeated tool input: 'go(garden)' x2")
+
+
+def test_first_run_inserts_and_a_changed_config_replaces_in_place(run_dir, tmp_path):
+    """A filter with no verdicts yet is written by a plain INSERT; a changed one replaces its verdicts."""
+    run_filters(run_dir, write_config(tmp_path, "filters: [{name: c, kind: complexity, min_tool_calls: 5}]"))
+    first = verdicts(run_dir, "c")
+    run_filters(run_dir, write_config(tmp_path, "filters: [{name: c, kind: complexity, min_tool_calls: 6}]"))
+    second = verdicts(run_dir, "c")
+    assert set(first) == set(second) and len(second) == 8
+    assert first["coa:q3"][0] is True and second["coa:q3"] == (False, "too few tool calls: 5 < 6", 1.0, None)
+    with Store.open(run_dir, read_only=True) as store:
+        assert store.query("SELECT count(*) FROM filter_verdicts WHERE filter = 'c'")[0][0] == 8

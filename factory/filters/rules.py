@@ -75,6 +75,21 @@ def upsample_rule(spec: UpsampleFilter) -> RowRule:
     return RowRule(keep="true", reason="NULL", note=f"CASE {note} END", weight=f"CASE {weight} ELSE 1.0 END")
 
 
+SPLIT_SCALE = 1_000_000
+
+
+def md5_mod(text: str, modulus: int) -> str:
+    """md5_number(text) % modulus, from the two 64-bit halves of the 128-bit md5.
+
+    The same number as the plain `%`, which on DuckDB's UHUGEINT costs ~2.5 us a row (18x the md5
+    itself): x = hi * 2^64 + lo, so x mod m = ((hi mod m) * (2^64 mod m) + lo mod m) mod m, all in UBIGINT.
+    """
+    assert 0 < modulus < 2**31  # keeps (hi mod m) * (2^64 mod m) inside 64 bits
+    md5 = f"md5_number({text})"
+    high, low = f"({md5} >> 64)::UBIGINT", f"({md5} & {2**64 - 1})::UBIGINT"
+    return f"((({high} % {modulus}) * {2**64 % modulus} + {low} % {modulus}) % {modulus})"
+
+
 def split_rule(spec: SplitFilter) -> RowRule:
     """A split from an md5 of the group key: the same key always lands in the same split.
 
@@ -83,7 +98,7 @@ def split_rule(spec: SplitFilter) -> RowRule:
     rather than DuckDB's hash(): the assignment must not change with the engine version.
     """
     key = f"coalesce({', '.join(f't.{k}' for k in spec.keys)}, t.trajectory_id)"
-    point = f"(md5_number({quote(spec.salt)} || {key}) % 1000000) / 1000000.0"  # md5 is slow: once per row
+    point = f"{md5_mod(f'{quote(spec.salt)} || {key}', SPLIT_SCALE)} / {SPLIT_SCALE}.0"
     whens, upto = [], 0.0
     names = list(spec.splits)
     for name in names[:-1]:

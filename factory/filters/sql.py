@@ -35,8 +35,13 @@ def stat(name: str, sql_type: str = "BIGINT") -> str:
 
 
 def normalised(expr: str) -> str:
-    """Lower case, runs of anything but letters and digits to one space: 'What  is X?' -> 'what is x'."""
-    return rf"trim(regexp_replace(lower({expr}), '[^\p{{L}}\p{{N}}]+', ' ', 'g'))"
+    """Lower case, runs of anything but letters and digits to one space: 'What  is X?' -> 'what is x'.
+
+    Text that is already normal (lower-case ASCII words and digits, single spaces, none at either end)
+    is passed through: one ASCII match is ~5x cheaper than the Unicode-class replace it would be a no-op for.
+    """
+    full = rf"trim(regexp_replace(lower({expr}), '[^\p{{L}}\p{{N}}]+', ' ', 'g'))"
+    return f"CASE WHEN regexp_matches({expr}, '[^a-z0-9 ]|  |^ | $') THEN {full} ELSE {expr} END"
 
 
 def scope(spec: FilterSpec) -> str:
