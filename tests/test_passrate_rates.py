@@ -1,12 +1,10 @@
 """Pass rates over a real DuckDB rollouts table: only the current --n samples count."""
 
-import argparse
-
 from loopback_server import ok
 
 from factory.passrate import pass_rates, summarize
-from factory.passrate.command import add_passrate_parser
 from factory.store import Store, utcnow
+from test_passrate import run_cli
 
 
 def add_rollouts(store: Store, task_id: str, correct: list[bool | None], model: str = "m") -> None:
@@ -29,13 +27,6 @@ def test_n_counts_only_sample_indexes_below_it(tmp_path):
     assert summary_all["rollouts"] == 16 and summary_all["kept"] == 1  # t1 at 3/8 <= 0.5
     assert summary_four["rollouts"] == 8 and summary_four["scored"] == 7 and summary_four["kept"] == 0
     assert summary_four["all_right"] == 1 and summary_four["histogram"]["(0.75, 1)"] == 0
-
-
-def run_cli(argv):
-    parser = argparse.ArgumentParser(prog="factory")
-    add_passrate_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return args.func(args)
 
 
 def test_command_summary_counts_only_the_current_n(server, tmp_path, capsys):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from ..funnels import path_funnels
 from ..prompts import render_prompt
 from ..store import Store
 from . import card_facts as facts
@@ -103,7 +104,7 @@ def sources_table(store: Store) -> str:
 
 def funnels_text(store: Store) -> str:
     lines = [f"- {path}: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items())
-             for path, funnel in facts.funnels(store).items()]  # fmt: skip
+             for path, funnel in path_funnels(store).items()]  # fmt: skip
     return "\n".join(lines) or "_none recorded_"
 
 

@@ -5,17 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..coa.store import coa_funnel
-from ..refine.store import refine_funnel
 from ..store import Store
 
 PROMPTS_PER_STAGE = 3  # fingerprints listed per stage; the rest are counted
-
-
-def funnels(store: Store) -> dict[str, dict[str, int]]:
-    """Each generation path's funnel, for the paths this run used."""
-    found = {"refine": refine_funnel(store), "coa": coa_funnel(store, "coa"), "import": coa_funnel(store, "import")}
-    return {path: funnel for path, funnel in found.items() if any(funnel.values())}
 
 
 def rows_by_source(store: Store) -> list[tuple]:

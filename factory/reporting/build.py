@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import FactoryError
+from ..funnels import path_funnels
 from ..store import STORE_FILENAME, Store
 from . import data_calls, data_paths, sections_calls, sections_data
 from .page import document
@@ -21,7 +22,7 @@ NAV = (("overview", "Overview"), ("funnel", "Funnels & filters"), ("shape", "Tur
 def collect_report(store: Store) -> dict[str, Any]:
     """Every number the report shows, as plain data (all aggregation happens in SQL)."""
     return {
-        "header": data_paths.header(store), "funnels": data_paths.funnels(store),
+        "header": data_paths.header(store), "funnels": path_funnels(store),
         "filters": data_paths.filters(store), "shape": data_paths.shape(store),
         "errors": data_paths.errors(store), "pass_rates": data_paths.pass_rates(store),
         "calls": data_calls.totals(store), "usage": data_calls.usage(store), "latency": data_calls.latency(store),

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..coa.store import coa_funnel
 from ..filters.sql import REASON_GROUP_SQL
-from ..refine.store import refine_funnel
 from ..store import Store
 from .sql import dict_rows, float_histogram, int_histogram
 
@@ -52,12 +50,6 @@ def header(store: Store) -> dict[str, Any]:
         "source trajectories verified correct turns",
     )
     return {"runs": runs, "by_source": by_source}
-
-
-def funnels(store: Store) -> dict[str, dict[str, int]]:
-    """Each path's funnel, only for the paths this run used."""
-    out = {"refine": refine_funnel(store), "coa": coa_funnel(store, "coa"), "import": coa_funnel(store, "import")}
-    return {path: funnel for path, funnel in out.items() if any(funnel.values())}
 
 
 def filters(store: Store) -> dict[str, Any]:
