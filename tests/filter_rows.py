@@ -99,7 +99,9 @@ def verdicts(run_dir: Path, name: str) -> dict[str, tuple]:
     with Store.open(run_dir, read_only=True) as store:
         rows = store.query("SELECT trajectory_id, keep, reason, weight, split FROM filter_verdicts WHERE filter = ?",
                            [name])
-    return {row[0]: row[1:] for row in rows}
+    by_id = {row[0]: row[1:] for row in rows}
+    assert len(by_id) == len(rows), f"filter {name} holds two verdicts for one trajectory"
+    return by_id
 
 
 ALL_BUILTINS = """
@@ -131,4 +133,6 @@ def add_rollouts(store: Store, task_id: str, model: str, outcomes: list[bool | N
 def verdict_times(run_dir: Path) -> dict[tuple[str, str], datetime]:
     with Store.open(run_dir, read_only=True) as store:
         rows = store.query("SELECT filter, trajectory_id, created_at FROM filter_verdicts")
-    return {(f, tid): at for f, tid, at in rows}
+    stamps = {(f, tid): at for f, tid, at in rows}
+    assert len(stamps) == len(rows), "a (filter, trajectory) pair holds two verdicts"
+    return stamps

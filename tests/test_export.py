@@ -68,8 +68,8 @@ def add_coa(store: Store, trajectory_id: str, task_id: str, source: str = "coa",
 
 def verdict(store: Store, trajectory_id: str, name: str, keep: bool, reason: str | None = None,
             weight: float = 1.0, split: str | None = None) -> None:  # fmt: skip
-    store.upsert("filter_verdicts", {"trajectory_id": trajectory_id, "filter": name, "keep": keep, "reason": reason,
-                                     "weight": weight, "split": split, "config_hash": "h-" + name})  # fmt: skip
+    store.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep, reason, weight, split, config_hash) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?)", [trajectory_id, name, keep, reason, weight, split, "h-" + name])
 
 
 def add_provenance(store: Store) -> None:

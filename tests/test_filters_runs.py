@@ -223,7 +223,7 @@ def test_pass_rate_samples_missing_rollouts_through_factory_passrate(server, fas
 
 
 def test_first_run_inserts_and_a_changed_config_replaces_in_place(run_dir, tmp_path):
-    """A filter with no verdicts yet is written by a plain INSERT; a changed one replaces its verdicts."""
+    """A changed filter replaces its verdicts: one per trajectory, never a second one beside the old."""
     run_filters(run_dir, write_config(tmp_path, "filters: [{name: c, kind: complexity, min_tool_calls: 5}]"))
     first = verdicts(run_dir, "c")
     run_filters(run_dir, write_config(tmp_path, "filters: [{name: c, kind: complexity, min_tool_calls: 6}]"))

@@ -28,6 +28,25 @@ def test_opening_an_old_run_folder_migrates_it(tmp_path):
     assert store.migrate() == []  # idempotent
 
 
+def test_verdicts_written_before_0008_survive_the_unindexed_table(tmp_path):
+    path = tmp_path / "factory.duckdb"
+    con = duckdb.connect(str(path))  # a store at 0007: filter_verdicts still has its primary key
+    con.execute("CREATE TABLE migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)")
+    upto = [n for n, _ in MIGRATIONS].index("0007_curation") + 1
+    for name, sql in MIGRATIONS[:upto]:
+        con.execute(sql)
+        con.execute("INSERT INTO migrations VALUES (?, now())", [name])
+    con.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep, reason, weight) VALUES "
+                "('t1', 'a', false, 'too short', 1.0), ('t1', 'b', true, NULL, 2.0)")
+    con.close()
+    store = Store(path)
+    assert store.query("SELECT keep, weight, dropped_by, drop_reasons FROM curation") == [
+        (False, 2.0, ["a"], ["too short"])]
+    indexes = store.query("SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'filter_verdicts' "
+                          "AND constraint_type = 'PRIMARY KEY'")
+    assert indexes == [(0,)]
+
+
 def test_failed_transaction_leaves_nothing(tmp_path):
     store = Store(tmp_path / "f.duckdb")
     with pytest.raises(RuntimeError):

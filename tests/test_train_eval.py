@@ -75,8 +75,8 @@ def run_dir(tmp_path):
     for persona, split in (("trained", "sft"), ("garden", "validation")):
         store.upsert("trajectories", {"trajectory_id": f"refine:{persona}", "source": "refine",
                                       "script_id": f"{persona}:0", "verified": True})  # fmt: skip
-        store.upsert("filter_verdicts", {"trajectory_id": f"refine:{persona}", "filter": "split", "keep": True,
-                                         "weight": 1.0, "split": split, "created_at": utcnow()})  # fmt: skip
+        store.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep, weight, split, created_at) "
+                      "VALUES (?, 'split', true, 1.0, ?, ?)", [f"refine:{persona}", split, utcnow()])
     store.close()
     return folder
 

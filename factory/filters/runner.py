@@ -30,7 +30,7 @@ from .compile import check_user_sql, compile_filter
 from .config import FilterConfig, PassRateFilter, load_filter_config
 from .passrate import sample_rollouts
 from .report import FilterReport, build_report
-from .sql import BASE_VIEW_SQL, Compiled, pending, quote
+from .sql import BASE_VIEW_SQL, ROWS, Compiled, pending, quote
 
 
 @dataclass
@@ -103,14 +103,20 @@ def apply_filter(store: Store, item: Compiled, position: int, now: datetime, row
     judged = 0
     with store.transaction() as con:
         if mode != "unchanged":
-            # Every row gets a verdict, so replacing in place leaves only the verdicts of deleted rows to
-            # remove; deleting first would cost ~10x more (DuckDB updates the primary-key index per row).
-            con.execute(orphans(spec.name))
             for statement in item.setup:
                 con.execute(statement)
-            select = item.select.replace("/*ROWS*/", "true" if mode != "incremental" else pending_rows(con, spec.name))
+            # filter_verdicts has no key (see migration 0008): the verdicts about to be written are
+            # deleted first, which keeps one verdict per (trajectory, filter).
+            if mode == "incremental":
+                select = item.select.replace(ROWS, pending_rows(con, spec.name))
+                con.execute(f"DELETE FROM filter_verdicts WHERE filter = {quote(spec.name)} AND (trajectory_id IN "
+                            "(SELECT trajectory_id FROM filter_pending) OR trajectory_id NOT IN "
+                            "(SELECT trajectory_id FROM trajectories))")  # fmt: skip
+            else:
+                select = item.select.replace(ROWS, "true")
+                con.execute("DELETE FROM filter_verdicts WHERE filter = ?", [spec.name])
             judged = con.execute(f"""
-                INSERT {'OR REPLACE' if has_verdicts(con, spec.name) else ''} INTO filter_verdicts
+                INSERT INTO filter_verdicts
                     (trajectory_id, filter, keep, reason, weight, split, config_hash, created_at)
                 SELECT trajectory_id, {quote(spec.name)}, keep, reason, weight, split, {quote(spec.config_hash())},
                        TIMESTAMP '{now.isoformat(sep=' ')}'
@@ -120,12 +126,6 @@ def apply_filter(store: Store, item: Compiled, position: int, now: datetime, row
         con.execute("INSERT OR REPLACE INTO filter_configs VALUES (?, ?, ?, ?, ?, ?)",
                     [spec.name, position, spec.kind, json.dumps(spec.model_dump(mode="json")), spec.config_hash(), now])
     return FilterRun(spec.name, spec.kind, position, mode, judged, time.perf_counter() - started)
-
-
-def has_verdicts(con, name: str) -> bool:
-    """Does the filter hold any verdict? Without any, a plain INSERT does (one per row, no conflict to
-    replace) and costs a third of INSERT OR REPLACE, whose conflict check grows with the table."""
-    return con.execute("SELECT EXISTS (SELECT 1 FROM filter_verdicts WHERE filter = ?)", [name]).fetchone()[0]
 
 
 def pending_rows(con, name: str) -> str:
@@ -170,9 +170,3 @@ def in_sync(store: Store, name: str, rows: tuple) -> bool:
     newest_row = rows[2]
     rewritten = newest_row is not None and (last_run is None or newest_row > last_run)
     return (count, id_sum) == rows[:2] and not rewritten
-
-
-def orphans(name: str) -> str:
-    """Delete verdicts whose trajectory no longer exists."""
-    return (f"DELETE FROM filter_verdicts WHERE filter = {quote(name)} AND trajectory_id NOT IN "
-            "(SELECT trajectory_id FROM trajectories)")  # fmt: skip

@@ -137,4 +137,27 @@ MIGRATIONS: list[tuple[str, str]] = [
             FROM filter_verdicts GROUP BY trajectory_id;
         """,
     ),
+    (
+        "0008_verdicts_unindexed",
+        # The (trajectory, filter) primary key cost ~0.9 s per million verdicts written (DuckDB
+        # maintains the index row by row, and INSERT OR REPLACE checks every row against it): more
+        # than most filters take to compute. The filter runner keeps the pair unique instead: it
+        # deletes the verdicts it is about to rewrite (an unindexed delete is a cheap scan) and
+        # inserts. The view is dropped and made again because it names the table.
+        """
+        CREATE TABLE filter_verdicts_unindexed (
+            trajectory_id VARCHAR, filter VARCHAR, keep BOOLEAN, reason VARCHAR, weight DOUBLE DEFAULT 1.0,
+            split VARCHAR, config_hash VARCHAR, created_at TIMESTAMP
+        );
+        INSERT INTO filter_verdicts_unindexed SELECT * FROM filter_verdicts;
+        DROP VIEW curation;
+        DROP TABLE filter_verdicts;
+        ALTER TABLE filter_verdicts_unindexed RENAME TO filter_verdicts;
+        CREATE VIEW curation AS
+            SELECT trajectory_id, bool_and(keep) AS keep, product(weight) AS weight, max(split) AS split,
+                   list(filter ORDER BY filter) FILTER (WHERE NOT keep) AS dropped_by,
+                   list(reason ORDER BY filter) FILTER (WHERE NOT keep) AS drop_reasons
+            FROM filter_verdicts GROUP BY trajectory_id;
+        """,
+    ),
 ]
