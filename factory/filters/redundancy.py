@@ -6,9 +6,17 @@ trajectory. Inputs are compared after normalisation (lower case, punctuation to
 spaces); two different inputs are near-duplicates when the jaccard similarity
 of their word sets reaches `similarity`. Pairs are only formed inside one
 trajectory, so the work grows with the number of trajectories, not its square.
+
+Most trajectories hold neither, so each row is screened first with list functions
+(no join): it goes on to the pairwise check only if two of its normal forms are
+equal, or two share their first word in sorted order (with this module's prefix
+rule, a necessary condition for jaccard >= similarity when the inputs are short),
+or one input is long enough that the first word alone is not enough.
 """
 
 from __future__ import annotations
+
+import math
 
 from .config import RedundancyFilter
 from .sql import ROWS, RowRule, normalised, scoped_base
@@ -45,22 +53,60 @@ def shown(expr: str) -> str:
     return f"'''' || left(regexp_replace({expr}, '\\s+', ' ', 'g'), 60) || ''''"
 
 
+def long_input_words(similarity: float) -> int | None:
+    """The fewest words for which the prefix rule below needs more than an input's first word (None: never).
+
+    With n distinct words the prefix is n - ceil(s * n) + 1 words long; it is one word for every n
+    below the number returned, so for such inputs one word (the smallest) is the whole prefix.
+    """
+    for n in range(1, 10_000):
+        if n - math.ceil(similarity * n - 1e-9) + 1 > 1:
+            return n
+    return None
+
+
+def screen_sql(similarity: float) -> str:
+    """Might a row hold a repeat or a near-duplicate? A necessary condition, over the columns of
+    `screened` below: list functions one lambda deep (nested lambdas cost DuckDB several times more)."""
+    checks = ["len(distinct_norms) < n_norms", "len(list_distinct(firsts)) < len(firsts)"]
+    long_at = long_input_words(similarity)
+    if long_at is not None:  # word counts with repeats: at least the distinct counts, so never too low
+        checks.append(f"most_words >= {long_at}")
+    return " OR ".join(checks)
+
+
 def redundancy_rule(spec: RedundancyFilter) -> RowRule:
-    # Near-duplicates by prefix filtering: with each input's word hashes sorted, two sets of jaccard >= s
+    # Near-duplicates by prefix filtering: with each input's words sorted, two sets of jaccard >= s
     # share a word among the first len - ceil(s * len) + 1 of either, so only inputs sharing such a word
-    # are compared. (The 1e-9 keeps float error from shortening the prefix.)
+    # are compared. Words sort as text (any fixed order works), so the screen's list_min is the same
+    # first word. (The 1e-9 keeps float error from shortening the prefix.)
     prefix = f"words[1 : len(words) - ceil({spec.similarity} * len(words) - 1e-9)::INT + 1]"
     ctes = f"""
+    row_inputs AS (
+        SELECT trajectory_id, inputs, list_distinct(norms) AS distinct_norms, len(norms) AS n_norms
+        FROM (SELECT trajectory_id, inputs, list_filter([{normalised('x')} FOR x IN inputs], lambda n: n <> '') AS norms
+              FROM ({tool_inputs_sql(scoped_base(spec))}))
+    ),
+    -- Each list computed once, in its own column: DuckDB does not share one expression between the
+    -- branches of an OR.
+    screened AS (
+        SELECT trajectory_id, inputs, distinct_norms, n_norms,
+               [list_min(string_split(n, ' ')) FOR n IN distinct_norms] AS firsts,
+               list_max([len(n) - len(replace(n, ' ', '')) + 1 FOR n IN distinct_norms]) AS most_words
+        FROM row_inputs
+    ),
+    suspects AS MATERIALIZED (
+        SELECT trajectory_id, inputs FROM screened WHERE {screen_sql(spec.similarity)}
+    ),
     tool_inputs AS (
-        SELECT trajectory_id, unnest(inputs) AS input, generate_subscripts(inputs, 1) AS i
-        FROM ({tool_inputs_sql(scoped_base(spec))})
+        SELECT trajectory_id, unnest(inputs) AS input, generate_subscripts(inputs, 1) AS i FROM suspects
     ),
     -- One row per distinct normalised input; materialised so the normalising regular expression (the
     -- costly part) runs once per input.
     distinct_inputs AS MATERIALIZED (
-        SELECT * EXCLUDE (hashes), {distinct_sorted("hashes")} AS words
+        SELECT * EXCLUDE (sorted), {distinct_sorted("sorted")} AS words
         FROM (SELECT trajectory_id, norm, min(i) AS i, min(input) AS input, count(*) AS n,
-                     list_sort([hash(w) FOR w IN string_split(norm, ' ')]) AS hashes
+                     list_sort(string_split(norm, ' ')) AS sorted
               FROM (SELECT trajectory_id, i, input, {normalised('input')} AS norm FROM tool_inputs)
               GROUP BY trajectory_id, norm)
     ),
