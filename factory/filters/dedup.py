@@ -30,10 +30,11 @@ from .sql import Compiled, normalised, scoped_base
 
 PRIME = 4294967311  # > 2**32: shingle hashes are taken mod this, so a*h stays inside 64 bits for a < 2**31
 
-# The task is taken out of the script before the join, so the whole script JSON never travels through it.
+# The task is taken out of the script before the join, so the whole script JSON never travels through it;
+# try() makes an invalid script a NULL task (parsed once, where json_valid first would parse it twice).
 TASK_JOINS = """LEFT JOIN (SELECT trace_id, question FROM coa_traces) c ON c.trace_id = t.trace_id
-              LEFT JOIN (SELECT script_id, json_extract_string(script, '$.task') AS task FROM scripts
-                         WHERE json_valid(script)) s ON s.script_id = t.script_id"""
+              LEFT JOIN (SELECT script_id, try(json_extract_string(script, '$.task')) AS task FROM scripts
+                        ) s ON s.script_id = t.script_id"""
 
 # Task texts: the question or the script's task; the first turn (else the prompt) only for rows with
 # neither, read through a join so that DuckDB fetches those big columns for those rows alone.
@@ -75,8 +76,9 @@ def dedup_compiled(spec: DedupFilter) -> Compiled:
     setup = [
         f"""CREATE OR REPLACE TEMP TABLE dedup_docs AS
         WITH {TEXTS_SQL.format(base=scoped_base(spec), joins=TASK_JOINS, norm=normalised("coalesce(k.text, f.text)"))}
-        SELECT id, created, norm, first_value(id) OVER (PARTITION BY norm ORDER BY created NULLS LAST, id) AS first_id
-        FROM texts WHERE norm <> ''""",
+        SELECT id, created, norm, first_id FROM texts JOIN (
+            SELECT norm, arg_min(id, (created IS NULL, created, id)) AS first_id FROM texts WHERE norm <> '' GROUP BY norm
+        ) USING (norm)""",  # a GROUP BY and a join: a third of what a window over the partitions costs
     ]
     if spec.near:
         setup += near_setup(spec)

@@ -26,7 +26,6 @@ TOOL_TAGS = ("web_search", "crawl_page", "code")
 # Splitting on the tags is twice as fast as one lazy regular expression over the whole completion; the
 # order of the inputs does not matter here. Refine turns are parsed with one typed from_json (4x faster
 # than walking the JSON path by path); the action is the rest of the assistant turn after "Action: ".
-# Two branches rather than one CASE: each reads only its own big column for its own rows.
 AFM_INPUTS = f"""flatten(
     [[split_part(part, '</' || tag || '>', 1) FOR part IN string_split(t.completion, '<' || tag || '>')[2:]]
      FOR tag IN {list(TOOL_TAGS)!r}])"""
@@ -37,10 +36,19 @@ ACTIONS = """try([trim(split_part(x.content, 'Action:', 2))
 
 
 def tool_inputs_sql(base: str) -> str:
-    """(trajectory_id, inputs) for the pending rows of `base` in scope."""
+    """(trajectory_id, inputs) for the pending rows of `base` in scope.
+
+    Rows are routed by path: coa and import rows hold their tool calls in the AFM completion, refine
+    rows in their turns; a row of any other source by whether it has a completion. Routing on `source`
+    rather than on `completion IS NULL` lets DuckDB skip the other path's big column: testing a text
+    column for NULL inside the scan decompresses it (1M rows: ~0.9 s of 4).
+    """
     rows = f"FROM {base} t WHERE {ROWS} AND t.in_scope"
-    return (f"SELECT t.trajectory_id, {AFM_INPUTS} AS inputs {rows} AND t.completion IS NOT NULL "
-            f"UNION ALL SELECT t.trajectory_id, {ACTIONS} AS inputs {rows} AND t.completion IS NULL")  # fmt: skip
+    either = f"CASE WHEN t.completion IS NOT NULL THEN {AFM_INPUTS} ELSE {ACTIONS} END"
+    return (f"SELECT t.trajectory_id, {AFM_INPUTS} AS inputs {rows} AND t.source IN ('coa', 'import') "
+            f"UNION ALL SELECT t.trajectory_id, {ACTIONS} AS inputs {rows} AND t.source = 'refine' "
+            f"UNION ALL SELECT t.trajectory_id, {either} AS inputs {rows} "
+            "AND (t.source NOT IN ('coa', 'import', 'refine') OR t.source IS NULL)")  # fmt: skip
 
 
 def distinct_sorted(column: str) -> str:

@@ -1,12 +1,14 @@
 """SQL pieces every filter shares: the base view, JSON stats access, text normalisation, scope.
 
 Every filter reads `filter_base t`: the trajectories table plus `stats_json`, the
-stats column as JSON (NULL when it is not valid JSON, so a bad row is judged on
+stats column as JSON, and `stats_fields`, the fields the built-ins read as a typed
+struct (both NULL when the stats are not valid JSON, so a bad row is judged on
 what it has instead of failing the whole statement).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from .config import FilterSpec
@@ -15,9 +17,19 @@ from .config import FilterSpec
 # recompute, or "not judged yet / rewritten since" for an incremental run.
 ROWS = "/*ROWS*/"
 
-BASE_VIEW_SQL = """
+# The stats fields the built-ins read, with their types. Parsed into one struct per row (`stats_fields`):
+# one parse of the JSON per filter, where a json_extract per field and per mention parsed it once each.
+STATS_FIELDS = {
+    "tool_calls": "BIGINT", "assistant_turns": "BIGINT", "turns": "BIGINT", "reflections": "BIGINT",
+    "replans": "BIGINT", "corrections": "BIGINT", "low_double_check_corrected": "BOOLEAN",
+}  # fmt: skip
+
+# try(): stats that are not valid JSON give NULL fields. A field of another type (a string where a number
+# belongs) is NULL too: from_json is not strict.
+BASE_VIEW_SQL = f"""
 CREATE OR REPLACE TEMP VIEW filter_base AS
-SELECT t.*, CASE WHEN json_valid(t.stats) THEN CAST(t.stats AS JSON) END AS stats_json
+SELECT t.*, CASE WHEN json_valid(t.stats) THEN CAST(t.stats AS JSON) END AS stats_json,
+       try(from_json(t.stats, '{json.dumps(STATS_FIELDS)}')) AS stats_fields
 FROM trajectories t
 """
 
@@ -31,7 +43,8 @@ def quote(text: str) -> str:
 
 def stat(name: str, sql_type: str = "BIGINT") -> str:
     """One field of the trajectory's stats JSON, NULL when absent or of another type."""
-    return f"TRY_CAST(json_extract_string(t.stats_json, '$.{name}') AS {sql_type})"
+    assert STATS_FIELDS.get(name) == sql_type, f"add {name} ({sql_type}) to STATS_FIELDS"
+    return f"t.stats_fields.{name}"
 
 
 def normalised(expr: str) -> str:
