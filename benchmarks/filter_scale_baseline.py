@@ -197,7 +197,9 @@ def write_verdicts(store, verdicts: dict[str, list]) -> None:
         for tid, keep, weight, split in rows:
             ids.append(tid), names.append(name), keeps.append(keep), weights.append(weight), splits.append(split)
     table = pa.table({"trajectory_id": ids, "filter": names, "keep": keeps, "weight": weights, "split": splits})
-    # Into the same table as the SQL filters (under other filter names): the same output, the same index cost.
+    # Into the same table as the SQL filters (under other filter names), replacing the same way: the same
+    # output, the same write cost.
     with store.arrow_view("baseline_batch", table), store.transaction() as con:
-        con.execute("INSERT OR REPLACE INTO filter_verdicts (trajectory_id, filter, keep, weight, split, created_at) "
+        con.execute("DELETE FROM filter_verdicts WHERE filter LIKE 'python:%'")
+        con.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep, weight, split, created_at) "
                     "SELECT trajectory_id, 'python:' || filter, keep, weight, split, now() FROM baseline_batch")

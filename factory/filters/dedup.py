@@ -51,7 +51,7 @@ TEXTS_SQL = """
     texts AS MATERIALIZED (
         SELECT k.id, k.created, {norm} AS norm FROM known k LEFT JOIN fallback f USING (id))"""
 
-TEMP_TABLES = ("dedup_docs", "dedup_shingles", "dedup_bands", "dedup_near")
+TEMP_TABLES = ("dedup_docs", "dedup_bands", "dedup_near")
 
 
 def shingle_sql(words: int) -> str:
@@ -99,15 +99,14 @@ def dedup_compiled(spec: DedupFilter) -> Compiled:
 
 
 def near_setup(spec: DedupFilter) -> list[str]:
+    shingles = f"(SELECT id, created, {shingle_sql(spec.shingle_words)} AS hs FROM (SELECT id, created, norm, string_split(norm, ' ') AS w FROM dedup_docs WHERE {{rows}}))"
     return [
-        # Only the first row of each exact group takes part: its copies are already dropped.
-        f"""CREATE OR REPLACE TEMP TABLE dedup_shingles AS
-        SELECT id, created, {shingle_sql(spec.shingle_words)} AS hs
-        FROM (SELECT id, created, norm, string_split(norm, ' ') AS w FROM dedup_docs WHERE id = first_id)""",
+        # Only the first row of each exact group takes part: its copies are already dropped. The shingles
+        # are not kept: only candidate pairs need them again, and those are few.
         f"""CREATE OR REPLACE TEMP TABLE dedup_bands AS
         SELECT id, created, band, key
         FROM (SELECT id, created, unnest(keys) AS key, generate_subscripts(keys, 1) AS band
-              FROM (SELECT id, created, {band_keys_sql(spec)} AS keys FROM dedup_shingles))""",
+              FROM (SELECT id, created, {band_keys_sql(spec)} AS keys FROM {shingles.format(rows="id = first_id")}))""",
         f"""CREATE OR REPLACE TEMP TABLE dedup_near AS
         WITH shared AS (  -- buckets holding more than one row: the only place candidates come from
             SELECT band, key FROM dedup_bands GROUP BY band, key HAVING count(*) > 1
@@ -115,17 +114,19 @@ def near_setup(spec: DedupFilter) -> list[str]:
             SELECT b.band, b.key, b.id,
                    row_number() OVER (PARTITION BY b.band, b.key ORDER BY b.created NULLS LAST, b.id) AS rank
             FROM dedup_bands b SEMI JOIN shared USING (band, key)
-        ), candidates AS (
+        ), candidates AS MATERIALIZED (
             SELECT DISTINCT a.id AS first_id, b.id
             FROM members a JOIN members b ON a.band = b.band AND a.key = b.key AND a.rank < b.rank
             WHERE b.rank - a.rank <= {spec.max_bucket}
+        ), shingled AS MATERIALIZED (
+            SELECT id, created, list_distinct(hs) AS hs FROM {shingles.format(
+                rows="id IN (SELECT first_id FROM candidates UNION SELECT id FROM candidates)")}
         ), scored AS (
             SELECT c.id, c.first_id, first.created AS first_created,
-                   len(list_intersect(list_distinct(first.hs), list_distinct(other.hs))) AS common,
-                   len(list_distinct(first.hs)) + len(list_distinct(other.hs)) AS total
+                   len(list_intersect(first.hs, other.hs)) AS common, len(first.hs) + len(other.hs) AS total
             FROM candidates c
-            JOIN dedup_shingles first ON first.id = c.first_id
-            JOIN dedup_shingles other ON other.id = c.id
+            JOIN shingled first ON first.id = c.first_id
+            JOIN shingled other ON other.id = c.id
         )
         SELECT id, arg_min(first_id, (first_created, first_id)) AS first_id,
                arg_min(common / (total - common), (first_created, first_id)) AS similarity

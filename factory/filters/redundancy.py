@@ -75,7 +75,9 @@ def long_input_words(similarity: float) -> int | None:
 
 def screen_sql(similarity: float) -> str:
     """Might a row hold a repeat or a near-duplicate? A necessary condition, over the columns of
-    `screened` below: list functions one lambda deep (nested lambdas cost DuckDB several times more)."""
+    `screened` below: list functions one lambda deep (nested lambdas cost DuckDB several times more).
+    Empty normal forms stay in the lists (a pass less): two of them only make a row a suspect, and the
+    pairwise check leaves them out."""
     checks = ["len(distinct_norms) < n_norms", "len(list_distinct(firsts)) < len(firsts)"]
     long_at = long_input_words(similarity)
     if long_at is not None:  # word counts with repeats: at least the distinct counts, so never too low
@@ -92,7 +94,7 @@ def redundancy_rule(spec: RedundancyFilter) -> RowRule:
     ctes = f"""
     row_inputs AS (
         SELECT trajectory_id, inputs, list_distinct(norms) AS distinct_norms, len(norms) AS n_norms
-        FROM (SELECT trajectory_id, inputs, list_filter([{normalised('x')} FOR x IN inputs], lambda n: n <> '') AS norms
+        FROM (SELECT trajectory_id, inputs, [{normalised('x')} FOR x IN inputs] AS norms
               FROM ({tool_inputs_sql(scoped_base(spec))}))
     ),
     -- Each list computed once, in its own column: DuckDB does not share one expression between the
