@@ -93,32 +93,31 @@ def redundancy_rule(spec: RedundancyFilter) -> RowRule:
     prefix = f"words[1 : len(words) - ceil({spec.similarity} * len(words) - 1e-9)::INT + 1]"
     ctes = f"""
     row_inputs AS (
-        SELECT trajectory_id, inputs, list_distinct(norms) AS distinct_norms, len(norms) AS n_norms
+        SELECT trajectory_id, inputs, norms, list_distinct(norms) AS distinct_norms, len(norms) AS n_norms
         FROM (SELECT trajectory_id, inputs, [{normalised('x')} FOR x IN inputs] AS norms
               FROM ({tool_inputs_sql(scoped_base(spec))}))
     ),
     -- Each list computed once, in its own column: DuckDB does not share one expression between the
     -- branches of an OR.
     screened AS (
-        SELECT trajectory_id, inputs, distinct_norms, n_norms,
+        SELECT trajectory_id, inputs, norms, distinct_norms, n_norms,
                [list_min(string_split(n, ' ')) FOR n IN distinct_norms] AS firsts,
                list_max([len(n) - len(replace(n, ' ', '')) + 1 FOR n IN distinct_norms]) AS most_words
         FROM row_inputs
     ),
     suspects AS MATERIALIZED (
-        SELECT trajectory_id, inputs FROM screened WHERE {screen_sql(spec.similarity)}
+        SELECT trajectory_id, inputs, norms FROM screened WHERE {screen_sql(spec.similarity)}
     ),
     tool_inputs AS (
-        SELECT trajectory_id, unnest(inputs) AS input, generate_subscripts(inputs, 1) AS i FROM suspects
+        SELECT trajectory_id, unnest(inputs) AS input, unnest(norms) AS norm, generate_subscripts(inputs, 1) AS i
+        FROM suspects
     ),
-    -- One row per distinct normalised input; materialised so the normalising regular expression (the
-    -- costly part) runs once per input.
+    -- One row per distinct normalised input (the normal forms come from the screen, computed once).
     distinct_inputs AS MATERIALIZED (
         SELECT * EXCLUDE (sorted), {distinct_sorted("sorted")} AS words
         FROM (SELECT trajectory_id, norm, min(i) AS i, min(input) AS input, count(*) AS n,
                      list_sort(string_split(norm, ' ')) AS sorted
-              FROM (SELECT trajectory_id, i, input, {normalised('input')} AS norm FROM tool_inputs)
-              GROUP BY trajectory_id, norm)
+              FROM tool_inputs GROUP BY trajectory_id, norm)
     ),
     repeats AS (
         SELECT trajectory_id, arg_max(input, n) AS input, max(n) AS n
