@@ -3,9 +3,10 @@
 import asyncio
 import subprocess
 import sys
+from typing import Annotated
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from factory.llm import LLMClient, LLMConfig
 from factory.llm.local import local_server
@@ -17,7 +18,8 @@ pytestmark = pytest.mark.local_model
 class City(BaseModel):
     city: str = Field(min_length=2, max_length=40)
     country: str = Field(min_length=2, max_length=40)
-    landmarks: list[str] = Field(min_length=1, max_length=3)
+    # item strings bounded too: SmolLM2 can otherwise run on inside one until max_tokens
+    landmarks: list[Annotated[str, StringConstraints(min_length=2, max_length=40)]] = Field(min_length=1, max_length=3)
 
 
 def test_structured_calls_on_the_embedded_model(tmp_path):

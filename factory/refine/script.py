@@ -10,22 +10,25 @@ useful, since they need no code at all.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 Name = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z][A-Za-z0-9_ -]*$")
+# Every string the LLM writes has a bound: under constrained decoding a small model
+# can run on inside an unbounded string until max_tokens cuts the reply off.
+Entry = Annotated[str, StringConstraints(max_length=60)]
 
 
 class Location(BaseModel):
     name: str = Name
     description: str = Field("", max_length=300)
-    items: list[str] = Field(default_factory=list, max_length=8)
+    items: list[Entry] = Field(default_factory=list, max_length=8)
 
 
 class PlayerState(BaseModel):
     location: str = Name
-    inventory: list[str] = Field(default_factory=list, max_length=8)
+    inventory: list[Entry] = Field(default_factory=list, max_length=8)
 
 
 class Environment(BaseModel):
@@ -36,7 +39,7 @@ class Environment(BaseModel):
 class Parameter(BaseModel):
     name: str = Name
     type: Literal["string", "integer", "number", "boolean"] = "string"
-    valid_values: list[str] = Field(min_length=1, max_length=12, description="every value that is accepted")
+    valid_values: list[Entry] = Field(min_length=1, max_length=12, description="every value that is accepted")
     description: str = Field("", max_length=200)
 
 

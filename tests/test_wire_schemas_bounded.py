@@ -1,0 +1,58 @@
+"""Every schema sent to an LLM bounds each string it asks for.
+
+Under constrained decoding a small model can keep writing inside an unbounded
+string until max_tokens cuts the reply off, so every request fails the same way.
+"""
+
+import pytest
+from test_refine_world import GARDEN
+
+from factory.checks.judge import JudgeVerdict
+from factory.coa.roles import Answerer, CodeAgent, Planner, Reflector, SearchAgent, Verifier, bounded_reply
+from factory.coa.config import ReplyLimits
+from factory.llm.structured import output_spec
+from factory.personas.expand import RelatedPersonas
+from factory.refine.schemas import trajectory_schema
+from factory.refine.script import DeclarativeScriptDraft, Script, ScriptDraft
+from factory.smoke import ToolIdea
+
+
+def unbounded_strings(node, path=""):
+    if isinstance(node, list):
+        return [p for i, item in enumerate(node) for p in unbounded_strings(item, f"{path}[{i}]")]
+    if not isinstance(node, dict):
+        return []
+    free = node.get("type") == "string" and not any(k in node for k in ("maxLength", "enum", "const"))
+    free = free and not _bounded_pattern(node.get("pattern"))
+    return ([path] if free else []) + [p for k, v in node.items() for p in unbounded_strings(v, f"{path}/{k}")]
+
+
+def _bounded_pattern(pattern):
+    """An anchored pattern with no open repeat (`*`, `+`) matches strings of bounded length."""
+    return bool(pattern) and pattern.startswith("^") and pattern.endswith("$") and not set("*+") & set(pattern)
+
+
+COA_REPLIES = [
+    bounded_reply(role.reply_type, ReplyLimits(), tools)
+    for role, tools in [(Planner, ()), (SearchAgent, ("search",)), (CodeAgent, ("code",)),
+                        (Reflector, ()), (Answerer, ()), (Verifier, ())]
+]  # fmt: skip
+MODELS = [ScriptDraft, DeclarativeScriptDraft, JudgeVerdict, RelatedPersonas, ToolIdea, *COA_REPLIES]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_response_models_bound_every_string(model):
+    assert unbounded_strings(output_spec(model).schema) == []
+
+
+def test_trajectory_schema_bounds_every_string():
+    assert unbounded_strings(trajectory_schema(Script.model_validate(GARDEN))) == []
+
+
+def test_the_check_sees_an_unbounded_list_item_or_pattern():
+    schema = {"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "string"}},
+        "name": {"type": "string", "pattern": "^[a-z]+$"},
+        "code": {"type": "string", "pattern": "^[a-z]{1,8}$"},
+    }}  # fmt: skip
+    assert unbounded_strings(schema) == ["/properties/xs/items", "/properties/name"]
