@@ -232,3 +232,27 @@ def test_first_run_inserts_and_a_changed_config_replaces_in_place(run_dir, tmp_p
     assert first["coa:q3"][0] is True and second["coa:q3"] == (False, "too few tool calls: 5 < 6", 1.0, None)
     with Store.open(run_dir, read_only=True) as store:
         assert store.query("SELECT count(*) FROM filter_verdicts WHERE filter = 'c'")[0][0] == 8
+
+
+def test_report_counts_a_filter_that_lost_rows_or_holds_orphans(run_dir, tmp_path):
+    """The report counts kept rows per source by subtraction only for a filter with one verdict per
+    trajectory; any other filter (a verdict missing, an orphan) is counted verdict by verdict."""
+    from factory.filters.report import build_report
+    from factory.filters.runner import FilterRun
+
+    run_filters(run_dir, write_config(tmp_path, ALL_BUILTINS))
+    with Store.open(run_dir) as store:
+        store.execute("DELETE FROM filter_verdicts WHERE filter = 'complex' AND trajectory_id = 'refine:p2'")
+        store.execute("INSERT INTO filter_verdicts SELECT 'gone:1', filter, false, 'too few tool calls: 0 < 5', "
+                      "weight, split, config_hash, created_at FROM filter_verdicts WHERE filter = 'reflective' LIMIT 1")
+        runs = [FilterRun(n, k, p, "unchanged", 0, 0.0) for n, k, p in
+                store.query("SELECT filter, kind, position FROM filter_configs ORDER BY position")]
+        report = build_report(store, runs, {}, {})
+        expected = store.query("""
+            SELECT v.filter, coalesce(t.source, '?'), v.keep, count(*) FROM filter_verdicts v
+            LEFT JOIN trajectories t USING (trajectory_id) GROUP BY ALL""")
+    counted = {(o.name, s, keep): n for o in report.filters
+               for keep, side in ((True, o.kept_by_source), (False, o.dropped_by_source)) for s, n in side.items()}
+    assert counted == {(name, source, keep): n for name, source, keep, n in expected}
+    reflects = next(o for o in report.filters if o.name == "reflective")
+    assert reflects.dropped_by_source["?"] == 1 and reflects.drop_reasons["too few tool calls"] == 1
