@@ -2,8 +2,8 @@
 
 Rows are fetched in batches (only the columns the filters read, joined with the
 trace question and the script task, as any Python pipeline would read them) and
-judged one by one: json.loads of the stats, the tool inputs by regular
-expression / JSON, MinHash LSH for near-duplicate tasks with the same bands and
+judged one by one: json.loads of the stats, the tool inputs as stored with the
+row (parsed by regular expression / JSON for rows written without), MinHash LSH for near-duplicate tasks with the same bands and
 threshold, per-task pass rates from the rollouts. The verdicts are written into
 `filter_verdicts` (as `python:<filter>`) in one Arrow insert, as the SQL filters write theirs.
 """
@@ -25,10 +25,13 @@ TOOL_PATTERNS = [re.compile(f"<{tag}>(.*?)</{tag}>", re.S) for tag in ("web_sear
 NOT_WORD = re.compile(r"[\W_]+")
 
 COLUMNS = ("trajectory_id", "source", "stats", "n_turns", "n_corrections", "verified", "correct", "task_id",
-           "persona_id", "script_id", "created_at", "completion", "turns", "question", "domain", "script")  # fmt: skip
+           "persona_id", "script_id", "created_at", "tool_inputs", "completion", "turns", "question", "domain",
+           "script")  # fmt: skip
+# The texts are fetched only for rows without stored tool inputs (written before migration 0009).
 ROWS_SQL = """
 SELECT t.trajectory_id, t.source, t.stats, t.n_turns, t.n_corrections, t.verified, t.correct, t.task_id,
-       t.persona_id, t.script_id, t.created_at, t.completion, CASE WHEN t.completion IS NULL THEN t.turns END,
+       t.persona_id, t.script_id, t.created_at, t.tool_inputs, CASE WHEN t.tool_inputs IS NULL THEN t.completion END,
+       CASE WHEN t.tool_inputs IS NULL AND t.completion IS NULL THEN t.turns END,
        c.question, c.domain, s.script
 FROM trajectories t LEFT JOIN coa_traces c ON c.trace_id = t.trace_id LEFT JOIN scripts s ON s.script_id = t.script_id
 WHERE hash(t.trajectory_id) % {step} = 0
@@ -44,6 +47,8 @@ def jaccard(a: set, b: set) -> float:
 
 
 def tool_inputs(row: dict) -> list[str]:
+    if row["tool_inputs"] is not None:
+        return row["tool_inputs"]
     if row["completion"] is not None:
         return [text for pattern in TOOL_PATTERNS for text in pattern.findall(row["completion"])]
     try:
@@ -55,7 +60,7 @@ def tool_inputs(row: dict) -> list[str]:
 
 
 def redundant(row: dict, similarity: float) -> bool:
-    norms = [n for n in (normalise(x) for x in tool_inputs(row)) if n]
+    norms = [n for n in (normalise(x) for x in tool_inputs(row) if x) if n]
     if any(count > 1 for count in Counter(norms).values()):
         return True
     word_sets = [set(n.split()) for n in dict.fromkeys(norms)]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import random
 import string
 
+from factory.store.derived import ACTIONS, TOOL_INPUTS
+
 VOCAB_SIZE, SENTENCES, CHUNK = 20_000, 4_000, 100_000
 VERBS = ["go", "take", "open", "look", "use", "give", "talk", "mix", "read", "push"]
 
@@ -54,6 +56,8 @@ FROM (
            hash(i, 'red') % 100 < 5 AS repeat_call, hash(i, 'h') % 1000 AS h
     FROM (SELECT i, hash(i, 'copy') % 100 AS copy FROM range($start, $stop) r(i))), (SELECT $vocab::VARCHAR[] AS vocab))
 """
+# Tool inputs stored with each row, by the expressions the writers use (factory/store/derived.py).
+STORED_INPUTS = f"coalesce({TOOL_INPUTS}, [])"
 CALL_SEED = "CASE WHEN repeat_call AND t = 2 THEN 1 ELSE t END"  # the repeated call copies the first one
 
 TOOL_CALL = (f"'<think>' || {sentence('i', 't')} || '</think>' || chr(10) || '<' || tag || '>' || "
@@ -68,12 +72,13 @@ CONV = "{{'from': '{0}', 'value': {1}, 'loss': {2}}}"
 GEN_COA = f"""
 INSERT INTO trajectories (trajectory_id, source, task_id, trace_id, variant, verified, rule, reason, turns,
     conversations, stats, n_turns, n_errors, n_corrections, prompt, completion, observation_spans, final_answer,
-    correct, check_detail, created_at)
+    correct, check_detail, created_at, tool_inputs)
+SELECT *, {STORED_INPUTS} FROM (
 SELECT id, source, 'task-' || q, id, 'mas', verified, CASE WHEN NOT verified THEN 'unclosed_tag' END,
        CASE WHEN NOT verified THEN 'grammar unclosed_tag: <think> never closed' END,
        to_json(list_prepend({TURN.format('user', 'prompt', 'false', 'prompt')}, flatten(
            [[{TURN.format('assistant', 'b.call', 'true', 'tool_call')}, {TURN.format('tool', 'b.obs', 'false', 'observation')}]
-            FOR b IN blocks])))::VARCHAR,
+            FOR b IN blocks])))::VARCHAR AS turns,
        to_json(list_prepend({CONV.format('human', 'prompt', 'false')}, flatten(
            [[{CONV.format('gpt', 'b.call', 'true')}, {CONV.format('human', 'b.obs', 'false')}] FOR b IN blocks])))::VARCHAR,
        to_json({{'tool_calls': k, 'tool_calls_by_type': {{'web_search': k // 2, 'crawl_page': k // 4, 'code': k - k // 2 - k // 4}},
@@ -83,7 +88,7 @@ SELECT id, source, 'task-' || q, id, 'mas', verified, CASE WHEN NOT verified THE
                 'prompt_tokens': 900 * k, 'completion_tokens': 200 * k, 'duration_s': k * 4.5}})::VARCHAR,
        1 + 2 * k, h % 3, (h // 7) % 2, prompt,
        '<plan>' || {PLAN} || '</plan>' || chr(10) || array_to_string([b.call || chr(10) || b.obs FOR b IN blocks], chr(10))
-           || chr(10) || '<think>done</think>' || chr(10) || '<answer>answer ' || i || '</answer>',
+           || chr(10) || '<think>done</think>' || chr(10) || '<answer>answer ' || i || '</answer>' AS completion,
        '[]', 'answer ' || i, correct, CASE WHEN correct IS NOT NULL THEN 'em=' || correct::INT END,
        TIMESTAMP '2025-01-01' + to_seconds(i)
 FROM (
@@ -94,7 +99,7 @@ FROM (
             FOR tag, t IN [tags[1 + (hash(i, {CALL_SEED}, 'tag') % 3)::INT] FOR t IN range(1, k + 1)]] AS blocks
     FROM gen, (SELECT $vocab::VARCHAR[] AS vocab, $sentences::VARCHAR[] AS sentences,
                       ['web_search', 'crawl_page', 'code'] AS tags)
-    WHERE source <> 'refine')
+    WHERE source <> 'refine')) t
 """
 
 
@@ -112,12 +117,13 @@ SELECT 'script:p' || i, 'p' || i, 0,
        true, TIMESTAMP '2025-01-01' + to_seconds(i)
 FROM gen, (SELECT $sentences::VARCHAR[] AS sentences, {VERBS!r}::VARCHAR[] AS verbs) WHERE source = 'refine';
 INSERT INTO trajectories (trajectory_id, source, persona_id, script_id, verified, reason, turns, conversations, stats,
-    n_turns, n_errors, n_corrections, created_at)
+    n_turns, n_errors, n_corrections, created_at, tool_inputs)
+SELECT *, coalesce({ACTIONS}, []) FROM (
 SELECT 'refine:p' || i, 'refine', 'p' || i, 'script:p' || i, verified,
        CASE WHEN NOT verified THEN 'budget: verifier kept failing' END,
        to_json(list_prepend({TURN.format('user', 'opening', 'false', 'observation')}, flatten(
            [[{TURN.format('assistant', STEP, 't > errors', 'thought_action')}, {TURN.format('user', SEEN, 'false', 'observation')}]
-            FOR act, t IN actions])))::VARCHAR,
+            FOR act, t IN actions])))::VARCHAR AS turns,
        to_json(list_prepend({CONV.format('human', 'opening', 'false')}, flatten(
            [[{CONV.format('gpt', STEP, 't > errors')}, {CONV.format('human', SEEN, 'false')}] FOR act, t IN actions])))::VARCHAR,
        to_json({{'turns': 1 + 2 * k, 'assistant_turns': k, 'errors': errors, 'errors_by_type': {{'parameter': errors}},
@@ -128,7 +134,7 @@ FROM (
            'You are in a house. ' || {sentence('i', "'start'")} || ' Task: ' || question AS opening,
            [{ACTION} FOR t IN range(1, k + 1)] AS actions
     FROM gen, (SELECT $vocab::VARCHAR[] AS vocab, $sentences::VARCHAR[] AS sentences, {VERBS!r}::VARCHAR[] AS verbs)
-    WHERE source = 'refine')
+    WHERE source = 'refine')) t
 """
 
 GEN_TRACES_ROLLOUTS = """

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from factory.store import Store
+from factory.store.derived import upsert_trajectory
 
 T0 = datetime(2025, 1, 1, 12, 0, 0)
 
@@ -44,7 +45,7 @@ def add_coa(store: Store, tid: str, question: str, minutes: int, *, source: str 
     values = {"trajectory_id": tid, "source": source, "trace_id": trace_id, "task_id": task_id, "variant": "mas",
               "verified": True, "created_at": T0 + timedelta(minutes=minutes)}
     values.update(row)
-    store.upsert("trajectories", values)
+    upsert_trajectory(store, values)  # as the writers do: tool inputs stored with the row
 
 
 def add_refine(store: Store, persona: str, task: str, minutes: int, **row) -> None:
@@ -54,7 +55,7 @@ def add_refine(store: Store, persona: str, task: str, minutes: int, **row) -> No
     values = {"trajectory_id": f"refine:{persona}", "source": "refine", "persona_id": persona,
               "script_id": script_id, "verified": True, "created_at": T0 + timedelta(minutes=minutes)}
     values.update(row)
-    store.upsert("trajectories", values)
+    upsert_trajectory(store, values)  # as the writers do: tool inputs stored with the row
 
 
 def seed_run(tmp_path: Path) -> Path:

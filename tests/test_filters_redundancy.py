@@ -14,7 +14,7 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
-from filter_rows import afm, add_coa, coa_stats, verdicts, write_config
+from filter_rows import afm, add_coa, coa_stats, seed_run, verdicts, write_config
 
 from factory.filters import run_filters
 from factory.store import Store
@@ -56,17 +56,51 @@ def random_inputs(rng: random.Random) -> list[str]:
     return inputs
 
 
+# Rows written with their tool inputs are read as stored; rows written before migration 0009 (NULL) are
+# parsed from their text. Each must give the reference's answer, alone or mixed in one store.
+STORED = {"stored": "false", "parsed": "true", "mixed": "hash(trajectory_id) % 2 = 0"}
+
+
+@pytest.mark.parametrize("inputs_from", STORED)
 @pytest.mark.parametrize("similarity", [0.5, 0.75, 0.9, 1.0])
-def test_sql_redundancy_matches_the_brute_force_reference(tmp_path: Path, similarity: float):
+def test_sql_redundancy_matches_the_brute_force_reference(tmp_path: Path, similarity: float, inputs_from: str):
     rng = random.Random(int(similarity * 100))
     rows = {f"coa:r{i}": random_inputs(rng) for i in range(300)}
     with Store.open(tmp_path) as store:
         for minute, (tid, inputs) in enumerate(rows.items()):
             completion = afm(*[(rng.choice(["web_search", "crawl_page", "code"]), text) for text in inputs])
             add_coa(store, tid, f"question {minute}", minute, completion=completion, stats=coa_stats(len(inputs)))
+        store.execute(f"UPDATE trajectories SET tool_inputs = NULL WHERE {STORED[inputs_from]}")
     run_filters(tmp_path, write_config(tmp_path, f"filters: [{{name: red, kind: redundancy, "
                                                  f"similarity: {similarity}}}]"))  # fmt: skip
     got = {tid for tid, (keep, *_rest) in verdicts(tmp_path, "red").items() if not keep}
     expected = {tid for tid, inputs in rows.items() if brute_force_redundant(inputs, similarity)}
     assert got == expected
     assert 0 < len(expected) < len(rows)  # the draw has both kinds, or the test would prove nothing
+
+
+def test_rows_are_written_with_their_tool_inputs(tmp_path: Path):
+    seed_run(tmp_path)
+    with Store.open(tmp_path, read_only=True) as store:
+        stored = dict(store.query("SELECT trajectory_id, tool_inputs FROM trajectories"))
+    assert stored["coa:q3"] == ["Danube river", "danube  RIVER!", "vienna", "black sea", "u2"]  # by tag, then order
+    assert stored["refine:p2"] == ["go(garden)", "open(shed)", "go(garden)", "look()", "take(key)", "leave()"]
+    assert stored["coa:q4"] == [] and stored["refine:p3"] == []  # failures: no text, nothing to parse
+
+
+def test_stored_tool_tags_are_the_afm_grammar_tags():
+    from factory.coa.afm.blocks import TOOL_TAGS as GRAMMAR_TAGS
+    from factory.store.derived import TOOL_TAGS
+
+    assert TOOL_TAGS == GRAMMAR_TAGS
+
+
+def test_a_tie_names_the_earliest_repeat(tmp_path: Path):
+    with Store.open(tmp_path) as store:
+        for minute in range(20):  # DuckDB's parallel aggregate picks among equals at random without an order
+            inputs = [f"beta {minute}", f"alpha {minute}", f"beta {minute}", f"alpha {minute}"]
+            add_coa(store, f"coa:t{minute}", f"question {minute}", minute,
+                    completion=afm(*[("web_search", text) for text in inputs]), stats=coa_stats(4))
+    run_filters(tmp_path, write_config(tmp_path, "filters: [{name: red, kind: redundancy}]"))
+    reasons = {tid: reason for tid, (_keep, reason, *_rest) in verdicts(tmp_path, "red").items()}
+    assert reasons == {f"coa:t{m}": f"repeated tool input: 'beta {m}' x2" for m in range(20)}

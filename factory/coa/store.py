@@ -12,6 +12,7 @@ from typing import Any
 
 from ..records import Trajectory, to_conversations
 from ..store import Store, utcnow
+from ..store.derived import upsert_trajectory
 from .trace import Trace
 
 
@@ -53,14 +54,14 @@ def trace_row(trace: Trace) -> dict[str, Any]:
 
 
 def save_failure(store: Store, trace: Trace, rule: str, reason: str, stats: dict[str, Any] | None = None) -> None:
-    store.upsert("trajectories", {**trace_row(trace), "verified": False, "rule": rule, "reason": reason,
+    upsert_trajectory(store, {**trace_row(trace), "verified": False, "rule": rule, "reason": reason,
                                    "stats": json.dumps(stats or {}), "final_answer": trace.final_answer})  # fmt: skip
 
 
 def save_distilled(store: Store, trace: Trace, trajectory: Trajectory, single: dict[str, Any],
                    stats: dict[str, Any], check_detail: str | None) -> None:  # fmt: skip
     """A grammar-valid trajectory: the multi-turn form (turns, conversations) and the single string."""
-    store.upsert("trajectories", {
+    upsert_trajectory(store, {
         **trace_row(trace), "verified": True, "rule": None, "reason": None,
         "turns": json.dumps([turn.model_dump() for turn in trajectory.turns]),
         "conversations": json.dumps(to_conversations(trajectory.turns)),

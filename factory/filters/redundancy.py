@@ -2,8 +2,8 @@
 
 Tool inputs are the bodies of <web_search>, <crawl_page> and <code> blocks in an
 AFM completion, or the `Action:` line of each assistant turn of a refine
-trajectory. Inputs are compared after normalisation (lower case, punctuation to
-spaces); two different inputs are near-duplicates when the jaccard similarity
+trajectory, stored with the row when it was written (store/derived.py). Inputs
+are compared after normalisation (lower case, punctuation to spaces); two different inputs are near-duplicates when the jaccard similarity
 of their word sets reaches `similarity`. Pairs are only formed inside one
 trajectory, so the work grows with the number of trajectories, not its square.
 
@@ -18,36 +18,27 @@ from __future__ import annotations
 
 import math
 
+from ..store.derived import ACTIONS, AFM_INPUTS
 from .config import RedundancyFilter
 from .sql import ROWS, RowRule, normalised, scoped_base
-
-TOOL_TAGS = ("web_search", "crawl_page", "code")
-
-# Splitting on the tags is twice as fast as one lazy regular expression over the whole completion; the
-# order of the inputs does not matter here. Refine turns are parsed with one typed from_json (4x faster
-# than walking the JSON path by path); the action is the rest of the assistant turn after "Action: ".
-AFM_INPUTS = f"""flatten(
-    [[split_part(part, '</' || tag || '>', 1) FOR part IN string_split(t.completion, '<' || tag || '>')[2:]]
-     FOR tag IN {list(TOOL_TAGS)!r}])"""
-# try() rather than a json_valid filter: an invalid turns text gives NULL (no inputs) either way, and the
-# text is parsed once instead of twice.
-ACTIONS = """try([trim(split_part(x.content, 'Action:', 2))
-    FOR x IN from_json(t.turns, '[{"role": "VARCHAR", "content": "VARCHAR"}]') IF x.role = 'assistant'])"""
 
 
 def tool_inputs_sql(base: str) -> str:
     """(trajectory_id, inputs) for the pending rows of `base` in scope.
 
-    Rows are routed by path: coa and import rows hold their tool calls in the AFM completion, refine
-    rows in their turns; a row of any other source by whether it has a completion. Routing on `source`
-    rather than on `completion IS NULL` lets DuckDB skip the other path's big column: testing a text
-    column for NULL inside the scan decompresses it (1M rows: ~0.9 s of 4).
+    A row written with its tool inputs (store/derived.py) is read as it is. An older row's text is parsed,
+    routed by path: coa and import rows hold their tool calls in the AFM completion, refine rows in their
+    turns, a row of any other source by whether it has a completion. Routing on columns the scan can test
+    first (`tool_inputs`, `source`) rather than on `completion IS NULL` lets DuckDB skip the big text
+    columns of rows a branch does not take: testing a text column for NULL decompresses it.
     """
     rows = f"FROM {base} t WHERE {ROWS} AND t.in_scope"
+    parsed = f"{rows} AND t.tool_inputs IS NULL"
     either = f"CASE WHEN t.completion IS NOT NULL THEN {AFM_INPUTS} ELSE {ACTIONS} END"
-    return (f"SELECT t.trajectory_id, {AFM_INPUTS} AS inputs {rows} AND t.source IN ('coa', 'import') "
-            f"UNION ALL SELECT t.trajectory_id, {ACTIONS} AS inputs {rows} AND t.source = 'refine' "
-            f"UNION ALL SELECT t.trajectory_id, {either} AS inputs {rows} "
+    return (f"SELECT t.trajectory_id, t.tool_inputs AS inputs {rows} AND t.tool_inputs IS NOT NULL "
+            f"UNION ALL SELECT t.trajectory_id, {AFM_INPUTS} AS inputs {parsed} AND t.source IN ('coa', 'import') "
+            f"UNION ALL SELECT t.trajectory_id, {ACTIONS} AS inputs {parsed} AND t.source = 'refine' "
+            f"UNION ALL SELECT t.trajectory_id, {either} AS inputs {parsed} "
             "AND (t.source NOT IN ('coa', 'import', 'refine') OR t.source IS NULL)")  # fmt: skip
 
 
@@ -120,7 +111,7 @@ def redundancy_rule(spec: RedundancyFilter) -> RowRule:
               FROM tool_inputs GROUP BY trajectory_id, norm)
     ),
     repeats AS (
-        SELECT trajectory_id, arg_max(input, n) AS input, max(n) AS n
+        SELECT trajectory_id, first(input ORDER BY n DESC, i) AS input, max(n) AS n  -- ties: the earliest input
         FROM distinct_inputs WHERE n > 1 AND norm <> '' GROUP BY trajectory_id
     ),
     prefixes AS (
@@ -131,15 +122,15 @@ def redundancy_rule(spec: RedundancyFilter) -> RowRule:
         FROM prefixes a JOIN prefixes b ON a.trajectory_id = b.trajectory_id AND a.word = b.word AND a.i < b.i
     ),
     pairs AS (
-        SELECT c.trajectory_id, a.input AS first, b.input AS second,
+        SELECT c.trajectory_id, c.i, c.j, a.input AS first, b.input AS second,
                len(list_intersect(a.words, b.words)) / (len(list_distinct(a.words || b.words))) AS similarity
         FROM candidates c
         JOIN distinct_inputs a ON a.trajectory_id = c.trajectory_id AND a.i = c.i
         JOIN distinct_inputs b ON b.trajectory_id = c.trajectory_id AND b.i = c.j
     ),
     near AS (
-        SELECT trajectory_id, arg_max(first, similarity) AS first, arg_max(second, similarity) AS second,
-               max(similarity) AS similarity
+        SELECT trajectory_id, first(first ORDER BY similarity DESC, i, j) AS first,
+               first(second ORDER BY similarity DESC, i, j) AS second, max(similarity) AS similarity  -- one pair
         FROM pairs WHERE similarity >= {spec.similarity} GROUP BY trajectory_id
     )"""
     repeated = f"'repeated tool input: ' || {shown('rep.input')} || ' x' || rep.n"

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..records import Trajectory, to_conversations
 from ..store import Store, utcnow
+from ..store.derived import upsert_trajectory
 from .script import Script
 from .verify import Verdict
 
@@ -36,7 +37,7 @@ def save_trajectory(store: Store, row: dict[str, Any], trajectory: Trajectory | 
         "stats": json.dumps(stats), "n_turns": stats.get("turns"), "n_errors": stats.get("errors"),
         "n_corrections": stats.get("corrections"), "created_at": utcnow(),
     }  # fmt: skip
-    store.upsert("trajectories", values)
+    upsert_trajectory(store, values)
 
 
 def finished_ids(store: Store) -> set[str]:

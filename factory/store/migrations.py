@@ -160,4 +160,11 @@ MIGRATIONS: list[tuple[str, str]] = [
             FROM filter_verdicts GROUP BY trajectory_id;
         """,
     ),
+    (
+        "0009_tool_inputs",
+        # Each row's tool inputs, parsed from its text when it is written (store/derived.py), so the
+        # redundancy filter reads a list instead of parsing ~10 KB a row on every run. Rows written
+        # earlier keep NULL here and are parsed by the filter, with the same expressions.
+        "ALTER TABLE trajectories ADD COLUMN tool_inputs VARCHAR[]",
+    ),
 ]
