@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from ..store.derived import ACTIONS, AFM_INPUTS
+from ..store.derived import TOOL_INPUTS
 from .config import RedundancyFilter
 from .sql import ROWS, RowRule, normalised, scoped_base
 
@@ -26,20 +26,13 @@ from .sql import ROWS, RowRule, normalised, scoped_base
 def tool_inputs_sql(base: str) -> str:
     """(trajectory_id, inputs) for the pending rows of `base` in scope.
 
-    A row written with its tool inputs (store/derived.py) is read as it is. An older row's text is parsed,
-    routed by path: coa and import rows hold their tool calls in the AFM completion, refine rows in their
-    turns, a row of any other source by whether it has a completion. Routing on columns the scan can test
-    first (`tool_inputs`, `source`) rather than on `completion IS NULL` lets DuckDB skip the big text
-    columns of rows a branch does not take: testing a text column for NULL decompresses it.
+    A row written with its tool inputs (store/derived.py) is read as it is; a row written before
+    migration 0009 is parsed with the writers' own expression, so both give the same list. The test
+    on `tool_inputs` is one the scan makes first, so the text columns are read for the older rows alone.
     """
     rows = f"FROM {base} t WHERE {ROWS} AND t.in_scope"
-    parsed = f"{rows} AND t.tool_inputs IS NULL"
-    either = f"CASE WHEN t.completion IS NOT NULL THEN {AFM_INPUTS} ELSE {ACTIONS} END"
     return (f"SELECT t.trajectory_id, t.tool_inputs AS inputs {rows} AND t.tool_inputs IS NOT NULL "
-            f"UNION ALL SELECT t.trajectory_id, {AFM_INPUTS} AS inputs {parsed} AND t.source IN ('coa', 'import') "
-            f"UNION ALL SELECT t.trajectory_id, {ACTIONS} AS inputs {parsed} AND t.source = 'refine' "
-            f"UNION ALL SELECT t.trajectory_id, {either} AS inputs {parsed} "
-            "AND (t.source NOT IN ('coa', 'import', 'refine') OR t.source IS NULL)")  # fmt: skip
+            f"UNION ALL SELECT t.trajectory_id, {TOOL_INPUTS} AS inputs {rows} AND t.tool_inputs IS NULL")
 
 
 def distinct_sorted(column: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..store import Store
-from .sql import REASON_GROUP_SQL, quote
+from .sql import ID_SET_SQL, REASON_GROUP_SQL, quote
 
 if TYPE_CHECKING:
     from .runner import FilterRun
@@ -72,9 +72,9 @@ def count_verdicts(store: Store, outcomes: dict[str, FilterOutcome], by_source: 
     a filter in any other state has all its verdicts joined and counted. At 1M rows and 8 filters this
     joins ~2.5M verdicts instead of 8M.
     """
-    whole = store.query("SELECT count(*), sum(hash(trajectory_id)) FROM trajectories")[0]
+    whole = store.query(f"SELECT {ID_SET_SQL} FROM trajectories")[0]
     covered = {name for name, n, id_sum in store.query(
-        "SELECT filter, count(*), sum(hash(trajectory_id)) FROM filter_verdicts GROUP BY filter")
+        f"SELECT filter, {ID_SET_SQL} FROM filter_verdicts GROUP BY filter")
         if (n, id_sum) == whole}  # fmt: skip
     in_full = f"v.filter NOT IN ({', '.join(quote(name) for name in sorted(covered))})" if covered else "true"
     # Grouped by the reason itself first: the category's regular expression then runs once per distinct

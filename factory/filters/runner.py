@@ -30,7 +30,7 @@ from .compile import check_user_sql, compile_filter
 from .config import FilterConfig, PassRateFilter, load_filter_config
 from .passrate import sample_rollouts
 from .report import FilterReport, build_report
-from .sql import BASE_VIEW_SQL, ROWS, Compiled, pending, quote
+from .sql import BASE_VIEW_SQL, ID_SET_SQL, ROWS, Compiled, pending, quote
 
 
 @dataclass
@@ -153,7 +153,7 @@ def decide_mode(store: Store, item: Compiled, rows: tuple) -> str:
 
 def rows_fingerprint(store: Store) -> tuple:
     """(count, sum of id hashes, latest created_at) of trajectories: cheap to compare on every run."""
-    return store.query("SELECT count(*), sum(hash(trajectory_id)), max(created_at) FROM trajectories")[0]
+    return store.query(f"SELECT {ID_SET_SQL}, max(created_at) FROM trajectories")[0]
 
 
 def in_sync(store: Store, name: str, rows: tuple) -> bool:
@@ -165,7 +165,7 @@ def in_sync(store: Store, name: str, rows: tuple) -> bool:
     a later write is the only way to be out of date). When unsure, the caller looks row by row.
     """
     count, id_sum, last_run = store.query(
-        "SELECT count(*), sum(hash(trajectory_id)), max(created_at) FROM filter_verdicts WHERE filter = ?", [name]
+        f"SELECT {ID_SET_SQL}, max(created_at) FROM filter_verdicts WHERE filter = ?", [name]
     )[0]
     newest_row = rows[2]
     rewritten = newest_row is not None and (last_run is None or newest_row > last_run)
