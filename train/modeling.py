@@ -29,21 +29,24 @@ def resolve_attention(setting: str) -> str:
 
 
 def load_tokenizer(section: ModelSection):
-    name = section.tokenizer or section.path
-    if name.startswith(TINY_PREFIX) or name == "tiny":
-        from train.tiny import tiny_tokenizer
-
-        tokenizer = tiny_tokenizer()
-    else:
-        from transformers import AutoTokenizer
-
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(name)
-        except (OSError, ValueError) as exc:
-            raise FactoryError(f"model.tokenizer: cannot load '{name}' ({first_line(exc)})") from None
+    tokenizer = tokenizer_by_name(section.tokenizer or section.path, "model.tokenizer")
     if tokenizer.pad_token_id is None:  # padding is never trained or attended; any id will do
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def tokenizer_by_name(name: str, field: str):
+    """`tiny` (or a tiny: model path) is the offline test tokenizer; anything else goes to AutoTokenizer."""
+    if name.startswith(TINY_PREFIX) or name == "tiny":
+        from train.tiny import tiny_tokenizer
+
+        return tiny_tokenizer()
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as exc:
+        raise FactoryError(f"{field}: cannot load '{name}' ({first_line(exc)})") from None
 
 
 def build_model(config: SFTConfig, tokenizer, attn: str):

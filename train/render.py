@@ -19,6 +19,11 @@ observation spans and the content of tool turns (sharegpt `observation`,
 messages `tool`); observations that a sharegpt row writes as human turns (the
 AgentRefine convention) are user text and never train.
 
+`train_turn_suffix=True` also trains what the template writes after an
+assistant turn's end-of-turn marker up to the next turn (ChatML's newline
+after `<|im_end|>`): LLaMA-Factory's templates put it in the response, so its
+labels carry it. Our trainer, TRL and axolotl leave it out (the default).
+
 Truncation to `max_length` drops whole trailing turns: the kept labels are
 always whole turns. When not even the first trained turn fits, the render is
 empty and `reason` says why.
@@ -60,7 +65,11 @@ class Rendered:
 
 
 def render(
-    row: dict[str, Any], tokenizer, max_length: int | None = None, train_on_observations: bool = False
+    row: dict[str, Any],
+    tokenizer,
+    max_length: int | None = None,
+    train_on_observations: bool = False,
+    train_turn_suffix: bool = False,
 ) -> Rendered:
     """Tokens and labels of one export row (sharegpt, messages or AFM; see render_rows)."""
     if not getattr(tokenizer, "is_fast", False):
@@ -70,7 +79,7 @@ def render(
     messages = row_messages(row)
     if not messages:
         return Rendered([], [], reason="the row has no turns")
-    text, turn_ranges, trained_ranges = _checked_layout(messages, tokenizer, train_on_observations)
+    text, turn_ranges, trained_ranges = _checked_layout(messages, tokenizer, (train_on_observations, train_turn_suffix))
     encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids, offsets = list(encoding["input_ids"]), encoding["offset_mapping"]
     labels = _labels(ids, offsets, trained_ranges)
@@ -83,19 +92,22 @@ def render(
     return rendered
 
 
-def _checked_layout(messages: list[Message], tokenizer, train_on_observations: bool):
+def _checked_layout(messages: list[Message], tokenizer, switches: tuple[bool, bool]):
     """The layout from the fast template path, if it renders the whole row exactly as apply_chat_template does."""
     public = public_chat_text(tokenizer)
     fast = fast_chat_text(tokenizer)
     if fast is not None:
-        layout = _layout(messages, fast, train_on_observations)
+        layout = _layout(messages, fast, switches)
         if layout[0] == public(_chat(messages)):
             return layout
-    return _layout(messages, public, train_on_observations)
+    return _layout(messages, public, switches)
 
 
-def _layout(messages: list[Message], chat_text: ChatText, train_on_observations: bool):
-    """The full template text, each turn's character range, and the character ranges that train."""
+def _layout(messages: list[Message], chat_text: ChatText, switches: tuple[bool, bool]):
+    """The full template text, each turn's character range, and the character ranges that train.
+
+    switches: (train_on_observations, train_turn_suffix), as render takes them."""
+    train_on_observations, train_turn_suffix = switches
     turn_ranges: list[Span] = []
     trained: list[Span] = []
     previous = ""
@@ -110,6 +122,8 @@ def _layout(messages: list[Message], chat_text: ChatText, train_on_observations:
         turn_ranges.append((start, end))
         if message.role == "assistant" and message.trains:
             content_start = _assistant_start(chat_text, messages, k, text, start)
+            if not train_turn_suffix:  # the newline after <|im_end|> is the template's, not the model's to learn
+                end = content_start + len(text[content_start:end].rstrip())
             trained += _assistant_ranges(message, text, content_start, end, train_on_observations)
         elif message.role == "tool" and train_on_observations and message.content:
             trained.append(_find_content(message, text, start, end, k))
@@ -133,8 +147,6 @@ def _assistant_start(chat_text: ChatText, messages: list[Message], k: int, text:
 
 
 def _assistant_ranges(message: Message, text: str, start: int, end: int, train_on_observations: bool) -> list[Span]:
-    # rstrip: the newline after <|im_end|> is the template's, not the model's to learn.
-    end = start + len(text[start:end].rstrip())
     if not message.observation_spans or train_on_observations:
         return [(start, end)] if end > start else []
     if text[start : start + len(message.content)] != message.content:

@@ -16,6 +16,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--upsample", choices=["none", "repeat"], help="repeat: write a row of weight k>1 k times")
     parser.add_argument("--license", help="license in the dataset card (default apache-2.0)")
     parser.add_argument("--pretty-name", help="title of the dataset card")
+    parser.add_argument("--tokenizer", help="the trl format is pre-tokenized with this tokenizer (folder or Hub name)")
+    parser.add_argument("--max-length", type=int, help="trl format: keep whole turns up to this many tokens")
 
 
 def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -42,7 +44,8 @@ def add_publish_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 def _options(args: argparse.Namespace, file_type: str = "parquet"):
     return export_options(formats=args.format, file_type=file_type, validation=args.validation,
-                          upsample=args.upsample, license=args.license, pretty_name=args.pretty_name)  # fmt: skip
+                          upsample=args.upsample, license=args.license, pretty_name=args.pretty_name,
+                          tokenizer=args.tokenizer, max_length=args.max_length)  # fmt: skip
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -5,23 +5,26 @@ from __future__ import annotations
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..store import Store
 from .card import write_card
-from .formats import FORMAT_SQL
+from .consumers import finish_format, skipped_note, split_writer, unavailable
 from .options import ExportError, ExportOptions, FormatName
 from .selection import groups_in_several_splits, open_store, selection_sql, split_counts
-from .writers import fresh_folder, replace_folder, write_split
+from .writers import fresh_folder, replace_folder
 
 EMPTY_FORMAT = {
     "afm": "no AFM rows: only coa/import trajectories have the single-string form",
     "sharegpt": "no rows in the turn order LLaMA-Factory's sharegpt reader accepts",
     "messages": "no rows with turns",
+    "llamafactory": "no rows with a gpt turn that trains",
+    "trl": "no row renders with a trained token",
 }
 LEFT_OUT = {
     "sharegpt": "turn order LLaMA-Factory's sharegpt reader cannot read",
     "messages": "no turns",
-}
+}  # llamafactory writes a sample per trained turn and trl counts its own skips, so neither is compared here
 
 
 @dataclass
@@ -30,6 +33,7 @@ class FormatFiles:
     folder: Path  # relative to the output folder, e.g. data/sharegpt
     files: dict[str, list[Path]]  # split -> shard paths, relative to the output folder
     rows: dict[str, int]  # split -> rows written
+    settings: dict[str, Any] = field(default_factory=dict)  # what the trainer's config must say (e.g. llamafactory mode)
 
 
 @dataclass
@@ -54,6 +58,12 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
         if leaks:
             result.warnings.append(f"{leaks} task group(s) appear in more than one curation split")
         for name in options.formats:
+            reason = unavailable(name, options)
+            if reason and len(options.formats) > 1:
+                result.warnings.append(f"{name}: skipped, {reason}")
+                continue
+            if reason:
+                raise ExportError(reason)
             written = write_format(store, name, Path(data_dir) / name, result)
             if written.rows:
                 result.formats.append(written)
@@ -69,19 +79,23 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
 def write_format(store: Store, name: FormatName, folder: Path, result: ExportResult) -> FormatFiles:
     final = result.out / folder
     staging = fresh_folder(final.with_name(f".{final.name}.partial"))
-    sql = FORMAT_SQL[name](selection_sql(result.options))
     written = FormatFiles(name, folder, {}, {})
+    write_rows = split_writer(store, name, selection_sql(result.options), result.options, written.settings)
     for split in result.selected:
-        rows, paths = write_split(store, sql, split, staging, result.options)
+        rows, paths = write_rows(split, staging)
         if rows:
             written.rows[split] = rows
             written.files[split] = [folder / path.name for path in paths]
+    finish_format(name, staging, written.files, written.settings)
     replace_folder(staging, final, keep=bool(written.rows))
+    note = skipped_note(name, written.settings)
+    if note:
+        result.warnings.append(note)
     return written
 
 
 def note_left_out(written: FormatFiles, result: ExportResult) -> None:
     """Say how many kept rows a format could not hold (AFM exists only for coa/import, so it is not noted)."""
     missing = sum(result.selected.values()) - sum(written.rows.values())
-    if missing and written.name != "afm":
+    if missing > 0 and written.name in LEFT_OUT:
         result.warnings.append(f"{written.name}: {missing} row(s) left out ({LEFT_OUT[written.name]})")

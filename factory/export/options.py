@@ -9,8 +9,8 @@ from pydantic import Field
 from ..config import StrictModel, validate_config
 from ..errors import FactoryError
 
-FormatName = Literal["sharegpt", "messages", "afm"]
-FORMATS: tuple[FormatName, ...] = ("sharegpt", "messages", "afm")
+FormatName = Literal["sharegpt", "messages", "afm", "llamafactory", "trl"]
+FORMATS: tuple[FormatName, ...] = ("sharegpt", "messages", "afm", "llamafactory", "trl")
 
 
 class ExportOptions(StrictModel):
@@ -21,6 +21,9 @@ class ExportOptions(StrictModel):
     # "repeat": a row of weight k > 1 is written floor(k) times, each with weight k / floor(k).
     upsample: Literal["none", "repeat"] = "none"
     max_file_mb: int = Field(500, ge=1)  # shards rotate past this size (the Hub viewer prefers < 1 GB files)
+    # The trl format is pre-tokenized with this tokenizer (a local folder or a Hub name), by train.render.
+    tokenizer: str | None = None
+    max_length: int | None = Field(None, ge=16)  # trl rows: render keeps whole turns up to this many tokens
     license: str = "apache-2.0"
     pretty_name: str | None = None
 

@@ -19,7 +19,8 @@ from .options import ExportError, ExportOptions
 
 EXTENSIONS = {"parquet": "parquet", "jsonl": "jsonl"}
 # Small row groups bound the writer's memory and suit the Hub's dataset viewer.
-PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 2048"
+PARQUET_ROW_GROUP = 2048
+PARQUET_OPTIONS = f"FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {PARQUET_ROW_GROUP}"
 JSON_OPTIONS = "FORMAT json"
 
 
@@ -41,15 +42,19 @@ def write_split(store: Store, format_sql: str, split: str, folder: Path,
     except duckdb.Error as exc:
         raise ExportError(f"writing split {split!r} failed: {str(exc).splitlines()[0]}") from None
     parts = sorted(staging.glob("part-*"), key=lambda p: int(re.search(r"part-(\d+)", p.name).group(1)))
-    files = []
-    if written:
-        extension = EXTENSIONS[options.file_type]
-        for index, part in enumerate(parts):
-            target = folder / f"{split}-{index:05d}-of-{len(parts):05d}.{extension}"
-            part.rename(target)
-            files.append(target)
+    files = numbered_shards(parts, folder, split, options.file_type) if written else []
     shutil.rmtree(staging, ignore_errors=True)
     return written, files
+
+
+def numbered_shards(parts: list[Path], folder: Path, split: str, file_type: str) -> list[Path]:
+    """Rename finished part files, in order, to folder/<split>-NNNNN-of-NNNNN.<ext> (the Hub's shard names)."""
+    files = []
+    for index, part in enumerate(parts):
+        target = folder / f"{split}-{index:05d}-of-{len(parts):05d}.{EXTENSIONS[file_type]}"
+        part.rename(target)
+        files.append(target)
+    return files
 
 
 def replace_folder(staging: Path, final: Path, keep: bool) -> None:

@@ -78,6 +78,15 @@ class Store:
         with self._lock:
             return self.con.execute(sql, params or []).fetchall()
 
+    def arrow_batches(self, sql: str, rows: int = 2048) -> Iterator[pa.RecordBatch]:
+        """Stream a query's result in Arrow batches, on a cursor of its own (the store stays usable meanwhile)."""
+        with self._lock:
+            cursor = self.con.cursor()
+        try:
+            yield from cursor.execute(sql).fetch_record_batch(rows)
+        finally:
+            cursor.close()
+
     def execute(self, sql: str, params: list[Any] | None = None) -> None:
         with self._lock:
             self.con.execute(sql, params or [])
