@@ -1,6 +1,7 @@
 """The multi-agent system over real HTTP (scripted loopback replies), the real sandbox and a real corpus."""
 
 import json
+import re
 from pathlib import Path
 
 from loopback_server import ok
@@ -12,8 +13,10 @@ from factory.coa.tools import LocalCorpusConfig, SearchToolConfig, ToolsConfig
 from factory.llm import LLMConfig
 from factory.store import Store
 
-PLANNER, SEARCH, CODE = "You are the PLANNER", "You are the SEARCH AGENT", "You are the CODE AGENT"
-REFLECTOR, ANSWERER, VERIFIER = "You are the REFLECTOR", "You are the ANSWERER", "You are the VERIFIER"
+# Each role's system prompt opens with its step; the loopback server routes on these.
+PLANNER, SEARCH, CODE = "Your step now: PLAN.", "Your step now: ONE TOOL CALL.", "Your step now: RUN CODE."
+REFLECTOR, ANSWERER, VERIFIER = "Your step now: REFLECT.", "Your step now: SUGGEST AN ANSWER.", "Your step now: DOUBLE-CHECK."
+SUMMARY = "Summarise a web page for a reader"  # crawl_page's summary prompt
 CORPUS = [
     {"id": "venom", "title": "Platypus venom", "text": "Only the male platypus has a venomous spur on its hind leg."},
     {"id": "seine", "title": "Paris", "text": "Paris, the capital of France, lies on the river Seine."},
@@ -52,6 +55,10 @@ def answer(text):
 
 def check(score):
     return ok({"think": "Compare with the evidence.", "comment": "Checked against the results.", "score": score})
+
+
+def summary(text):
+    return ok({"summary": text})
 
 
 def write_tasks(path, *tasks):
@@ -99,12 +106,12 @@ def test_a_math_task_solved_with_the_code_tool_distils_and_checks_correct(server
     (row,) = rows(config)
     assert row["verified"] and row["correct"] and row["variant"] == "code" and row["final_answer"] == "\\boxed{1027}"
     assert validate_afm(row["completion"], "code", "boxed").ok
-    assert "<observation>1027\n</observation>" in row["completion"]  # the sandbox really ran the snippet
+    assert re.search(r"<observation>\s*1027\s*</observation>", row["completion"])  # the sandbox really ran it
     turns = json.loads(row["turns"])
     assert [t["loss"] for t in turns if t["kind"] == "observation"] == [False]
     assert "".join(t["content"] for t in turns[1:]) == row["completion"]
     start, end = json.loads(row["observation_spans"])[0]
-    assert "<observation>1027" in row["completion"][start:end]
+    assert re.match(r"\s*<observation>\s*1027", row["completion"][start:end])
     stats = json.loads(row["stats"])
     assert stats["tool_calls_by_type"] == {"code": 1} and stats["replans"] == 0 and stats["double_checks"] == 1
 
@@ -128,13 +135,15 @@ def test_a_poor_reflection_forces_a_replan(server, fast_config, tmp_path):
     assert trace.events[3].replan and trace.events[2].decision == "replan"
     assert "corpus://seine" in trace.events[4].tool.result  # BM25 over the real local corpus
     (row,) = rows(config)
-    assert validate_afm(row["completion"], "mas").ok and "tool_effectiveness: poor\ntrajectory_progress: good</reflection>" in row["completion"]
+    assert validate_afm(row["completion"], "mas").ok
+    assert re.search(r"tool_effectiveness: poor\s+trajectory_progress: good\s*</reflection>", row["completion"])
     assert json.loads(row["stats"])["replans"] == 1
 
 
 def test_a_low_double_check_forces_a_replan_and_counts_as_corrected(server, fast_config, tmp_path):
     server.route(PLANNER, plan("Find the river."), plan("Read the Paris page."))
     server.route(SEARCH, search("longest river France"), search("corpus://seine", tool="crawl_page"))
+    server.route(SUMMARY, summary("- Paris lies on the river Seine."))
     server.route(REFLECTOR, reflect(ready=True), reflect(ready=True))
     server.route(ANSWERER, answer("Loire"), answer("Seine"))
     server.route(VERIFIER, check(2), check(4))
@@ -146,7 +155,12 @@ def test_a_low_double_check_forces_a_replan_and_counts_as_corrected(server, fast
     assert row["verified"] and row["correct"] and stats["double_check_scores"] == [2, 4]
     assert stats["low_double_check_corrected"] and stats["replans"] == 1
     assert stats["tool_calls_by_type"] == {"web_search": 1, "crawl_page": 1}
-    assert "score: 2</double_check>\n<think>" in row["completion"] and validate_afm(row["completion"], "mas").ok
+    assert re.search(r"score: 2\s*</double_check>\s*<think>", row["completion"])
+    assert validate_afm(row["completion"], "mas").ok
+    # AFM's crawl_page observation: the page summarised by an LLM call that the trace counts.
+    assert "Page 1 [corpus://seine] Summary:\n- Paris lies on the river Seine." in row["completion"]
+    crawl = trace_of(config, row["trace_id"]).tool_calls()[1]
+    assert crawl.ok and len(crawl.llm) == 1 and stats["llm_calls"] == 11  # 10 role calls + 1 summary
 
 
 def test_a_tool_failure_is_an_observation_and_the_run_goes_on(server, fast_config, tmp_path):
@@ -219,32 +233,35 @@ def test_the_mas_tool_agent_may_run_code_and_the_distillation_keeps_it(server, f
     server.route(REFLECTOR, reflect(), reflect(ready=True))
     server.route(ANSWERER, answer("5"))
     server.route(VERIFIER, check(4))
-    config = make_config(tmp_path, fast_config, tasks)
+    config = make_config(tmp_path, fast_config, tasks, mas_code=True)
     run_coa(config, progress=False)
 
     (row,) = rows(config)
     assert row["verified"] and row["variant"] == "mas" and row["correct"]
     assert validate_afm(row["completion"], "mas").ok
-    assert "<code>" in row["completion"] and "<observation>5\n</observation>" in row["completion"]
+    assert "<code>" in row["completion"] and re.search(r"<observation>\s*5\s*</observation>", row["completion"])
     search_requests = [r["body"] for r in server.requests if SEARCH in json.dumps(r["body"]["messages"])]
     schema = json.dumps(search_requests[0]["response_format"])
     assert '"code"' in schema and "prints what it finds" in search_requests[0]["messages"][0]["content"]
 
 
-def test_reply_limits_reach_the_wire_schema_and_mas_code_can_be_turned_off(server, fast_config, tmp_path):
+def test_reply_limits_reach_the_wire_schema_and_a_web_run_offers_no_code_by_default(server, fast_config, tmp_path):
     limits = {"think": 120, "code": 400, "answer": 50, "comment": 90}
     server.route(PLANNER, plan("Search the river."))
     server.route(SEARCH, search("Paris river"))
     server.route(REFLECTOR, reflect(ready=True))
     server.route(ANSWERER, answer("Seine"))
     server.route(VERIFIER, check(4))
-    config = make_config(tmp_path, fast_config, qa_task(tmp_path), reply_chars=limits, mas_code=False)
+    config = make_config(tmp_path, fast_config, qa_task(tmp_path), reply_chars=limits)
     run_coa(config, progress=False)
 
     bodies = {r["body"]["messages"][0]["content"][:22]: r["body"] for r in server.requests}
     search_body = next(b for key, b in bodies.items() if key.startswith(SEARCH[:22]))
     properties = search_body["response_format"]["json_schema"]["schema"]["properties"]
     assert properties["think"]["maxLength"] == 120 and properties["argument"]["maxLength"] == 300
-    assert properties["tool"]["enum"] == ["web_search", "crawl_page"]  # no code: mas_code is off
+    assert properties["tool"]["enum"] == ["web_search", "crawl_page"]  # no code: mas_code is off by default
+    planner_prompt = next(b for key, b in bodies.items() if key.startswith(PLANNER[:22]))["messages"][0]["content"]
+    assert [line[2:].split(":")[0] for line in planner_prompt.splitlines() if line.startswith("- ")] == \
+        ["web_search", "crawl_page"]  # fmt: skip
     answer_body = next(b for key, b in bodies.items() if key.startswith(ANSWERER[:22]))
     assert answer_body["response_format"]["json_schema"]["schema"]["properties"]["answer"]["maxLength"] == 50

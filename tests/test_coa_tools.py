@@ -171,15 +171,20 @@ def test_bm25_ranks_the_relevant_documents_first(tmp_path):
     assert index.search("zyzzyva quux", 5) == []
     result = run(search_tool(config, top_k=3)("platypus venom"))
     assert result.ok and result.meta["n_results"] == [3]
-    lines = result.text.splitlines()
-    assert lines[:3] == ['Results for "platypus venom":', "1. Platypus venom", "   URL: corpus://venom-1"]
-    assert "platypus venom causes severe pain" in result.text
+    assert result.text == (  # AFM's layout (verl/verl/tools/web_search_v2.py, _format_results_to_string)
+        "Found 3 results:\n\n## Web Results\n"
+        "1. [Platypus venom](corpus://venom-1)\ncorpus://venom-1\n"
+        "The male platypus has a venomous spur; platypus venom causes severe pain.\n\n"
+        "2. [Monotremes](corpus://venom-2)\ncorpus://venom-2\n"
+        "Among monotremes only the platypus produces venom, from a spur on the hind leg.\n\n"
+        "3. [Australian fauna](corpus://venom-3)\ncorpus://venom-3\nThe platypus lives in rivers of eastern Australia."
+    )  # fmt: skip
 
 
 def test_a_query_with_no_hits_says_so(tmp_path):
     write_corpus(tmp_path / "corpus.jsonl")
     result = run(search_tool(LocalCorpusConfig(path=tmp_path / "corpus.jsonl"))("zyzzyva quux"))
-    assert result.ok and result.text == 'No results for "zyzzyva quux".'
+    assert result.ok and result.text == "No results found for query: 'zyzzyva quux'. Use a less specific query."
     assert not run(search_tool(LocalCorpusConfig(path=tmp_path / "corpus.jsonl"))("   ")).ok
 
 
@@ -190,7 +195,7 @@ def test_concurrent_first_searches_share_one_build(tmp_path):
     async def many():
         return await asyncio.gather(*(tool("platypus venom") for _ in range(6)))
 
-    assert {result.text.splitlines()[1] for result in run(many())} == {"1. Platypus venom"}
+    assert {result.text.splitlines()[3] for result in run(many())} == {"1. [Platypus venom](corpus://venom-1)"}
 
 
 def test_snippets_show_the_window_with_the_query_words():
@@ -218,7 +223,7 @@ def test_parquet_corpus_without_urls_and_a_missing_corpus(tmp_path):
     table = pa.table({"id": [1, 2], "title": ["Alpha", "Beta"], "text": ["gamma rays", "delta wing"]})
     pq.write_table(table, tmp_path / "c.parquet")
     result = run(search_tool(LocalCorpusConfig(path=tmp_path / "c.parquet"))("delta"))
-    assert "1. Beta\n   URL: corpus://2" in result.text
+    assert result.text.endswith("## Web Results\n1. [Beta](corpus://2)\ncorpus://2\ndelta wing")
     missing = run(search_tool(LocalCorpusConfig(path=tmp_path / "nope.jsonl"))("delta"))
     assert not missing.ok and "corpus file not found" in missing.text
 
@@ -248,10 +253,34 @@ def test_http_search_maps_the_response_and_sends_the_key(server, monkeypatch):
     server.script["/search"] = [web.json_response(ITEMS)]
     result = api_search(api_config(server))
     assert result.ok
-    assert result.text.splitlines()[1:4] == ["1. Platypus", "   URL: https://e.org/p", "   A venomous mammal"]
+    assert result.text.splitlines()[3:6] == ["1. [Platypus](https://e.org/p)", "https://e.org/p", "A venomous mammal"]
     assert "Third" not in result.text  # top_k=2
     request = server.requests[0]
     assert request.headers["X-Key"] == "sekret" and dict(request.query) == {"q": "platypus venom", "n": "2"}
+
+
+SERPER = {"organic": [
+    {"title": "Platypus - Wikipedia", "link": "https://en.wikipedia.org/wiki/Platypus", "date": "Mar 3, 2024",
+     "snippet": "The platypus is a semiaquatic, egg-laying mammal. Your browser can't play this video."},
+    {"link": "https://e.org/no-title", "source": "e.org", "snippet": ""},
+    {"title": "No link"},
+]}  # fmt: skip
+
+
+def test_http_search_lays_out_a_serper_answer_as_afm_does(server):
+    serper = dict(results_path="organic", title_field="title", url_field="link", snippet_field="snippet",
+                  date_field="date", source_field="source", api_key_env=None)  # fmt: skip
+    server.script["/search"] = [web.json_response(SERPER)]
+    search = SearchToolConfig(enabled=True, backend="http", http=api_config(server, **serper), top_k=5)
+    result = run(WebSearchTool(search, HttpSearchBackend(search.http))("platypus"))
+    # What AFM's _format_results_to_string returns for the same Serper JSON, byte for byte.
+    assert result.text == (
+        "Found 3 results:\n\n## Web Results\n"
+        "1. [Platypus - Wikipedia](https://en.wikipedia.org/wiki/Platypus)\nDate published: Mar 3, 2024\n"
+        "https://en.wikipedia.org/wiki/Platypus\nThe platypus is a semiaquatic, egg-laying mammal.\n\n"
+        "2. [No Title](https://e.org/no-title)\nSource: e.org\nhttps://e.org/no-title\n\n"
+        "3. [No link](#)\n#"
+    )  # fmt: skip
 
 
 def test_http_search_posts_a_json_body(server, monkeypatch):

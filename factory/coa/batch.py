@@ -3,9 +3,10 @@
     outcome = run_coa(config)            # config: .run_dir, .llm, .coa (a FactoryConfig)
     outcome = run_coa_import(run_dir, "agent_logs.jsonl", variant="mas")
 
-Per task: run the team (mas/), store the trace, then either a failure row
-(the run's status, or the grammar rule the distillation broke) or the distilled
-trajectory with its stats and correctness. A task with a row in `trajectories`
+Per task: run the multi-agent system (mas/), store the trace, then either a
+failure row (the run's status, the grammar rule the distillation broke, or
+`team_talk` when an agent's text speaks of other agents, mas/voice.py) or the
+distilled trajectory with its stats and correctness. A task with a row in `trajectories`
 is finished: a rerun skips it without sending a request; a bug in one task is
 recorded as an `internal_error` failure and the batch goes on.
 """
@@ -21,13 +22,15 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from .. import checks  # a module, not its names: factory.checks imports factory.coa.tasks
+from ..errors import FactoryError
 from ..records import Trajectory
 from ..run import open_run
 from ..store import Store
 from .config import CoaConfig
 from .distill import distill, distill_prompt
 from .importers import load_agent_log
-from .mas import Agents, choose_variant, open_agents, run_mas
+from .mas import Agents, choose_variant, offered_tools, open_agents, run_mas, team_talk
+from .mas.voice import RULE as TEAM_TALK_RULE
 from .stats import coa_stats
 from .store import coa_funnel, failure_counts, finished_ids, save_distilled, save_failure, save_trace
 from .tasks import Task, select_tasks
@@ -67,6 +70,10 @@ async def record_trace(store: Store, trace: Trace, task: Task | None, checker: C
         reason = f"grammar {distilled.rule}: {distilled.message}"
         save_failure(store, trace, distilled.rule, reason, coa_stats(trace))
         return False
+    talk = team_talk(trace)
+    if talk is not None:  # one agent's trajectory must not speak of others
+        save_failure(store, trace, TEAM_TALK_RULE, f"voice {TEAM_TALK_RULE}: {talk}", coa_stats(trace))
+        return False
     check = await checker.acheck(trace.final_answer or "", task) if checker and task else None
     stats = coa_stats(trace, check.correct if check else None)
     trajectory = Trajectory(
@@ -99,26 +106,41 @@ async def coa_one(agents: Agents, toolbox: ToolBox, store: Store, task: Task, se
         save_failure(store, broken, "internal_error", broken.reason)
 
 
+def check_tools(tasks: list[Task], settings: CoaConfig) -> None:
+    """Every task's tool agent gets at least one tool; else one line naming the settings to change."""
+    toolbox = ToolBox.from_config(settings.tools)
+    try:
+        for variant in sorted({choose_variant(settings.variant, task.domain) for task in tasks}):
+            if not offered_tools(variant, settings, toolbox):
+                needs = "tools.web_search or tools.crawl_page" if variant == "mas" else "tools.code"
+                raise FactoryError(f"coa: the {variant} variant has no tool to call: turn on {needs}")
+    finally:
+        toolbox.close()
+
+
 async def run_coa_async(config: Any, progress: bool = True) -> CoaOutcome:
     settings: CoaConfig = getattr(config, "coa")
     tasks = choose_tasks(settings)
-    toolbox = ToolBox.from_config(settings.tools)
+    check_tools(tasks, settings)
     with open_run(config.run_dir, "coa", config if isinstance(config, BaseModel) else None) as run:
         done = finished_ids(run.store)
         todo = [task for task in tasks if f"coa:{task.id}" not in done]
         gate = asyncio.Semaphore(settings.parallel_tasks)
 
-        async def one(agents: Agents, task: Task) -> None:
-            async with gate:
-                await coa_one(agents, toolbox, run.store, task, settings)
+        async with open_agents(config.llm, settings.models, run.store, run.run_id) as agents:
+            # crawl_page summarises pages with the `summarizer` model, through the run's clients.
+            toolbox = ToolBox.from_config(settings.tools, agents.clients["summarizer"])
 
-        try:
-            async with open_agents(config.llm, settings.models, run.store, run.run_id) as agents:
-                jobs = [asyncio.ensure_future(one(agents, task)) for task in todo]
+            async def one(task: Task) -> None:
+                async with gate:
+                    await coa_one(agents, toolbox, run.store, task, settings)
+
+            try:
+                jobs = [asyncio.ensure_future(one(task)) for task in todo]
                 for finished in tqdm(asyncio.as_completed(jobs), total=len(jobs), desc="coa", disable=not progress):
                     await finished
-        finally:
-            toolbox.close()
+            finally:
+                toolbox.close()
         return CoaOutcome(run.run_id, coa_funnel(run.store), failure_counts(run.store))
 
 

@@ -18,7 +18,7 @@ from ..config import StrictModel
 from .tasks import Domain
 from .tools.config import ToolsConfig
 
-ROLES = ("planner", "search_agent", "code_agent", "reflector", "verifier", "answerer")
+ROLES = ("planner", "search_agent", "code_agent", "reflector", "verifier", "answerer", "summarizer")
 
 
 class RoleModels(StrictModel):
@@ -32,6 +32,7 @@ class RoleModels(StrictModel):
     reflector: str | None = None
     verifier: str | None = None
     answerer: str | None = None
+    summarizer: str | None = None  # crawl_page's page summaries (a tool's model, not an agent)
 
 
 class ReplyLimits(StrictModel):
@@ -65,4 +66,5 @@ class CoaConfig(StrictModel):
     parallel_tasks: int = Field(8, ge=1, le=256, description="tasks run at the same time")
     history_chars: int = Field(6000, ge=500, description="how much of the run so far each role sees")
     reply_chars: ReplyLimits = Field(default_factory=ReplyLimits)
-    mas_code: bool = Field(True, description="the mas variant's tool agent may also run code (when the code tool is on)")
+    mas_code: bool = Field(False, description="the mas variant's tool agent may also run code (when the code "
+                           "tool is on); off: web_search and crawl_page only, as AFM's web agent")  # fmt: skip

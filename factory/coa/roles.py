@@ -1,10 +1,16 @@
 """The LLM roles of the multi-agent system: template, response model, parse (no I/O, DESIGN rule 6).
 
-Every role gets one system message (prompts/coa/<role>.md) and one user
-message (prompts/coa/context.md: the question, the current plan, the work so
-far and the answer format), and replies with a small JSON object whose strings
-and lists are bounded, so a small model cannot return an empty plan or ramble.
-`parse` turns the reply into a trace `Event`; the caller adds timing and usage.
+Every role gets one system message (prompts/coa/<role>.md, then
+prompts/coa/voice.md) and one user message (prompts/coa/context.md: the
+question, the current plan, the work so far and the answer format), and
+replies with a small JSON object whose strings and lists are bounded, so a
+small model cannot return an empty plan or ramble. `parse` turns the reply
+into a trace `Event`; the caller adds timing and usage.
+
+The roles' text becomes one agent's trajectory, so no prompt tells a role it is
+one of several: each writes as the one solver of the task (voice.md). A prompt
+names exactly the tools the run offers (one line each, prompts/coa/tools/) and
+the modules the code tool's sandbox allows, both passed in by the run.
 """
 
 from __future__ import annotations
@@ -90,13 +96,17 @@ def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...]
 
 
 class Role:
-    """One role: `request(context)` -> Request; `parse(reply, domain)` -> Event."""
+    """One role: `request(context)` -> Request; `parse(reply, domain)` -> Event.
+
+    `tools`: the tools the run offers its tool agent (the search agent may choose
+    among them); `modules`: what the code tool lets a program import."""
 
     name: ClassVar[str]
     reply_type: ClassVar[type[Reply]]
 
-    def __init__(self, limits: ReplyLimits | None = None, tools: tuple[str, ...] = ()):
+    def __init__(self, limits: ReplyLimits | None = None, tools: tuple[str, ...] = (), modules: tuple[str, ...] = ()):
         self.tools = tools
+        self.modules = modules
         self.response_model = bounded_reply(self.reply_type, limits or ReplyLimits(), tools)
 
     def request(self, question: str, plan: str, history: str, domain: str, tag: str) -> Request:
@@ -108,7 +118,11 @@ class Role:
         return Request(messages, self.response_model, stage=f"coa_{self.name}", tag=tag)
 
     def system_prompt(self) -> str:
-        return load_prompt(f"coa/{self.name}")
+        modules = ", ".join(self.modules) or "(none: the standard library is closed)"
+        tool_lines = "\n".join(render_prompt(f"coa/tools/{tool}", modules=modules) for tool in self.tools)
+        role = render_prompt(f"coa/{self.name}", tools=tool_lines, tool_names=" or ".join(self.tools),
+                             modules=modules)  # fmt: skip
+        return f"{role}\n{load_prompt('coa/voice')}"
 
     def parse(self, reply: Reply, domain: str) -> Event:
         raise NotImplementedError
@@ -124,11 +138,6 @@ class Planner(Role):
 
 class SearchAgent(Role):
     name, reply_type = "search_agent", SearchReply
-
-    def system_prompt(self) -> str:
-        # The code tool's line is added only when the agent may choose it (mas_code).
-        extra = "\n" + load_prompt("coa/search_agent_code") if "code" in self.tools else ""
-        return load_prompt("coa/search_agent") + extra
 
     def parse(self, reply: SearchReply, domain: str) -> Event:
         call = ToolCall(name=reply.tool, argument=reply.argument.strip(), ok=False, result="")

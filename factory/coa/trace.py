@@ -21,15 +21,6 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ToolCall(Record):
-    name: str  # web_search | crawl_page | code (or the imported tool's own name)
-    argument: str
-    ok: bool
-    result: str  # what the agent saw as the observation
-    duration_s: float | None = None
-    meta: dict[str, Any] = Field(default_factory=dict)  # the tool's status, sizes, reasons
-
-
 class LLMUsage(Record):
     """Which LLM call produced an event; the full messages live in `llm_calls` under request_hash."""
 
@@ -42,6 +33,16 @@ class LLMUsage(Record):
     cached: bool = False
     error_kind: str | None = None
     error: str | None = None
+
+
+class ToolCall(Record):
+    name: str  # web_search | crawl_page | code (or the imported tool's own name)
+    argument: str
+    ok: bool
+    result: str  # the observation: what the agents read, and what the distillation shows
+    duration_s: float | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)  # the tool's status, sizes, reasons
+    llm: list[LLMUsage] = Field(default_factory=list)  # LLM calls the tool made (crawl_page's page summaries)
 
 
 class Event(Record):
@@ -68,6 +69,7 @@ class Trace(Record):
     domain: str | None = None
     question: str
     agents: dict[str, str] = Field(default_factory=dict)  # role -> model string
+    tools: list[str] = Field(default_factory=list)  # the tools the tool agent was offered (imports: none listed)
     events: list[Event] = Field(default_factory=list)
     final_answer: str | None = None
     status: TraceStatus = "answered"
@@ -78,17 +80,22 @@ class Trace(Record):
     def tool_calls(self) -> list[ToolCall]:
         return [event.tool for event in self.events if event.tool is not None]
 
+    def usages(self) -> list[LLMUsage]:
+        """Every LLM call of the run: the agents' and the tools' (page summaries)."""
+        agents = [event.llm for event in self.events if event.llm is not None]
+        return agents + [usage for call in self.tool_calls() for usage in call.llm]
+
     def tokens(self) -> tuple[int, int]:
         """(prompt, completion) tokens over every LLM call of the run."""
-        usages = [event.llm for event in self.events if event.llm is not None]
+        usages = self.usages()
         return sum(u.prompt_tokens for u in usages), sum(u.completion_tokens for u in usages)
 
     def cost_usd(self) -> float | None:
-        costs = [event.llm.cost_usd for event in self.events if event.llm and event.llm.cost_usd is not None]
+        costs = [usage.cost_usd for usage in self.usages() if usage.cost_usd is not None]
         return sum(costs) if costs else None
 
     def llm_calls(self) -> int:
-        return sum(1 for event in self.events if event.llm is not None)
+        return len(self.usages())
 
     def replans(self) -> int:
         return sum(1 for event in self.events if event.kind == "plan" and event.replan)

@@ -1,4 +1,4 @@
-"""The team's LLM side: one client per distinct model, and `ask`, which turns one role's
+"""The roles' LLM side: one client per distinct model, and `ask`, which turns one role's
 call into one trace event (or a recorded error that ends the run).
 
     async with open_agents(config.llm, coa.models, store, run_id) as agents:
@@ -36,7 +36,8 @@ class RunState:
     max_tokens: int
     history_chars: int
     limits: ReplyLimits = field(default_factory=ReplyLimits)
-    search_tools: tuple[str, ...] = ("web_search", "crawl_page")  # what the mas tool agent may call
+    tools: tuple[str, ...] = ()  # what the tool agent may call; every prompt names exactly these
+    modules: tuple[str, ...] = ()  # what the code tool lets a program import (prompts name exactly these)
     started: float = field(default_factory=time.monotonic)
     steps: int = 0  # tool calls made
     replans: int = 0
@@ -59,7 +60,7 @@ class Agents:
     async def ask(self, run: RunState, role_name: str) -> Event:
         if run.tokens() >= run.max_tokens:
             raise Stop("token_budget", f"{run.tokens()} tokens spent (limit {run.max_tokens}) before the {role_name}")
-        role = ROLE_TYPES[role_name](run.limits, run.search_tools if role_name == "search_agent" else ())
+        role = ROLE_TYPES[role_name](run.limits, run.tools, run.modules)
         trace = run.trace
         history = history_text(trace.events, run.history_chars)
         request = role.request(trace.question, run.plan, history, trace.domain or "qa", trace.trace_id)

@@ -4,8 +4,11 @@
       ▲          any "poor" rating │                   score <= 2 │
       └────────────────────────────┴──────────────────────────────┘
 
-The tool agent is the search agent in the `mas` variant and the code agent in
-the `code` variant. The reflector decides when there is enough to answer; at
+The tool agent is the search agent in the `mas` variant (web_search and
+crawl_page, and code only with `coa.mas_code`) and the code agent in the
+`code` variant; every prompt names exactly the tools offered, which the trace
+records. A tool's answer is cut once, by the toolbox, into the observation
+that the agents read and the trace keeps. The reflector decides when there is enough to answer; at
 `max_steps` tool calls the answerer is asked anyway. A re-plan past
 `max_replans`, an LLM failure, or the token budget ends the run early with its
 status; a tool failure is only an observation. Every step is a trace event.
@@ -19,9 +22,11 @@ from datetime import timezone
 from ...store import utcnow
 from ..config import CoaConfig
 from ..tasks import Task
-from ..tools import ToolBox
+from ..tools import Goal, ToolBox
 from ..trace import Event, Trace
-from .agents import Agents, RunState, Stop
+from .agents import Agents, RunState, Stop, usage_of
+
+WEB_TOOLS = ("web_search", "crawl_page")
 
 
 def choose_variant(setting: str, domain: str) -> str:
@@ -30,18 +35,19 @@ def choose_variant(setting: str, domain: str) -> str:
     return "mas" if domain == "qa" else "code"
 
 
-def new_trace(task: Task, variant: str, agents: Agents) -> Trace:
+def new_trace(task: Task, variant: str, agents: Agents, tools: tuple[str, ...]) -> Trace:
     return Trace(
         trace_id=f"coa:{task.id}", task_id=task.id, variant=variant, domain=task.domain, question=task.question,
-        agents=dict(agents.models), started_at=utcnow().replace(tzinfo=timezone.utc).isoformat(),
+        agents=dict(agents.models), tools=list(tools), started_at=utcnow().replace(tzinfo=timezone.utc).isoformat(),
     )  # fmt: skip
 
 
 async def run_mas(agents: Agents, toolbox: ToolBox, task: Task, settings: CoaConfig) -> Trace:
     """The trace of one run; LLM and tool failures end up in it, never raised."""
     variant = choose_variant(settings.variant, task.domain)
-    run = RunState(new_trace(task, variant, agents), settings.max_tokens_per_task, settings.history_chars,
-                   settings.reply_chars, search_tools(settings, toolbox))  # fmt: skip
+    tools = offered_tools(variant, settings, toolbox)
+    run = RunState(new_trace(task, variant, agents, tools), settings.max_tokens_per_task, settings.history_chars,
+                   settings.reply_chars, tools, toolbox.allowed_modules())  # fmt: skip
     try:
         await make_plan(agents, run, replan=False)
         await solve(agents, toolbox, run, settings)
@@ -51,10 +57,11 @@ async def run_mas(agents: Agents, toolbox: ToolBox, task: Task, settings: CoaCon
     return run.trace
 
 
-def search_tools(settings: CoaConfig, toolbox: ToolBox) -> tuple[str, ...]:
-    """The mas tool agent's choices: the web tools, and code when it is on (AFM's web agent computes too)."""
-    code = ("code",) if settings.mas_code and "code" in toolbox else ()
-    return ("web_search", "crawl_page", *code)
+def offered_tools(variant: str, settings: CoaConfig, toolbox: ToolBox) -> tuple[str, ...]:
+    """The tool agent's choices, among the tools that are on: the web tools (and code with
+    `mas_code`) for `mas`, code for `code`."""
+    wanted = (*WEB_TOOLS, *(("code",) if settings.mas_code else ())) if variant == "mas" else ("code",)
+    return tuple(name for name in wanted if name in toolbox)
 
 
 async def solve(agents: Agents, toolbox: ToolBox, run: RunState, settings: CoaConfig) -> None:
@@ -89,15 +96,23 @@ async def act(agents: Agents, toolbox: ToolBox, run: RunState) -> str:
     agent = "search_agent" if run.trace.variant == "mas" else "code_agent"
     event = await agents.ask(run, agent)
     started = time.monotonic()
-    result = await toolbox.call(event.tool.name, event.tool.argument)
+    result = await toolbox.call(event.tool.name, event.tool.argument, goal_of(run.trace, event))
     event.tool = event.tool.model_copy(update={
         "ok": result.ok, "result": result.text, "meta": result.meta,
         "duration_s": round(time.monotonic() - started, 3),
+        "llm": [usage_of(call, model) for model, call in result.llm],
     })  # fmt: skip
     event.duration_s = round(event.duration_s + event.tool.duration_s, 3)
     run.steps += 1
     reflection = await agents.ask(run, "reflector")
     return reflection.decision
+
+
+def goal_of(trace: Trace, event: Event) -> Goal:
+    """What the call is for, from what the distilled trajectory shows before it: the question, the
+    last web_search query and the reasoning for this call (AFM's crawl_page summarises toward these)."""
+    queries = [call.argument for call in trace.tool_calls() if call.name == "web_search" and call is not event.tool]
+    return Goal(question=trace.question, query=queries[-1] if queries else "", clues=event.think or "")
 
 
 async def answer(agents: Agents, run: RunState) -> bool:

@@ -9,16 +9,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ...llm import Result
+
 
 @dataclass(frozen=True)
 class ToolResult:
     ok: bool
     text: str  # becomes the <observation> the agent reads
     meta: dict[str, Any] = field(default_factory=dict)  # for the trace: status, timings, sizes; not shown
+    llm: tuple[tuple[str, Result], ...] = ()  # (model, result) of each LLM call the tool made (crawl summaries)
+
+
+@dataclass(frozen=True)
+class Goal:
+    """Why the agent makes a call. AFM's crawl_page summarises a page toward the last
+    web_search query and the reasoning before the call; these are the same two things,
+    both visible in the distilled trajectory, plus the question."""
+
+    question: str = ""
+    query: str = ""  # the last web_search query of the run
+    clues: str = ""  # the agent's reasoning for this call
 
 
 @runtime_checkable
 class Tool(Protocol):
+    """A tool that also wants the agent's goal sets `takes_goal = True` and accepts `goal=`."""
+
     name: str
 
     async def __call__(self, argument: str) -> ToolResult: ...

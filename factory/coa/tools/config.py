@@ -65,6 +65,8 @@ class HttpSearchConfig(StrictModel):
     title_field: str = "title"
     url_field: str = "url"
     snippet_field: str = "snippet"
+    date_field: str | None = Field(None, description="shown as 'Date published:' when a result has it (Serper: date)")
+    source_field: str | None = Field(None, description="shown as 'Source:' when a result has it (Serper: source)")
     timeout_s: float = Field(10, gt=0, description="per attempt, the whole request and response")
     max_response_bytes: int = Field(2_000_000, ge=1024)
     max_retries: int = Field(2, ge=0, le=10, description="extra attempts after 429, 5xx or a transport error")
@@ -91,7 +93,10 @@ class CrawlToolConfig(StrictModel):
     enabled: bool = True
     timeout_s: float = Field(15, gt=0, description="the whole fetch, redirects included")
     max_bytes: int = Field(2_000_000, ge=1024, description="bytes read from the response; the rest is dropped")
-    max_chars: int = Field(8000, ge=200, description="observation cap on the page's text")
+    max_chars: int = Field(8000, ge=200, description="cap on a page's text (what the summary model reads)")
+    summarize: bool = Field(True, description="a goal-directed summary per page by the `summarizer` model (AFM's "
+                            "crawl_page); off: the page's text is the observation")  # fmt: skip
+    summary_chars: int = Field(1200, ge=100, le=20_000, description="the longest summary of one page")
     max_redirects: int = Field(5, ge=0, le=20)
     # An agent chooses the URL, so by default it may not reach this machine, the
     # local network or cloud metadata endpoints. Tests turn this on for 127.0.0.1.
@@ -103,3 +108,7 @@ class ToolsConfig(StrictModel):
     code: CodeToolConfig = Field(default_factory=CodeToolConfig)
     web_search: SearchToolConfig = Field(default_factory=SearchToolConfig)
     crawl_page: CrawlToolConfig = Field(default_factory=CrawlToolConfig)
+    # The one cut between a tool's answer and the observation: the agents read this
+    # text and the distilled trajectory shows the same text (ToolBox.call applies it).
+    observation_chars: int = Field(3000, ge=200, le=100_000, description="the longest observation; longer "
+                                   "tool answers are cut with a marker, once, before anyone reads them")  # fmt: skip

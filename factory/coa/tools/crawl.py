@@ -1,4 +1,13 @@
-"""The `crawl_page` tool: a URL (or corpus://<id>) in, the page's text out.
+"""The `crawl_page` tool: URLs (or corpus://<id>) in, each page summarised toward the agent's goal out.
+
+- The argument is one URL or several separated by "|" (AFM's form; a markdown
+  link "[title](url)" works too), at most MAX_PAGES.
+- With a summarizer (summary.py: one LLM call per page through factory.llm,
+  the run's default), the observation is AFM's: "Page 1 [url] Summary:\n..."
+  per page, steered by the goal (the question, the last web_search query and
+  the agent's reasoning for the call); a page that cannot be read is
+  "Page 1 [url]: [Page content not accessible: ...]". Without one (tool tests,
+  `crawl_page.summarize: false`), each page's text as read.
 
 - corpus://<id>, and any URL that a document of the local corpus carries, is
   answered from the corpus: no network, and offline runs stay reproducible.
@@ -9,21 +18,25 @@
   private, link-local or reserved addresses are refused: the agent picks the
   URL, and it should not reach this machine or a cloud metadata endpoint.
 - HTML becomes text (html_text.py); text/* and JSON are shown as they are.
-  The observation is "Title: ...\nURL: ...\n\n<text>", capped at `max_chars`.
+  A page read is "Title: ...\nURL: ...\n\n<text>", capped at `max_chars`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from urllib.parse import urljoin, urlsplit
 
-from .base import ToolResult, cap_text, failure, strip_fence
+from .base import Goal, ToolResult, cap_text, failure, strip_fence
 from .bm25 import Document
 from .config import CrawlToolConfig
 from .fetch import TRANSPORT_ERRORS, Fetched, describe_error, fetch, is_ip_literal, is_public_address, session
 from .html_text import html_to_text
 from .search import LocalSearchBackend, SearchError
+from .summary import PageSummarizer
 
+MAX_PAGES = 5  # one call may read several pages; more is a runaway model
+MARKDOWN_LINK = re.compile(r"\[[^\]]*\]\(([^\s)]+)\)")
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 TEXT_TYPES = {"application/json", "application/xml", "application/javascript", ""}  # "": the server did not say
 
@@ -32,10 +45,16 @@ class Refused(Exception):
     """The URL may not be fetched; the message says why."""
 
 
-def parse_target(argument: str) -> str:
-    """The URL in the argument: its first word, without quotes or angle brackets."""
-    words = strip_fence(argument).split()
-    return words[0].strip("<>\"'`") if words else ""
+def parse_targets(argument: str) -> list[str]:
+    """The URLs of the argument: "|"-separated parts, each a markdown link's target or its first word."""
+    urls = []
+    for part in strip_fence(argument).split("|"):
+        link = MARKDOWN_LINK.search(part)
+        words = part.split()
+        url = link.group(1) if link else words[0].strip("<>\"'`") if words else ""
+        if url:
+            urls.append(url)
+    return urls[:MAX_PAGES]
 
 
 def check_url(url: str, allow_private: bool) -> None:
@@ -69,15 +88,28 @@ def render(title: str, url: str, text: str, max_chars: int, cut_bytes: int | Non
 
 class CrawlPageTool:
     name = "crawl_page"
+    takes_goal = True
 
-    def __init__(self, config: CrawlToolConfig | None = None, corpus: LocalSearchBackend | None = None):
+    def __init__(self, config: CrawlToolConfig | None = None, corpus: LocalSearchBackend | None = None,
+                 summarizer: PageSummarizer | None = None):  # fmt: skip
         self.config = config or CrawlToolConfig()
         self.corpus = corpus
+        self.summarizer = summarizer
 
-    async def __call__(self, argument: str) -> ToolResult:
-        url = parse_target(argument)
-        if not url:
+    async def __call__(self, argument: str, goal: Goal | None = None) -> ToolResult:
+        urls = parse_targets(argument)
+        if not urls:
             return failure("Error: no URL given", reason="empty")
+        reads = await asyncio.gather(*(self.read(url) for url in urls))
+        if self.summarizer is not None:
+            return await self.summarizer.summarize(list(zip(urls, reads)), goal or Goal())
+        if len(reads) == 1:
+            return reads[0]
+        return ToolResult(any(read.ok for read in reads), "\n\n".join(read.text for read in reads),
+                          {"pages": [read.meta for read in reads]})  # fmt: skip
+
+    async def read(self, url: str) -> ToolResult:
+        """One page as text (ok), or why it could not be read (not ok)."""
         document = await self.from_corpus(url)
         if isinstance(document, ToolResult):
             return document

@@ -49,6 +49,16 @@ def at_path(data: Any, path: str) -> Any:
     return data
 
 
+def lookup(item: dict[str, Any], path: str | None) -> str | None:
+    """The cleaned text at `path` of one result; None when there is no such field."""
+    if path is None:
+        return None
+    try:
+        return clean(at_path(item, path))
+    except KeyError:
+        return None
+
+
 def clean(value: Any) -> str:
     text = value if isinstance(value, str) else "" if value is None else str(value)
     return " ".join(html.unescape(TAG.sub("", text)).split())
@@ -127,11 +137,8 @@ class HttpSearchBackend:
         return [self.result(item) for item in items if isinstance(item, dict)][:k]
 
     def result(self, item: dict[str, Any]) -> SearchResult:
-        def field(path: str) -> str:
-            try:
-                return clean(at_path(item, path))
-            except KeyError:
-                return ""
-
-        return SearchResult(field(self.config.title_field), field(self.config.url_field) or None,
-                            field(self.config.snippet_field))  # fmt: skip
+        config = self.config
+        title, url, snippet = (lookup(item, path) or "" for path in (config.title_field, config.url_field,
+                                                                     config.snippet_field))  # fmt: skip
+        return SearchResult(title, url or None, snippet, lookup(item, config.date_field),
+                            lookup(item, config.source_field))  # fmt: skip

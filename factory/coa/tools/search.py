@@ -1,13 +1,23 @@
-"""The `web_search` tool: a query in, the top results as numbered lines out.
+"""The `web_search` tool: a query in, the top results out, laid out as AFM's web agent sees them.
 
-    1. Title
-       URL: https://example.org/page   (corpus://<id> when the corpus has no url)
-       snippet ...
+    Found 2 results:
 
+    ## Web Results
+    1. [Title](https://example.org/page)
+    https://example.org/page
+    snippet ...
+
+    2. [Other](corpus://<id>)      (corpus://<id> when the corpus has no url)
+    corpus://<id>
+    snippet ...
+
+The layout is AFM's `_format_results_to_string` (verl/verl/tools/web_search_v2.py
+and AFM/evaluation/web_agent/web_tools.py in OPPO-PersonalAI/Agent_Foundation_Models),
+byte for byte, with its "Date published:" / "Source:" lines when a backend has them.
 Backends: `LocalSearchBackend` (BM25 over a local corpus, no network) and
 `HttpSearchBackend` (any JSON search API; http_search.py). The argument is the
 query text; a JSON {"query": ...} or ["q1", "q2"] also works (several queries
-answer in turn), since models write both.
+answer in turn, one block each), since models write both.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from .config import LocalCorpusConfig, SearchToolConfig
 MAX_QUERIES = 5  # one call may ask several queries; more is a runaway model
 MAX_QUERY_CHARS = 500
 SNIPPET_TERMS, SNIPPET_HITS_PER_TERM = 12, 8
+VIDEO_NOTICE = "Your browser can't play this video."  # Google's snippet noise; AFM drops it too
 
 
 class SearchError(Exception):
@@ -39,6 +50,8 @@ class SearchResult:
     title: str
     url: str | None
     snippet: str
+    date: str | None = None  # shown as AFM shows Serper's "date" and "source" when a backend has them
+    source: str | None = None
 
 
 class SearchBackend(Protocol):
@@ -133,16 +146,18 @@ def parse_queries(argument: str) -> list[str]:
 
 def format_results(query: str, results: list[SearchResult], snippet_chars: int) -> str:
     if not results:
-        return f'No results for "{query}".'
-    lines = [f'Results for "{query}":']
-    for number, result in enumerate(results, 1):
-        lines.append(f"{number}. {result.title or '(untitled)'}")
-        if result.url:
-            lines.append(f"   URL: {result.url}")
-        if result.snippet:
-            snippet = result.snippet if len(result.snippet) <= snippet_chars else result.snippet[:snippet_chars] + "…"
-            lines.append(f"   {snippet}")
-    return "\n".join(lines)
+        return f"No results found for query: '{query}'. Use a less specific query."
+    entries = [format_entry(number, result, snippet_chars) for number, result in enumerate(results, 1)]
+    return f"Found {len(entries)} results:\n\n## Web Results\n" + "\n\n".join(entries)
+
+
+def format_entry(number: int, result: SearchResult, snippet_chars: int) -> str:
+    link = result.url or "#"
+    dated = f"\nDate published: {result.date}" if result.date is not None else ""
+    source = f"\nSource: {result.source}" if result.source is not None else ""
+    snippet = result.snippet if len(result.snippet) <= snippet_chars else result.snippet[:snippet_chars] + "…"
+    snippet = snippet.replace(VIDEO_NOTICE, "")
+    return f"{number}. [{result.title or 'No Title'}]({link}){dated}{source}\n{link}\n{snippet}".strip()
 
 
 class WebSearchTool:
