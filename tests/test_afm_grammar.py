@@ -7,7 +7,6 @@ import pytest
 
 from factory.coa.afm import (
     RULES,
-    SEPARATOR,
     TOOL_TAGS,
     all_violations,
     double_check_score,
@@ -72,7 +71,7 @@ CODE_VALID = [
 
 
 def text_of(pairs):
-    return SEPARATOR.join(markup(tag, text) for tag, text in pairs)
+    return render_single("", make_blocks(pairs)).completion
 
 
 def replace_at(pairs, index, *new):
@@ -119,6 +118,11 @@ BREAKS = {
     "ends_with_answer": ("mas", text_of(M + [("think", "t")]), 10),
     "boxed_answer": ("code", text_of(replace_at(C, 6, ("answer", "(3, pi/2)"))), 6),
     "code_answer": ("code", text_of(C), 6),  # checked as LiveCodeBench: a boxed answer is no code
+    "observation_layout": ("mas", text_of(M).replace("</observation>\n\n", "</observation>\n"), 4),
+    "observation_marker": ("mas", text_of(replace_at(M, 2, ("think", "Mind the <observation below."))), 2),
+    "code_fence": ("code", text_of(replace_at(C, 2, ("code", "print(math.pi)"))), 2),
+    "reflection_scores": ("code", text_of(replace_at(C, 4, ("reflection", "As expected.\n" + GOOD))), 4),
+    "boxed_outside_answer": ("code", text_of(replace_at(C, 5, ("think", "So it is \\boxed{3}."))), 5),
 }
 _FORMATS = {"code_answer": "python"}
 
@@ -156,8 +160,25 @@ def test_observations_are_environment_text():
     closing = "a page quoting </observation> early"
     pairs = replace_at(M, 4, ("observation", neutralize_tags(closing)))
     assert validate_afm(text_of(pairs)).ok
-    assert parse_blocks(text_of(pairs))[4].text == "a page quoting &lt;/observation&gt; early"
+    assert parse_blocks(text_of(pairs))[4].body == "a page quoting &lt;/observation&gt; early"
     assert validate_afm(text_of(replace_at(M, 4, ("observation", closing)))).rule == "free_text"
+    bare = "an observation>\n\nthat AFM's trainer would take for the end of the span, and <observation too"
+    assert neutralize_tags(bare) == bare.replace("n>", "n&gt;").replace("<o", "&lt;o")
+    assert validate_afm(text_of(replace_at(M, 4, ("observation", neutralize_tags(bare))))).ok
+    assert validate_afm(text_of(replace_at(M, 4, ("observation", bare)))).rule == "observation_marker"
+
+
+def test_the_layout_is_afm_s():
+    text = text_of(C)
+    assert text.startswith("<plan>\nConvert") and "\n</plan>\n<think>\n" in text
+    assert "</think>\n<code>\n```py\nimport math\n" in text and "\n```\n</code>\n<observation>\n3.0 " in text
+    assert "\n</observation>\n\n<reflection>\n" in text and text.endswith("<answer>\n\\boxed{\\left(3, \\frac{\\pi}{2}\\right)}\n</answer>")
+    for squeezed in ("\n<observation>", "<observation>\n", "\n</observation>"):
+        assert validate_afm(text.replace(squeezed, squeezed.strip("\n")), "code").rule == "observation_layout"
+    assert validate_afm(text.replace("</observation>\n\n", "</observation>\n\n\n"), "code").rule == "observation_layout"
+    stdin = replace_at(C, 2, ("code", "```py\nprint(input())\n```\n```sh\n3\n```"))
+    assert validate_afm(text_of(stdin), "code").ok
+    assert validate_afm(text_of(C).replace("```\n</code>", "```</code>"), "code").rule == "code_fence"
 
 
 def test_score_conventions_read_the_prompt_wordings():
@@ -177,11 +198,11 @@ def test_score_conventions_read_the_prompt_wordings():
 def test_single_rendering_round_trips_and_masks_observations():
     blocks = make_blocks(MAS_VALID)
     rendered = render_single("Task: a question", blocks)
-    assert rendered.completion == text_of(MAS_VALID)
     assert parse_blocks(rendered.completion) == blocks
     masked = [rendered.completion[start:end] for start, end in rendered.observation_spans]
-    observations = [markup(tag, text) for tag, text in MAS_VALID if tag == "observation"]
-    assert [span.strip("\n") for span in masked] == observations
+    observations = [f"<observation>\n{text}\n</observation>\n\n" for tag, text in MAS_VALID if tag == "observation"]
+    assert masked == observations  # what AFM's trainer masks: "<observation" through the blank line
+    assert all(rendered.completion[start - 1] == "\n" for start, _ in rendered.observation_spans)
     kept = rendered.completion
     for start, end in reversed(rendered.observation_spans):
         kept = kept[:start] + kept[end:]
@@ -198,7 +219,8 @@ def test_multiturn_rendering_joins_back_into_the_single_string():
     assert tool_turns == [single.completion[a:b] for a, b in single.observation_spans]
     assert all(not t.loss for t in turns if t.role == "tool") and all(t.loss for t in turns if t.role == "assistant")
     assistant = [t.content for t in turns if t.role == "assistant"]
-    assert all(a.startswith("<") and a.endswith(">") for a in assistant)
+    assert all(a.startswith("<") and a.rstrip("\n").endswith(">") for a in assistant)
+    assert [a.endswith(">\n") for a in assistant] == [True, True, True, False]  # the newline before <observation>
     assert [t.kind for t in turns if t.role == "assistant"] == ["tool_call", "tool_call", "tool_call", "answer"]
     assert {t.role for t in render_multiturn("q", blocks, observation_role="user")} == {"user", "assistant"}
 
@@ -225,7 +247,8 @@ def random_mas(rng):
     rounds = rng.randint(1, 3)
     for round_ in range(rounds):
         for _ in range(rng.randint(0, 3)):
-            pairs += [("think", "t"), (rng.choice(TOOL_TAGS), "q"), ("observation", "o")]
+            tool = rng.choice(TOOL_TAGS)
+            pairs += [("think", "t"), (tool, "```py\nq\n```" if tool == "code" else "q"), ("observation", "o")]
         if rng.random() < 0.5:
             poor = rng.random() < 0.5
             pairs += [("think", "t"), ("reflection", POOR if poor else GOOD)]
@@ -240,7 +263,7 @@ def random_mas(rng):
 def random_code(rng):
     pairs = [("plan", "p")]
     for _ in range(rng.randint(0, 4)):
-        pairs += [("think", "t"), ("code", "c"), ("observation", "o"), ("reflection", "r")]
+        pairs += [("think", "t"), ("code", "```py\nc\n```"), ("observation", "o"), ("reflection", "r")]
     return pairs + [("think", "t"), ("answer", "\\boxed{1}")]
 
 

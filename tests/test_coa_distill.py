@@ -1,10 +1,19 @@
-"""Hand-built traces -> AFM trajectories: both variants, both renderings, failures with their rule."""
+"""Hand-built traces -> AFM trajectories: both variants, both renderings, failures with their rule.
+
+AFM's own format checks run on the distilled rows: `afm_*` below re-implement, independently, FormatReward of
+verl/verl/utils/reward_score/format_reward.py in OPPO-PersonalAI/Agent_Foundation_Models (commit
+8f9451697abbde18aa91241d6ba5171eab660261): check_code_format_correctness (the "codetag" check its AFM reward
+manager applies with format_fn_type=overlong_buffer_codetag), check_format_correctness ("toolstar") and
+check_sequence.
+"""
 
 import asyncio
 import json
+import re
 
 from factory.coa import Event, ToolCall, Trace, coa_stats, distill, distill_prompt, record_trace
-from factory.coa.afm import parse_blocks, validate_afm
+from afm_rows import code_rows, mas_rows
+from factory.coa.afm import parse_blocks, reflection_scores, validate_afm
 from factory.coa.store import failure_counts
 from factory.coa.tasks import Task
 from factory.store import Store
@@ -83,7 +92,8 @@ def test_a_code_trace_folds_replans_and_rejected_answers_into_thinks():
     thinks = [b.text for b in blocks if b.tag == "think"]
     assert "did not pass a check (score 1/4)" in thinks[1] and "Revised plan:\n1. Recompute." in thinks[1]
     assert "(score 4/4)" in thinks[-1]
-    assert [b.text for b in blocks if b.tag == "code"] == ["```py\nprint(6 * 7)\n```"] * 2
+    assert [b.body for b in blocks if b.tag == "code"] == ["```py\nprint(6 * 7)\n```"] * 2
+    assert "41" in thinks[1] and "\\boxed" not in "".join(thinks) and blocks[-1].body == "\\boxed{42}"
     assert validate_afm(result.single.completion, "code", "boxed").ok
 
 
@@ -134,3 +144,86 @@ def test_the_prompt_is_the_task_s_own_afm_prompt_when_it_has_one():
     assert distill_prompt(trace("code", [], domain="math"), task) == afm
     ours = distill_prompt(trace("mas", []), None)
     assert ours.endswith("Task:\nWhich river?") and "<double_check>" not in ours
+
+
+# --- AFM's format checks, re-implemented -------------------------------------------------------------
+
+AFM_TAGS = ("plan", "think", "code", "observation", "reflection", "answer")
+
+
+def afm_paired(text: str, names: tuple[str, ...]) -> bool:
+    """check_paired_tags / check_paired_code_tags: a stack over the tags of `names`, line by line, then the
+    opening and closing counts of every AFM tag."""
+    stack, ok = [], True
+    pattern = re.compile(r"(</?(?:%s)>)" % "|".join(names))
+    for line in text.split("\n"):
+        for tag in pattern.findall(line):
+            if not tag.startswith("</"):
+                stack.append(tag)
+            elif not stack or tag != "</" + stack[-1][1:]:
+                ok = False
+            else:
+                stack.pop()
+    return ok and not stack and all(text.count(f"<{t}>") == text.count(f"</{t}>") for t in AFM_TAGS)
+
+
+def afm_code_content(text: str) -> bool:
+    """check_code_tag_content: each <code> holds one ```py\\n ... ```\\n, then nothing or one ```sh\\n ... ```\\n."""
+    blocks = re.findall(r"<code>(.*?)</code>", text, flags=re.DOTALL)
+    for block in blocks:
+        if block.count("```py\n") != 1 or (end := block.find("```\n", block.find("```py\n") + 6)) == -1:
+            return False
+        after = block[end + 4 :]
+        if after.strip():
+            if after.count("```sh\n") != 1 or (sh_end := after.find("```\n", after.find("```sh\n") + 6)) == -1:
+                return False
+            if after[sh_end + 4 :].strip():
+                return False
+    return bool(blocks)
+
+
+def afm_tag_content(text: str) -> bool:
+    """check_tag_content: no AFM tag pair is empty or holds another AFM opening tag."""
+    for tag in AFM_TAGS:
+        for content in re.findall(f"<{tag}>(.*?)</{tag}>", text, flags=re.DOTALL):
+            if not content.strip() or any(f"<{other}>" in content for other in AFM_TAGS):
+                return False
+    return True
+
+
+def afm_sequence(text: str) -> bool:
+    """check_sequence: think first, answer last; code -> observation -> reflection -> think -> code|answer."""
+    tags = re.findall(r"<(?:think|code|observation|reflection|answer)>", text)
+    follows = {"<code>": ("<observation>",), "<observation>": ("<reflection>",), "<reflection>": ("<think>",),
+               "<think>": ("<code>", "<answer>")}  # fmt: skip
+    if not tags or tags[0] != "<think>" or tags[-1] != "<answer>":
+        return False
+    return all(tags[i + 1] in follows.get(tags[i], (tags[i + 1],)) for i in range(1, len(tags) - 1))
+
+
+def test_code_rows_pass_afm_s_format_checks():
+    for row in code_rows():
+        text = row["output"]
+        assert afm_paired(text, ("code",)) and afm_code_content(text)  # the codetag check
+        assert afm_paired(text, AFM_TAGS) and afm_tag_content(text) and afm_sequence(text)
+        glued = text.replace("```\n</code>", "```</code>")  # how code blocks closed before: the check fails
+        assert afm_paired(glued, ("code",)) and not afm_code_content(glued)
+
+
+def test_web_rows_pass_afm_s_pairing_and_content_checks():
+    for row in mas_rows():
+        assert afm_paired(row["output"], AFM_TAGS) and afm_tag_content(row["output"])
+
+
+def test_the_code_variant_writes_no_scores_and_boxes_only_its_answer():
+    for row in code_rows():
+        blocks = parse_blocks(row["output"])
+        assert not any(reflection_scores(b.text) for b in blocks) and "information_conflict" not in row["output"]
+        assert not any("\\boxed" in b.text for b in blocks if b.tag not in ("answer", "observation"))
+        assert blocks[-1].tag == "answer" and blocks[-1].body.startswith(("\\boxed{", "```py\n"))
+
+
+def test_the_web_variant_keeps_afm_s_reflection_format():
+    reflections = [b.text for row in mas_rows() for b in parse_blocks(row["output"]) if b.tag == "reflection"]
+    assert len(reflections) == 2 and all(len(reflection_scores(text)) == 3 for text in reflections)
+    assert "tool_effectiveness: poor" in reflections[0]

@@ -129,12 +129,13 @@ def _single(row: dict[str, Any], prompt: str, output: Any, field: str, where: st
 
 
 def observation_spans(output: str) -> tuple[Span, ...]:
-    """The spans the coa renderer would have stored for `output`: each observation with the separators beside it.
+    """The spans the coa renderer would have stored for `output`: what AFM's trainer masks.
 
-    A completion in the canonical layout (blocks joined by the separator) is
-    re-rendered by factory.coa.afm.render_single itself, so the spans are its
-    spans. Any other text gets the same rule by position: an observation
-    block widened over the whitespace between it and its neighbouring blocks.
+    A completion in the canonical layout is re-rendered by
+    factory.coa.afm.render_single itself, so the spans are its spans. Any other
+    text gets AFM's `ignore_observation` rule by position (docs/afm_format.md):
+    from `<observation` through the blank line after `</observation>` when there
+    is one; the whitespace before the block stays the model's.
     """
     blocks = parse_blocks(output)
     rendered = render_single("", blocks)
@@ -144,8 +145,7 @@ def observation_spans(output: str) -> tuple[Span, ...]:
     for block in blocks:
         if block.tag != "observation":
             continue
-        start = len(output[: block.start].rstrip())
-        end = len(output) - len(output[block.end :].lstrip())
+        start, end = block.start, block.end + (2 if output.startswith("\n\n", block.end) else 0)
         if spans and start <= spans[-1][1]:
             start = spans.pop()[0]
         spans.append((start, end))

@@ -1,19 +1,26 @@
 """Trace -> one single-agent trajectory in AFM tags, validated by the grammar.
 
-`distill(trace, prompt)` lays the events out as AFM blocks, renders them both
-ways (one prompt + one completion with observation spans; and multi-turn, with
-observations as their own loss=false turns) and validates the completion.
+`distill(trace, prompt)` lays the events out as AFM blocks in AFM's layout
+(docs/afm_format.md), renders them both ways (one prompt + one completion with
+observation spans; and multi-turn, with observations as their own loss=false
+turns) and validates the completion.
 
-The `mas` variant maps event by event: each agent's reasoning becomes the
-`<think>` before its block, a tool call becomes the tool tag plus its
-`<observation>`, scores are written in the conventions of `afm.scores`.
+The `mas` variant (AFM's web agent) maps event by event: each agent's
+reasoning becomes the `<think>` before its block, a tool call becomes the tool
+tag plus its `<observation>`, reflections and double checks carry their scores
+in the conventions of `afm.scores`.
 
-The `code` variant allows one plan and no suggested answer or double check
-(``plan, (think, code, observation, reflection)*N, think, answer``), so the
-multi-agent work those tags would carry is folded into the next `<think>`: a
-re-plan reads "Revised plan: ...", a rejected answer "A first answer ... scored
-2/4", and the accepted check is the reasoning before the answer. The
-reflector's reasoning joins its `<reflection>`.
+The `code` variant (AFM's code agent) allows one plan and no suggested answer
+or double check (``plan, (think, code, observation, reflection)*N, think,
+answer``), so the multi-agent work those tags would carry is folded into the
+next `<think>`: a re-plan reads "Revised plan: ...", a rejected answer "A first
+answer ... did not pass a check", and the accepted check is the reasoning
+before the answer. The code agent writes no scores: its reflection is the
+reflector's reasoning and comment, without the web agent's score lines, and
+`\\boxed{}` appears only in the answer (a boxed value quoted in a think or
+reflection is written bare). Code is fenced as AFM writes it (```` ```py ````,
+then ```` ```sh ```` with the stdin when there is one); the answer is
+``\\boxed{...}`` alone for math, one ```` ```py ```` block for code tasks.
 
 Tool output is environment text: tag strings in it are neutralised. The
 agents' own text is left as written; tag strings in it break `tag_in_text`,
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..checks.extract import BOXED, CODE_FENCE, PYTHON_FENCES, balanced, last_boxed
 from ..prompts import render_prompt
 from ..records import Turn
 from .afm import Block, RenderedSingle, double_check_text, make_blocks, neutralize_tags, reflection_text
@@ -61,7 +69,7 @@ def distill_prompt(trace: Trace, task: Task | None = None) -> str:
 
 
 def distill(trace: Trace, prompt: str) -> Distillation:
-    pairs = mas_pairs(trace.events) if trace.variant == "mas" else code_pairs(trace.events)
+    pairs = mas_pairs(trace.events) if trace.variant == "mas" else code_pairs(trace.events, trace.domain)
     blocks = make_blocks(pairs)
     single = render_single(prompt, blocks)
     verdict = validate_afm(single.completion, trace.variant, answer_format(trace.variant, trace.domain))
@@ -76,12 +84,39 @@ def with_think(think: str | None, block: tuple[str, str]) -> Pairs:
 
 def tool_blocks(event: Event) -> Pairs:
     call = event.tool
-    argument = fenced(call.argument) if call.name == "code" else call.argument
+    argument = code_body(call.argument, call.meta.get("stdin")) if call.name == "code" else call.argument
     return [(call.name, argument), ("observation", neutralize_tags(call.result))]
 
 
-def fenced(code: str) -> str:
-    return code if code.lstrip().startswith("```") else f"```py\n{code.strip()}\n```"
+def code_body(code: str, stdin: object = None) -> str:
+    """The code (and stdin) in AFM's fences, whatever fences the agent used."""
+    fences = [(lang.lower(), text) for lang, text in CODE_FENCE.findall(code)]
+    program = next((text for lang, text in fences if lang in PYTHON_FENCES), None)
+    given = next((text for lang, text in fences if lang in ("sh", "bash")), None)
+    body = f"```py\n{(code if program is None else program).strip(chr(10))}\n```"
+    stdin = given if given is not None else stdin
+    return body + (f"\n```sh\n{stdin.strip(chr(10))}\n```" if isinstance(stdin, str) and stdin.strip() else "")
+
+
+def unboxed(text: str) -> str:
+    """`\\boxed{x}` written as `x`: the code agent boxes its answer only inside <answer>."""
+    out, cursor = [], 0
+    for match in BOXED.finditer(text):
+        content = balanced(text, match.end())
+        if match.start() < cursor or content is None:
+            continue
+        out += [text[cursor : match.start()], content]
+        cursor = match.end() + len(content) + 1
+    return "".join(out) + text[cursor:]
+
+
+def code_answer(content: str, domain: str | None) -> str:
+    """The answer as AFM's code agent writes it: `\\boxed{...}` alone (math) or one ```py block (code)."""
+    boxed = last_boxed(content) if domain == "math" else None
+    if boxed is not None:
+        return f"\\boxed{{{boxed}}}"
+    programs = [text for lang, text in CODE_FENCE.findall(content) if lang.lower() in PYTHON_FENCES]
+    return f"```py\n{programs[-1].strip(chr(10))}\n```" if domain == "code" and programs else content
 
 
 def check_text(event: Event) -> str:
@@ -107,28 +142,28 @@ def mas_pairs(events: list[Event]) -> Pairs:
     return pairs
 
 
-def code_pairs(events: list[Event]) -> Pairs:
+def code_pairs(events: list[Event], domain: str | None = None) -> Pairs:
     pairs: Pairs = []
     carried: list[str] = []  # work the code grammar has no tag for, told in the next <think>
     suggested: Event | None = None
     for event in events:
         if event.kind == "plan" and not any(tag == "plan" for tag, _ in pairs):
-            pairs.append(("plan", event.content or ""))
+            pairs.append(("plan", unboxed(event.content or "")))
         elif event.kind == "plan":
             carried += [event.think or "", f"Revised plan:\n{event.content}"]
         elif event.kind == "tool_call" and event.tool is not None:
             call, observation = tool_blocks(event)
-            pairs += with_think(joined(carried, event.think), call) + [observation]
+            pairs += with_think(unboxed(joined(carried, event.think)), call) + [observation]
             carried = []
         elif event.kind == "reflection":
-            comment = joined([event.think or ""], event.content)
-            pairs.append(("reflection", reflection_text(event.scores, comment)))
+            pairs.append(("reflection", unboxed(joined([event.think or ""], event.content))))
         elif event.kind == "suggested_answer":
             suggested = event
         elif event.kind == "double_check":
             carried += checked_answer_notes(suggested, event)
         elif event.kind == "answer":
-            pairs += with_think(joined(carried, event.think), ("answer", event.content or ""))
+            answer = ("answer", code_answer(event.content or "", domain))
+            pairs += with_think(unboxed(joined(carried, event.think)), answer)
     return pairs
 
 

@@ -13,7 +13,12 @@ Observation text is environment output (a crawled page may well contain a
 `<code>` element); inside an observation only `</observation>` means anything,
 and no tag found there is reported. Tools should still pass their output
 through `neutralize_tags` so that an `</observation>` in a page cannot end the
-block early.
+block early, nor a bare `observation>` end AFM's trainer's masked span.
+
+`make_blocks` lays blocks out as AFM's rollout writes them (docs/afm_format.md):
+each body on its own lines, `<tag>\nbody\n</tag>`, blocks joined by one newline,
+and a blank line after every observation (`\n<observation>\n...\n</observation>\n\n`),
+which AFM's trainer needs to close the span it masks.
 """
 
 from __future__ import annotations
@@ -24,10 +29,13 @@ from dataclasses import dataclass
 TOOL_TAGS = ("web_search", "crawl_page", "code")
 TAGS = ("think", "plan", *TOOL_TAGS, "observation", "reflection", "suggested_answer", "double_check", "answer")
 SEPARATOR = "\n"  # between blocks in the canonical rendering
+AFTER_OBSERVATION = "\n\n"  # the blank line that closes AFM's masked span (part of the span)
 
 # Any `<name>` or `</name>`; whether the name is an AFM tag is decided after.
 _TAG_TOKEN = re.compile(r"<(/?)([A-Za-z_][\w-]*)>")
 _KNOWN_TAG_TOKEN = re.compile(r"<(/?)(%s)>" % "|".join(TAGS))
+# What AFM's trainer matches (as token ids) to open and close a masked span; in tool text, escaped.
+_TRAINER_MARKERS = re.compile(r"<observation|observation>")
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,12 @@ class Block:
     text: str  # what lies between the opening and the closing tag, unstripped
     start: int  # offset of `<tag>`
     end: int  # offset just past `</tag>`
+
+    @property
+    def body(self) -> str:
+        """The text without the newlines that the canonical layout puts around it."""
+        text = self.text[1:] if self.text.startswith("\n") else self.text
+        return text[:-1] if text.endswith("\n") else text
 
 
 @dataclass(frozen=True)
@@ -50,19 +64,26 @@ def markup(tag: str, text: str) -> str:
     return f"<{tag}>{text}</{tag}>"
 
 
-def make_blocks(pairs: list[tuple[str, str]], sep: str = SEPARATOR) -> list[Block]:
-    """Blocks with the offsets they have in the canonical text (pairs joined by `sep`)."""
+def make_blocks(pairs: list[tuple[str, str]]) -> list[Block]:
+    """Blocks with the offsets they have in the canonical AFM text (see the module docstring).
+
+    Bodies are trimmed first: blank lines around the model's text, and around a
+    tool's output, are not part of what AFM writes.
+    """
     blocks, offset = [], 0
-    for tag, text in pairs:
+    for tag, body in pairs:
+        text = "\n" + (body.strip("\n") if tag == "observation" else body.strip()) + "\n"
         end = offset + len(markup(tag, text))
         blocks.append(Block(tag, text, offset, end))
-        offset = end + len(sep)
+        offset = end + len(AFTER_OBSERVATION if tag == "observation" else SEPARATOR)
     return blocks
 
 
 def neutralize_tags(text: str) -> str:
-    """Escape AFM tag strings in tool output so they read as text, not structure."""
-    return _KNOWN_TAG_TOKEN.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}&gt;", text)
+    """Escape AFM tag strings in tool output so they read as text, not structure; likewise the bare
+    `<observation` / `observation>` that AFM's trainer would take for the edge of a masked span."""
+    text = _KNOWN_TAG_TOKEN.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}&gt;", text)
+    return _TRAINER_MARKERS.sub(lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), text)
 
 
 @dataclass

@@ -28,8 +28,13 @@ Two variants, after the prompts of Agent Foundation Models (OPPO Chain-of-Agents
   ```` ```py ```` block for LiveCodeBench (`"python"`), or unchecked (`"any"`);
   mas answers are short free text and `answer_format` does not apply to them.
 
-Structural problems (from `blocks.scan`) come first: when the text is not a
-clean sequence of blocks, the order of the blocks means little. Otherwise the
+Both variants are also held to AFM's layout (`layout.py`): observations as
+AFM's trainer needs them to be masked, code in AFM's fences. The ``code``
+variant carries none of the web agent's reflection score lines and no
+``\\boxed{}`` outside its answer (`reflection_scores`, `boxed_outside_answer`).
+
+Structural problems (from `blocks.scan`) come first, then the layout ones:
+when the text is not a clean sequence of blocks, the order of the blocks means little. Otherwise the
 violation with the lowest block index wins, ties going to the rule listed
 first in `RULES`.
 """
@@ -40,6 +45,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from factory.coa.afm.blocks import Block, Violation, scan
+from factory.coa.afm.layout import layout_violations
 from factory.coa.afm.sequence import code_violations, mas_violations
 
 Variant = Literal["mas", "code"]
@@ -52,6 +58,9 @@ RULES: dict[str, str] = {
     "unknown_tag": "a tag outside the AFM tag set, between blocks",
     "tag_in_text": "an AFM tag string inside a block's text",
     "free_text": "non-blank text between blocks",
+    "observation_layout": "an observation not written \\n<observation>\\n...\\n</observation>\\n\\n (AFM's trainer drops the row)",
+    "observation_marker": "'<observation' in the model's text, or 'observation>' inside an observation",
+    "code_fence": "a <code> body not in AFM's ```py (then optional ```sh stdin) fence layout",
     "empty": "no blocks at all",
     "empty_block": "a block (other than an observation) with blank text",
     "tag_not_allowed": "a tag the variant does not use",
@@ -61,6 +70,8 @@ RULES: dict[str, str] = {
     "observation_after_tool": "a tool call not followed by an observation",
     "orphan_observation": "an observation that does not follow a tool call",
     "code_sequence": "the code variant's plan, (think, code, observation, reflection)*N, think, answer is broken",
+    "reflection_scores": "a code-variant reflection with the web agent's score lines",
+    "boxed_outside_answer": "a code-variant \\boxed{...} outside the <answer>",
     "after_suggested_answer": "a suggested answer not followed by a double check",
     "orphan_double_check": "a double check that does not follow a suggested answer",
     "replan_after_poor": "a reflection rated poor not followed by a new plan",
@@ -97,7 +108,8 @@ def validate_afm(text: str, variant: Variant = "mas", answer_format: AnswerForma
 def all_violations(text: str, variant: Variant = "mas", answer_format: AnswerFormat = "boxed") -> list[Violation]:
     """Every violation found: structural ones in text order, then the sequence ones by block."""
     scanned = scan(text)
-    return scanned.violations + sequence_violations(scanned.blocks, variant, answer_format)
+    layout = layout_violations(text, scanned.blocks)
+    return scanned.violations + layout + sequence_violations(scanned.blocks, variant, answer_format)
 
 
 def sequence_violations(

@@ -1,12 +1,13 @@
 """Render AFM blocks for training: one string with masked spans, or turns.
 
 Both forms come from one layout, so they always agree on which characters
-train. Blocks are written as `<tag>text</tag>` joined by `SEPARATOR`; the
-masked (environment) part of the layout is each observation *together with the
-separators on both sides of it*. That keeps every assistant turn starting with
-an opening tag and ending with a closing tag (a tool call ends exactly at its
-stop string, e.g. `</code>`), and makes the tool turn the whole of what the
-environment inserts: `"\\n<observation>...</observation>\\n"`.
+train. The layout is AFM's (docs/afm_format.md, `blocks.make_blocks`): blocks
+joined by a newline, and each observation written as the environment inserts
+it, `\n<observation>\n...\n</observation>\n\n`. The masked (environment) part
+of it is exactly what AFM's trainer masks with `ignore_observation`: from
+`<observation` through the blank line after `</observation>`. The newline
+before `<observation>` is the model's: AFM's trainer trains it (with Qwen's
+tokenizer it is one token with the `>` of `</code>`), and so do we.
 
 * `render_single(prompt, blocks)` -> `RenderedSingle`: the prompt, the one
   assistant completion, and `observation_spans`, the `(start, end)` character
@@ -16,7 +17,8 @@ environment inserts: `"\\n<observation>...</observation>\\n"`.
   prompt as a user turn, then assistant turns (loss=True) alternating with
   observation turns (loss=False, role "tool" by default). Consecutive
   observations share one turn. `"".join(t.content for t in turns[1:])` is the
-  single completion. For OpenAI `messages`, whose `tool` role needs a
+  single completion, so an assistant turn before an observation ends with the
+  newline after its tool call. For OpenAI `messages`, whose `tool` role needs a
   tool_call_id, pass `observation_role="user"`.
 """
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from factory.coa.afm.blocks import SEPARATOR, TOOL_TAGS, Block, markup
+from factory.coa.afm.blocks import AFTER_OBSERVATION, SEPARATOR, TOOL_TAGS, Block, markup
 from factory.records import Turn
 
 
@@ -50,15 +52,16 @@ class RenderedSingle:
         ]
 
 
-def segments(blocks: list[Block], sep: str = SEPARATOR) -> list[Segment]:
+def segments(blocks: list[Block]) -> list[Segment]:
     """The completion cut where masking changes; joined, the segments are the completion."""
     pieces: list[tuple[str, bool, str]] = []
     for i, block in enumerate(blocks):
-        observed = block.tag == "observation"
-        if i:
-            beside_observation = observed or blocks[i - 1].tag == "observation"
-            pieces.append((sep, beside_observation, blocks[i - 1].tag))
-        pieces.append((markup(block.tag, block.text), observed, block.tag))
+        if i and blocks[i - 1].tag != "observation":
+            pieces.append((SEPARATOR, False, blocks[i - 1].tag))
+        if block.tag == "observation":
+            pieces.append((markup(block.tag, block.text) + AFTER_OBSERVATION, True, block.tag))
+        else:
+            pieces.append((markup(block.tag, block.text), False, block.tag))
     merged: list[Segment] = []
     for text, masked, tag in pieces:
         if merged and merged[-1].masked == masked:
@@ -67,8 +70,8 @@ def segments(blocks: list[Block], sep: str = SEPARATOR) -> list[Segment]:
     return merged
 
 
-def render_single(prompt: str, blocks: list[Block], sep: str = SEPARATOR) -> RenderedSingle:
-    parts = segments(blocks, sep)
+def render_single(prompt: str, blocks: list[Block]) -> RenderedSingle:
+    parts = segments(blocks)
     spans, offset = [], 0
     for segment in parts:
         if segment.masked:
@@ -82,10 +85,9 @@ def render_multiturn(
     prompt: str,
     blocks: list[Block],
     observation_role: Literal["tool", "user"] = "tool",
-    sep: str = SEPARATOR,
 ) -> list[Turn]:
     turns = [Turn(role="user", content=prompt, loss=False, kind="prompt")]
-    for segment in segments(blocks, sep):
+    for segment in segments(blocks):
         if segment.masked:
             turns.append(Turn(role=observation_role, content=segment.text, loss=False, kind="observation"))
         else:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from factory.coa.afm.blocks import TOOL_TAGS, Block, Violation
-from factory.checks.extract import last_boxed
-from factory.coa.afm.scores import double_check_score, reflection_is_poor
+from factory.checks.extract import BOXED, last_boxed
+from factory.coa.afm.scores import double_check_score, reflection_is_poor, reflection_scores
 
 _NEEDS_THINK = {
     "mas": {"plan", *TOOL_TAGS, "reflection", "suggested_answer", "double_check"},
@@ -49,7 +49,18 @@ def mas_violations(blocks: list[Block]) -> list[Violation]:
 
 def code_violations(blocks: list[Block], answer_format: str) -> list[Violation]:
     tags = [b.tag for b in blocks]
-    return [*_empty_blocks(blocks), *_code_order(tags), *_answer_format(blocks, answer_format)]
+    return [*_empty_blocks(blocks), *_code_order(tags), *_code_texts(blocks), *_answer_format(blocks, answer_format)]
+
+
+def _code_texts(blocks: list[Block]) -> list[Violation]:
+    """What the code agent never writes: the web agent's score lines, a boxed answer before <answer>."""
+    found = []
+    for i, block in enumerate(blocks):
+        if block.tag == "reflection" and reflection_scores(block.text):
+            found.append(Violation("reflection_scores", "a code-agent reflection carries score lines", i))
+        if block.tag not in ("answer", "observation") and BOXED.search(block.text):
+            found.append(Violation("boxed_outside_answer", f"\\boxed{{}} in <{block.tag}>", i))
+    return found
 
 
 def _next_non_think(tags: list[str], i: int) -> int:
