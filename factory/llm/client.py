@@ -183,17 +183,17 @@ class LLMClient:
         row = self.log.cached(key)
         if row is None:
             return None
-        parsed = None
+        parsed, notes = None, ()
         if spec is not None:
             try:
-                parsed, _ = spec.validate(row["response"])
+                parsed, _, notes = spec.parse(row["response"], settle=True)
             except OutputInvalid:  # the model's validators changed since: ask again
                 return None
         self.log.hit(key)
         return Result(
             key, True, row["response"], parsed, finish_reason=row["finish_reason"], cached=True,
             prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
-            cost_usd=row["cost_usd"], latency_s=row["latency_s"], tag=tag,
+            cost_usd=row["cost_usd"], latency_s=row["latency_s"], tag=tag, notes=notes,
         )  # fmt: skip
 
     def _body(self, messages: list[dict[str, Any]], spec: OutputSpec | None, params: dict[str, Any]) -> dict:
@@ -217,6 +217,7 @@ class LLMClient:
         reply: Reply | None = None
         parsed = jsonable = None
         error_kind = error = None
+        notes: tuple[str, ...] = ()
         rounds = 0
         while rounds <= self.config.max_parse_retries:
             rounds += 1
@@ -235,7 +236,8 @@ class LLMClient:
                 break  # the same prompt would be refused again
             if spec is not None:
                 try:
-                    parsed, jsonable = spec.validate(reply.content)
+                    last_try = rounds > self.config.max_parse_retries
+                    parsed, jsonable, notes = spec.parse(reply.content, settle=last_try)
                     error_kind = error = None
                     break
                 except OutputInvalid as exc:
@@ -250,7 +252,7 @@ class LLMClient:
             key, error_kind is None, reply.content if reply else None, parsed, error_kind, error,
             reply.finish_reason if reply else None, False, tally.attempts, tally.prompt_tokens,
             tally.completion_tokens, call_cost(self.endpoint.provider, self.endpoint.model,
-            tally.prompt_tokens, tally.completion_tokens), time.perf_counter() - clock, request.tag,
+            tally.prompt_tokens, tally.completion_tokens), time.perf_counter() - clock, request.tag, notes,
         )  # fmt: skip
         self._record(request, spec, params, result, jsonable, started)
         return result
@@ -278,7 +280,8 @@ class LLMClient:
             "response_schema": spec.schema_json if spec else None, "response": result.text,
             "parsed": orjson.dumps(jsonable).decode() if jsonable is not None else None,
             "finish_reason": result.finish_reason, "status": "ok" if result.ok else "error",
-            "error_kind": result.error_kind, "error": result.error, "attempts": result.attempts,
+            "error_kind": result.error_kind, "error": result.error or "; ".join(result.notes) or None,
+            "attempts": result.attempts,
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "cost_usd": result.cost_usd, "latency_s": result.latency_s,
             "started_at": started, "finished_at": utcnow(),

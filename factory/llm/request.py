@@ -36,6 +36,7 @@ class Result:
     cost_usd: float | None = None
     latency_s: float | None = None
     tag: Any = None
+    notes: tuple[str, ...] = ()  # what the reply's text needed to be read, e.g. LaTeX backslashes doubled
 
 
 def request_key(

@@ -4,6 +4,8 @@ A response model is a pydantic class or a plain JSON-schema dict. The schema is
 sent as `response_format` json_schema where the backend supports it (llama.cpp,
 vLLM and SGLang decode under it), as JSON mode plus the schema in the prompt, or
 as the schema in the prompt alone; the reply is always validated here.
+LaTeX written with single backslashes inside its strings is repaired first
+(latex_json.py); where that is ambiguous the model is asked again.
 """
 
 from __future__ import annotations
@@ -12,17 +14,30 @@ import copy
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import orjson
 from pydantic import BaseModel, ValidationError
 
 from ..prompts import render_prompt
+from .latex_json import Scan, repair_latex_escapes
 
 
 class OutputInvalid(Exception):
     """The reply is not JSON or does not match the schema; the message says how."""
+
+
+class LatexAmbiguous(OutputInvalid):
+    """Escapes like `\\nu` that may be LaTeX or JSON whitespace: the message asks the model to escape them."""
+
+
+class Parsed(NamedTuple):
+    """A validated reply: the value, its JSON form, and notes on repairs made to the text."""
+
+    value: Any
+    jsonable: Any
+    notes: tuple[str, ...] = ()
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -63,22 +78,40 @@ def _walk_strings(node: Any):
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def extract_json(text: str) -> Any:
-    """Parse a reply as JSON, tolerating code fences and prose around one object."""
+def load_reply(text: str) -> tuple[Any, Scan]:
+    """Parse a reply as JSON, tolerating code fences and prose around one object, after
+    LaTeX backslashes in its strings are repaired (the Scan says which)."""
     stripped = text.strip()
     fenced = _FENCE.match(stripped)
     if fenced:
         stripped = fenced.group(1)
+    scan = repair_latex_escapes(stripped)
     try:
-        return orjson.loads(stripped)
+        return orjson.loads(scan.text), scan
     except orjson.JSONDecodeError as first_error:
         start, end = stripped.find("{"), stripped.rfind("}")
         if 0 <= start < end:
+            scan = repair_latex_escapes(stripped[start : end + 1])
             try:
-                return orjson.loads(stripped[start : end + 1])
+                return orjson.loads(scan.text), scan
             except orjson.JSONDecodeError:
                 pass
         raise OutputInvalid(f"not valid JSON ({first_error})") from None
+
+
+def latex_notes(scan: Scan) -> tuple[str, ...]:
+    """What the reply's text needed, for the Result and the call log."""
+    notes = []
+    if scan.repaired:
+        notes.append(f"LaTeX backslashes doubled in JSON strings ({len(scan.repaired)}): {_listed(scan.repaired)}")
+    if scan.ambiguous:
+        kept = _listed(command for _, command in scan.ambiguous)
+        notes.append(f"escapes read as JSON whitespace though they may be LaTeX: {kept}")
+    return tuple(notes)
+
+
+def _listed(commands) -> str:
+    return ", ".join(dict.fromkeys(commands))
 
 
 @dataclass(frozen=True)
@@ -93,11 +126,19 @@ class OutputSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "schema_json", orjson.dumps(self.schema, option=orjson.OPT_SORT_KEYS).decode())
 
-    def validate(self, text: str | None) -> tuple[Any, Any]:
-        """Return (value, jsonable value): a model instance or checked dict, and its JSON form."""
+    def parse(self, text: str | None, settle: bool = False) -> Parsed:
+        """Read and check a reply. Ambiguous LaTeX escapes raise LatexAmbiguous (ask again),
+        unless `settle`: then they keep their JSON meaning (the last try, or a reply already accepted)."""
         if not text or not text.strip():
             raise OutputInvalid("the reply was empty")
-        data = extract_json(text)
+        data, scan = load_reply(text)
+        if scan.ambiguous and not settle:
+            raise LatexAmbiguous(latex_feedback(scan))
+        value, jsonable = self.check(data)
+        return Parsed(value, jsonable, latex_notes(scan))
+
+    def check(self, data: Any) -> tuple[Any, Any]:
+        """Return (value, jsonable value): a model instance or checked dict, and its JSON form."""
         if self.model is not None:
             try:
                 value = self.model.model_validate(data)
@@ -160,6 +201,11 @@ def with_schema_instruction(messages: list[dict[str, Any]], spec: OutputSpec) ->
         first = dict(messages[0], content=f"{messages[0].get('content') or ''}\n\n{instruction}".strip())
         return [first, *messages[1:]]
     return [{"role": "system", "content": instruction}, *messages]
+
+
+def latex_feedback(scan: Scan) -> str:
+    where = (f"{command} in \"{key}\"" if key else command for key, command in scan.ambiguous)
+    return render_prompt("llm/latex_escapes", found=_listed(where))
 
 
 def feedback_messages(reply_text: str | None, error: str) -> list[dict[str, Any]]:
