@@ -4,9 +4,12 @@ Two shapes come in `reward_model.ground_truth` (see factory.coa.tasks):
 - stdin style (AtCoder): {"stdin": [...], "expected_output": [...]}, one case a pair;
 - functional style (LeetCode): {"functional": "result = Solution().f(args)\\nassert
   result == expected, ...", "func_name": "f"}: each assign + assert pair is one case,
-  called through `run_function` with the literal arguments. A script whose calls
-  are not literals is run whole after the code, as one case that passes when no
-  assert fails.
+  called through `run_function` with the literal arguments. A script of another
+  shape is one `ScriptCase` (code_script.py): its asserts are split so that the
+  comparisons run in the parent, or it is uncheckable.
+
+Expected values never enter the sandbox: the stdin case's output and the call's
+return value are compared here, in the parent, on plain text and JSON values.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ from __future__ import annotations
 import ast
 import json
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
+
+from .code_script import ScriptCase, UncheckableCase, script_case
+
+FLOAT_TOLERANCE = Decimal("1e-9")
 
 
 @dataclass(frozen=True)
@@ -31,12 +38,7 @@ class CallCase:
     expected: Any
 
 
-@dataclass(frozen=True)
-class ScriptCase:
-    script: str  # assert statements run after the solution
-
-
-Case = StdinCase | CallCase | ScriptCase
+Case = StdinCase | CallCase | ScriptCase | UncheckableCase
 
 
 def cases_of(tests: dict | None) -> list[Case]:
@@ -52,8 +54,8 @@ def functional_cases(script: str) -> list[Case]:
         body = ast.parse(script).body
         pairs = [body[i : i + 2] for i in range(0, len(body), 2)]
         return [call_case(*pair) for pair in pairs]
-    except (SyntaxError, ValueError, TypeError):  # not the assign + assert shape: run it as it is
-        return [ScriptCase(script)]
+    except (SyntaxError, ValueError, TypeError):  # not the assign + assert shape
+        return [script_case(script)]
 
 
 def call_case(assign: ast.stmt, check: ast.stmt) -> CallCase:
@@ -81,7 +83,9 @@ def as_json(value: Any) -> Any:
 
 def outputs_match(actual: str, expected: str) -> bool:
     """livecodebench's rule: the same stripped lines; a line may differ in number
-    spelling only ("1.50" for "1.5")."""
+    spelling only ("1.50" for "1.5"), and, where the expected number has a fraction,
+    by 1e-9 relative (AFM's evaluator allows 1e-9; Python prints 17 digits of a
+    float where the judge wrote 20)."""
     got, want = output_lines(actual), output_lines(expected)
     return len(got) == len(want) and all(a == b or same_numbers(a, b) for a, b in zip(got, want))
 
@@ -91,7 +95,17 @@ def output_lines(text: str) -> list[str]:
 
 
 def same_numbers(actual: str, expected: str) -> bool:
+    got, want = actual.split(), expected.split()
+    return len(got) == len(want) and all(same_number(a, b) for a, b in zip(got, want))
+
+
+def same_number(actual: str, expected: str) -> bool:
     try:
-        return [Decimal(x) for x in actual.split()] == [Decimal(x) for x in expected.split()]
-    except InvalidOperation:
+        got, want = Decimal(actual), Decimal(expected)
+        if got == want:
+            return True
+        # An integer answer is exact; only a written fraction allows rounding (and no NaN or inf).
+        fractional = any(mark in expected.lower() for mark in ".e") and got.is_finite() and want.is_finite()
+        return fractional and abs(got - want) <= FLOAT_TOLERANCE * max(Decimal(1), abs(want))
+    except ArithmeticError:  # not numbers, or a signalling NaN
         return False

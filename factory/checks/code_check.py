@@ -5,6 +5,13 @@
 
 Each case is its own sandboxed run (a hung case costs only itself), with a bound
 on how many run at once per event loop.
+
+What decides is computed here, in the parent, never in the sandbox: the program's
+stdout against the expected output, each returned or probed value against the
+expected one (plain JSON values, so no `__eq__` of the program's runs). The
+expected values are never sent to the child, and the sandbox's own verdict
+(exit status, timeouts, a tampered result channel, an exit before the calls
+returned) must be clean as well. tests/test_checks_hostile.py tries the tricks.
 """
 
 from __future__ import annotations
@@ -14,21 +21,19 @@ import os
 import weakref
 
 from ..coa.tasks import Task
-from ..sandbox import DEFAULT_ALLOWED_IMPORTS, SandboxLimits, Verdict, arun_function, arun_program
+from ..sandbox import CODE_TASK_IMPORTS, CONTEST_PRELUDE, SandboxLimits, Verdict, arun_function, arun_program
 from .base import Checker, CheckResult, failure
 from .code_cases import Case, CallCase, StdinCase, as_json, cases_of, outputs_match
+from .code_script import PROBE_FUNCTION, ScriptCase, UncheckableCase
 from .extract import python_code
 
-# livecodebench gives 6 s a case. Contest code reads input through sys.stdin, so
-# sys joins the allowlist; the kernel layers, not the import list, keep it contained.
-CODE_LIMITS = SandboxLimits(cpu_s=6, wall_s=12, memory_mb=1024, allowed_imports=(*DEFAULT_ALLOWED_IMPORTS, "sys"))
-# What livecodebench puts before every solution, limited to what the sandbox allows,
-# plus exit() (the sandbox child starts without `site`, which defines it); one line,
-# so error line numbers are off by one only.
-PREAMBLE = (
-    "from typing import *; from collections import *; from itertools import *; from functools import *; "
-    "from heapq import *; from bisect import *; import math; import sys; from sys import exit\n"
-)
+# livecodebench gives 6 s a case. The code-task profile, with what livecodebench and
+# AFM import before every solution (`exit` included: the child starts without `site`)
+# and AFM's recursion limit.
+CODE_LIMITS = SandboxLimits(
+    cpu_s=6, wall_s=12, memory_mb=1024, allowed_imports=CODE_TASK_IMPORTS, preloaded_modules=CONTEST_PRELUDE,
+    recursion_limit=600_000,
+)  # fmt: skip
 ENTRY = "run_solution"  # the wrapper run_function calls: Solution().<method>(*args)
 
 
@@ -44,6 +49,9 @@ class CodeTests(Checker):
         cases = cases_of(task.tests)
         if not cases:
             return failure(f"task {task.id} has no code tests")
+        uncheckable = next((case for case in cases if isinstance(case, UncheckableCase)), None)
+        if uncheckable:
+            return failure(f"task {task.id}: {uncheckable.reason}")
         code = python_code(prediction)
         if not code.strip():
             return CheckResult(correct=False, score=0.0, detail="no code in the reply")
@@ -54,13 +62,14 @@ class CodeTests(Checker):
         """None when the case passes, else a short reason."""
         async with self.gate():
             if isinstance(case, StdinCase):
-                return stdin_outcome(await arun_program(PREAMBLE + code, case.stdin, self.limits), case)
+                return stdin_outcome(await arun_program(code, case.stdin, self.limits), case)
             if isinstance(case, CallCase):
-                source = f"{PREAMBLE}{code}\n\ndef {ENTRY}(*args):\n    return Solution().{case.method}(*args)\n"
+                source = f"{code}\n\ndef {ENTRY}(*args):\n    return Solution().{case.method}(*args)\n"
                 verdict = await arun_function(source, ENTRY, [case.args], self.limits, call_timeout_s=self.limits.cpu_s)
                 return call_outcome(verdict, case)
-            verdict = await arun_program(f"{PREAMBLE}{code}\n{case.script}", None, self.limits)
-            return None if verdict.ok else failed_run(verdict)
+            source = f"{code}\n\n{case.source}\n"
+            verdict = await arun_function(source, PROBE_FUNCTION, [[]], self.limits, call_timeout_s=self.limits.cpu_s)
+            return script_outcome(verdict, case)
 
     def gate(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()  # a semaphore belongs to one loop; sync check() runs its own
@@ -84,6 +93,19 @@ def call_outcome(verdict: Verdict, case: CallCase) -> str | None:
     if call.value == as_json(case.expected):
         return None
     return f"wrong value: expected {clip(repr(case.expected))}, got {clip(repr(call.value))}"
+
+
+def script_outcome(verdict: Verdict, case: ScriptCase) -> str | None:
+    call = verdict.calls[0] if verdict.calls else None
+    if not verdict.ok or call is None or not call.ok:
+        return failed_run(call or verdict)
+    values = call.value if isinstance(call.value, list) else None
+    if values is None or len(values) != len(case.expectations):
+        return f"the test script reported {clip(repr(call.value))}, not one value per assert"
+    for value, expectation in zip(values, case.expectations):
+        if not expectation.holds(value):
+            return f"assert failed: {clip(expectation.text)} (got {clip(repr(value))})"
+    return None
 
 
 def failed_run(verdict) -> str:

@@ -20,9 +20,15 @@ Layers, each assuming the one before was bypassed:
    processes, no exec, no sockets but AF_UNIX). The last three are used where
    the kernel offers them; `sandbox_capabilities()` and `Verdict.isolation` say.
 
+Import profiles: `DEFAULT_ALLOWED_IMPORTS` (pure computation) and
+`CODE_TASK_IMPORTS` (what competitive programs use, sys and io included; the code
+tool and the code checker; prompts render it). `SandboxLimits.preloaded_modules`
+runs livecodebench's prelude (`CONTEST_PRELUDE`) before the code.
+
 Verdict mapping (`status` / `reason`):
-- ok: the code ran to the end (SystemExit(0) included). For run_function the
-  run's status; each `calls[i]` has its own ok / error / timeout.
+- ok: the code ran to the end (a program's SystemExit(0) included) and the process
+  exited with status 0. For run_function the run's status; each `calls[i]` has
+  its own ok / error / timeout.
 - rejected / import | dunder | builtin | attribute: the static check refused
   it; `error` is "line N: ...". Nothing ran.
 - error / syntax: the code does not parse (line given when known).
@@ -32,6 +38,11 @@ Verdict mapping (`status` / `reason`):
   `error` is "line N: Type: message", the traceback is in stderr (programs).
 - error / missing_function | input | sandbox: no such function, bad arguments
   from the caller, the child could not start or report.
+- error / exit_code (also for SystemExit(0) while run_function's module is being
+  defined, or inside a call), early_exit (the process ended with status 0 before
+  the runner reported: os._exit), tampered (the result records are not the
+  runner's own sequence: the code wrote to the result channel). The records are
+  the child's claims; see verdict.py for what the parent checks them against.
 - timeout / wall: past `wall_s` (the parent kills the process group).
 - timeout / cpu: past `cpu_s` (SIGXCPU from RLIMIT_CPU).
 - timeout / call_wall: one call past `call_timeout_s` (per call only).
@@ -43,10 +54,11 @@ Calls a run never reached get the run's status with reason "not_run".
 
 from .api import arun_function, arun_program, run_function, run_program
 from .capabilities import sandbox_capabilities
-from .models import DEFAULT_ALLOWED_IMPORTS, CallVerdict, SandboxLimits, Verdict
+from .models import CODE_TASK_IMPORTS, CONTEST_PRELUDE, DEFAULT_ALLOWED_IMPORTS, CallVerdict, SandboxLimits, Verdict
 from .static_check import StaticIssue, check_source
 
 __all__ = [
-    "DEFAULT_ALLOWED_IMPORTS", "CallVerdict", "SandboxLimits", "StaticIssue", "Verdict", "arun_function",
-    "arun_program", "check_source", "run_function", "run_program", "sandbox_capabilities",
+    "CODE_TASK_IMPORTS", "CONTEST_PRELUDE", "DEFAULT_ALLOWED_IMPORTS", "CallVerdict", "SandboxLimits", "StaticIssue",
+    "Verdict", "arun_function", "arun_program", "check_source", "run_function", "run_program",
+    "sandbox_capabilities",
 ]  # fmt: skip

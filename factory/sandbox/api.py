@@ -56,6 +56,7 @@ def job_payload(source: str, limits: SandboxLimits, scratch: str, result_path: s
     return {
         "source": source, "scratch": scratch, "result_path": result_path, "extra_paths": library_paths(),
         "allowed_imports": list(limits.allowed_imports), "allow_open": limits.allow_scratch_files,
+        "preloaded_modules": list(limits.preloaded_modules), "recursion_limit": limits.recursion_limit,
         "cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_size_mb": limits.file_size_mb,
         "max_processes": limits.max_processes, "max_value_bytes": limits.max_output_bytes,
         "network_namespace": bool(network_namespace_prefix()), "landlock": landlock_abi() > 0,

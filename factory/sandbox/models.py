@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ..config import StrictModel
 
@@ -19,6 +19,21 @@ DEFAULT_ALLOWED_IMPORTS: tuple[str, ...] = (
     "re", "string", "textwrap", "json", "datetime", "typing", "dataclasses", "enum",
     "copy", "numpy", "sympy",
 )  # fmt: skip
+
+# What livecodebench's and AFM's evaluators put before every solution, as `import m`
+# and `from m import *` (AFM: verl/verl/utils/reward_score/lcb.py), less `builtins`,
+# which would hand back the real eval and open.
+CONTEST_PRELUDE: tuple[str, ...] = (
+    "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
+    "itertools", "functools", "operator", "io", "sys", "json", "typing",
+)  # fmt: skip
+
+# The code-task profile: the standard library that competitive programs use (stdin
+# through sys and io included), for the code tool and the code checker alike. The
+# Python layer cannot contain `sys` (sys.modules holds every loaded module); the
+# kernel layers (rlimits, network namespace, Landlock, seccomp) do. Prompts render
+# this constant as the code agent's module list.
+CODE_TASK_IMPORTS: tuple[str, ...] = tuple(dict.fromkeys((*CONTEST_PRELUDE, *DEFAULT_ALLOWED_IMPORTS)))
 
 
 class SandboxLimits(StrictModel):
@@ -36,6 +51,18 @@ class SandboxLimits(StrictModel):
     max_output_bytes: int = Field(1_000_000, ge=1024, description="cap on stdout and on stderr, each")
     allowed_imports: tuple[str, ...] = Field(DEFAULT_ALLOWED_IMPORTS, description="top-level module names")
     allow_scratch_files: bool = Field(False, description="let the code call open() inside its scratch directory")
+    preloaded_modules: tuple[str, ...] = Field(
+        (), description="imported into the code's namespace before it runs, as `import m` and `from m import *` "
+        "(names that would shadow a builtin are left out); each must be in allowed_imports",
+    )  # fmt: skip
+    recursion_limit: int | None = Field(None, ge=100, le=10_000_000, description="sys.setrecursionlimit before the code")
+
+    @model_validator(mode="after")
+    def preloaded_are_allowed(self) -> SandboxLimits:
+        outside = [name for name in self.preloaded_modules if name not in self.allowed_imports]
+        if outside:
+            raise ValueError(f"preloaded_modules not in allowed_imports: {', '.join(outside)}")
+        return self
 
 
 class CallVerdict(BaseModel):

@@ -3,6 +3,15 @@
 The parent's own observations come first — it ran out of wall clock, it cut the
 output, the kernel killed the child — because the child cannot be trusted to
 report on those; the child's result records explain everything else.
+
+The records are claims, not proof: the generated code shares the child's process
+and can write to the result file. So a run is "ok" only when the kernel's exit
+status agrees (0), a record sequence that is not the runner's own (two ends, a
+call out of order, a second "ready") makes the run "error/tampered", and a
+process that ends with status 0 before the runner reports is an early exit, not a
+success. What a record can still carry is a value the code chose to return,
+which is all a return value ever is: checkers compare it, in the parent, with
+expected values that never enter the sandbox.
 """
 
 from __future__ import annotations
@@ -47,10 +56,32 @@ def parent_observation(raw: RawOutcome, limits: SandboxLimits) -> tuple[str, str
     return None
 
 
+def tampering(records: list[dict], n_calls: int) -> str | None:
+    """Why `records` are not a sequence the runner writes, or None. The runner writes
+    "ready", then "end", or "calls", one "call" per index in order, and "end"."""
+    kinds = [record.get("kind") for record in records]
+    if not kinds:
+        return None  # died before a word: the exit status tells the rest
+    body = kinds[1:]
+    if body[:1] == ["calls"]:
+        calls = body[1:-1] if body[-1:] == ["end"] and len(body) > 1 else body[1:]
+        indexes = [record.get("index") for record in records[2 : 2 + len(calls)]]
+        in_order = all(kind == "call" for kind in calls) and indexes == list(range(len(calls)))
+        valid = in_order and len(calls) <= n_calls
+    else:
+        valid = body in ([], ["end"])
+    return None if kinds[0] == "ready" and valid else "the code wrote to the sandbox's result channel"
+
+
 def child_report(raw: RawOutcome) -> tuple[str, str | None, str | None]:
     end = next((r for r in reversed(raw.records) if r.get("kind") == "end"), None)
     if end is not None:
-        return child_fields(end)
+        status, reason, error = child_fields(end)
+        if status == "ok" and raw.returncode != 0:
+            return "error", "exit_code", f"the process exited with status {raw.returncode} after the code finished"
+        return status, reason, error
+    if raw.returncode == 0:
+        return "error", "early_exit", "the process ended (status 0) before the sandbox could report: an early exit"
     last_line = text_of(raw.stderr).strip().splitlines()[-1:] or [""]
     if "MemoryError" in last_line[0]:
         return "error", "memory", "MemoryError: the memory limit was reached"
@@ -107,14 +138,19 @@ def call_verdict(record: dict) -> CallVerdict:
 
 def make_verdict(raw: RawOutcome, limits: SandboxLimits, n_calls: int = 0) -> Verdict:
     observed = parent_observation(raw, limits)
-    status, reason, error = observed or child_report(raw)
+    forged = tampering(raw.records, n_calls)
+    status, reason, error = observed or (("error", "tampered", forged) if forged else child_report(raw))
     ready = next((r for r in raw.records if r.get("kind") == "ready"), {})
     isolation = ready.get("isolation")
+    if forged:
+        calls = [CallVerdict(index=i, status="error", reason="tampered", error=forged) for i in range(n_calls)]
+    else:
+        calls = call_verdicts(raw, n_calls, status, reason, error)
     return Verdict(
         status=status, reason=reason, error=error,
         stdout=text_of(raw.stdout), stderr=text_of(raw.stderr),
         stdout_truncated=raw.stdout.overflowed, stderr_truncated=raw.stderr.overflowed,
-        calls=call_verdicts(raw, n_calls, status, reason, error),
+        calls=calls,
         exit_code=raw.returncode if raw.returncode is not None and raw.returncode >= 0 else None,
         signal=signal_name(raw.returncode), duration_s=raw.duration_s,
         isolation=isolation if isinstance(isolation, dict) else {},

@@ -8,6 +8,7 @@ timeout are not lost.
 """
 
 import gc
+import importlib
 import json
 import linecache
 import resource
@@ -108,16 +109,33 @@ def is_clean_exit(exc: BaseException) -> bool:
     return isinstance(exc, SystemExit) and exc.code in (None, 0)
 
 
+def preloaded(modules: list, builtin_names) -> dict:
+    """`from m import *` for each module, then `import m` (livecodebench's order, so the
+    module wins over a same-named export); a name that would shadow a builtin (math.pow,
+    re.compile, io.open) is left out, as `from builtins import *` does in their prelude."""
+    names, imported = {}, {}
+    for name in modules:
+        module = imported[name] = importlib.import_module(name)
+        public = getattr(module, "__all__", None) or [attr for attr in vars(module) if not attr.startswith("_")]
+        names.update({attr: getattr(module, attr) for attr in public
+                      if attr not in builtin_names and hasattr(module, attr)})  # fmt: skip
+    return {**names, **imported}
+
+
 def run_module(job: dict, results, name: str) -> dict | None:
-    """Execute the code as a module; returns its namespace, or None after reporting the failure."""
+    """Execute the code as a module; returns its namespace, or None after reporting the failure.
+    A program may end itself with exit(0); a module whose functions are to be called may not."""
     source = job["source"]
     linecache.cache[FILENAME] = (len(source), None, source.splitlines(True), FILENAME)
-    namespace = {"__name__": name, "__builtins__": guards.user_builtins(
-        frozenset(job["allowed_imports"]), job["scratch"], job["allow_open"])}  # fmt: skip
+    user_builtins = guards.user_builtins(frozenset(job["allowed_imports"]), job["scratch"], job["allow_open"])
+    namespace = {"__name__": name, "__builtins__": user_builtins}
+    if job["recursion_limit"]:
+        sys.setrecursionlimit(job["recursion_limit"])
     try:
+        namespace.update(preloaded(job["preloaded_modules"], {*user_builtins, *guards.REMOVED_BUILTINS}))
         exec(compile(source, FILENAME, "exec"), namespace)
     except BaseException as exc:  # noqa: B036 - everything the code raises is its verdict
-        if not is_clean_exit(exc):
+        if not (name == "__main__" and is_clean_exit(exc)):
             write(results, {"kind": "end", **report_exception(exc, print_traceback=name == "__main__")})
             return None
     return namespace
