@@ -1,0 +1,99 @@
+"""What the sandbox's verdict rests on when the code holds the Python layer: the result
+records are the child's claims, checked against the kernel's exit status and the
+runner's own record sequence; the code cannot reach the parent's memory or signal it.
+Also the code-task profile: livecodebench's prelude, its recursion limit, stdin via sys/io."""
+
+import ast
+import os
+
+import pytest
+
+from factory.sandbox import (
+    CODE_TASK_IMPORTS, CONTEST_PRELUDE, SandboxLimits, run_function, run_program, sandbox_capabilities,
+)  # fmt: skip
+
+CAPS = sandbox_capabilities()
+CODE = SandboxLimits(cpu_s=5, wall_s=8, memory_mb=512, allowed_imports=CODE_TASK_IMPORTS)
+OS = "import sys\nOS = sys.modules['os']\nC = sys.modules['ctypes']\n"  # the runner loaded both
+RECORDS = b'{"kind": "calls"}\n{"kind": "call", "index": 0, "status": "ok", "value_json": "42"}\n{"kind": "end", "status": "ok"}\n'
+FORGE = OS + f"""
+def forge():
+    for fd in range(3, 64):
+        try:
+            OS.write(fd, {RECORDS!r})
+        except OSError:
+            pass
+"""
+
+
+def test_a_program_may_exit_cleanly_but_not_end_the_process_early():
+    assert run_program("import sys\nprint(1)\nsys.exit()\nprint(2)", limits=CODE).model_dump(include={"status", "stdout"}) == {
+        "status": "ok", "stdout": "1\n"}  # fmt: skip
+    early = run_program(OS + "print(1, flush=True)\nOS._exit(0)", limits=CODE)
+    assert (early.status, early.reason, early.exit_code, early.stdout) == ("error", "early_exit", 0, "1\n")
+
+
+def test_success_needs_the_exit_status_too():
+    # The runner reports "ok", then an atexit handler ends the process with status 3.
+    source = OS + "B = sys.modules['builtins']\nimp = B.getattr(B, '_' * 2 + 'import' + '_' * 2)\n" \
+                  "imp('atexit').register(lambda: OS._exit(3))\nprint('done')"
+    verdict = run_program(source, limits=CODE)
+    assert (verdict.status, verdict.reason, verdict.exit_code) == ("error", "exit_code", 3), verdict
+
+
+def test_forged_records_are_tampering_or_only_the_codes_own_value():
+    # Written beside the runner's own records (before them, or during the call): tampered, every call too.
+    for source in (FORGE + "forge()\ndef f():\n    return 0\n", FORGE + "def f():\n    forge()\n    return 0\n"):
+        verdict = run_function(source, "f", [[]], CODE)
+        assert (verdict.status, verdict.reason, verdict.calls[0].reason) == ("error", "tampered", "tampered")
+    # A complete forged sequence, then os._exit: indistinguishable from returning 42,
+    # which is why checkers compare values, in the parent, with what the child never saw.
+    alone = run_function(FORGE + "forge()\nOS._exit(0)\n", "f", [[]], CODE)
+    assert (alone.status, alone.calls[0].value) == ("ok", 42)
+
+
+@pytest.mark.parametrize("exit_call", ["raise SystemExit(0)", "raise SystemExit", "import sys\nsys.exit()"])
+def test_a_module_to_be_called_may_not_exit_while_defined(exit_call):
+    verdict = run_function(f"def f():\n    return 1\n{exit_call}\n", "f", [[]], CODE)
+    assert (verdict.status, verdict.reason) == ("error", "exit_code") and verdict.calls[0].reason == "not_run"
+    inside = run_function(f"def f():\n    {exit_call.replace(chr(10), '; ')}\n", "f", [[]], CODE)
+    assert (inside.calls[0].status, inside.calls[0].reason) == ("error", "exit_code")
+
+
+@pytest.mark.skipif(not CAPS["seccomp"], reason="no seccomp filter for this machine")
+def test_the_parents_memory_and_signals_are_out_of_reach():
+    source = OS + """
+libc = C.CDLL(None, use_errno=True)
+class IoVec(C.Structure):
+    _fields_ = [("base", C.c_void_p), ("size", C.c_size_t)]
+buf = C.create_string_buffer(64)
+local, remote = IoVec(C.cast(buf, C.c_void_p), 64), IoVec(4096 * 16, 64)
+parent = OS.getppid()
+results = {}
+results["process_vm_readv"] = libc.process_vm_readv(parent, C.byref(local), 1, C.byref(remote), 1, 0), C.get_errno()
+results["sigqueue"] = libc.sigqueue(parent, 15, C.c_void_p(0)), C.get_errno()
+pidfd = libc.syscall(434, parent, 0)  # pidfd_open is allowed; signalling through it is not
+results["pidfd_send_signal"] = libc.syscall(424, pidfd, 15, None, 0), C.get_errno()
+results["kill"] = libc.kill(parent, 15), C.get_errno()
+print(results)
+"""
+    verdict = run_program(source, limits=CODE)
+    assert verdict.status == "ok", verdict
+    results = ast.literal_eval(verdict.stdout)
+    assert all(ret == -1 and errno in (1, 13) for ret, errno in results.values()), results  # EPERM / EACCES
+    assert os.getpid()  # and the parent is here to say so
+
+
+def test_the_contest_prelude_and_recursion_limit():
+    limits = CODE.model_copy(update={"preloaded_modules": CONTEST_PRELUDE, "recursion_limit": 100_000})
+    source = (
+        "print(pow(3, 4, 5), gcd(12, 18), bisect_left([1, 3], 2), heappop([1]), deque([1]).pop(), exit is not None)\n"
+        "def down(n):\n    return 0 if n == 0 else 1 + down(n - 1)\nprint(down(50_000))\n"
+        "print(sum(map(int, sys.stdin.buffer.read().split())), type(io.StringIO()).__name__)"
+    )  # fmt: skip
+    verdict = run_program(source, stdin="1 2 3\n", limits=limits)
+    assert verdict.status == "ok", verdict
+    assert verdict.stdout.splitlines() == ["1 6 1 1 1 True", "50000", "6 StringIO"]
+    assert run_program("print(open)", limits=limits).status == "rejected"  # io.open is not preloaded as open
+    with pytest.raises(ValueError, match="preloaded_modules not in allowed_imports: sys"):
+        SandboxLimits(preloaded_modules=("sys",))
