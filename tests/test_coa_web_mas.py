@@ -100,7 +100,8 @@ def test_a_web_run_offers_and_names_only_the_web_tools_unless_code_is_asked_for(
         (prompt,) = system_prompts(server, marker)
         assert listed_tools(prompt) == list(WEB) and "code" not in prompt.lower() and "python" not in prompt.lower()
     (searcher,) = [r["body"] for r in server.requests if r["body"]["messages"][0]["content"].startswith(SEARCH)]
-    assert searcher["response_format"]["json_schema"]["schema"]["properties"]["tool"]["enum"] == list(WEB)
+    schema = searcher["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["tool"]["enum"] == list(WEB) and not re.search(r"code|program", json.dumps(schema))
 
     server.requests.clear()
     script_web_run(server)

@@ -47,7 +47,7 @@ class PlanReply(Reply):
 class SearchReply(Reply):
     think: Think
     tool: Literal["web_search", "crawl_page"]
-    argument: str = Field(min_length=1, max_length=300, description="the query, the URL / corpus:// id to read, or code")
+    argument: str = Field(min_length=1, max_length=300, description="the query, or the URL / corpus:// id to read")
 
 
 class CodeReply(Reply):
@@ -76,6 +76,7 @@ class CheckReply(Reply):
 
 
 SEARCH_ARGUMENT_CHARS = 300  # a query or a URL
+ARGUMENTS = {"web_search": "the query", "crawl_page": "the URL / corpus:// id to read", "code": "the Python program"}
 
 
 @lru_cache(maxsize=None)
@@ -90,8 +91,8 @@ def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...]
     if tools and "tool" in base.model_fields:
         argument_chars = limits.code if "code" in tools else SEARCH_ARGUMENT_CHARS
         fields["tool"] = (Literal[tools], ...)
-        fields["argument"] = (str, Field(min_length=1, max_length=argument_chars,
-                                         description=base.model_fields["argument"].description))  # fmt: skip
+        described = ", or ".join(ARGUMENTS.get(tool, tool) for tool in tools)  # the schema names no tool not offered
+        fields["argument"] = (str, Field(min_length=1, max_length=argument_chars, description=described))
     return create_model(base.__name__, __base__=base, **fields)
 
 
