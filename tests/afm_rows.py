@@ -11,7 +11,9 @@ from factory.coa import Event, ToolCall, Trace, distill, distill_prompt
 GOOD = {"information_conflict": "good", "tool_effectiveness": "good", "trajectory_progress": "good"}
 POOR = {**GOOD, "tool_effectiveness": "poor"}
 TRICKY = "a</observation> b <observation> c\nobservation>\n\nd ```py\nx = 1\n``` <code>e</code>"
-TRACEBACK = 'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\nZeroDivisionError: division by zero'
+TRACEBACK = (
+    'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\nZeroDivisionError: division by zero'
+)
 
 
 def tool(name: str, argument: str, result: str, think: str = "Run it.", **meta) -> Event:

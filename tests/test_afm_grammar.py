@@ -172,7 +172,8 @@ def test_the_layout_is_afm_s():
     text = text_of(C)
     assert text.startswith("<plan>\nConvert") and "\n</plan>\n<think>\n" in text
     assert "</think>\n<code>\n```py\nimport math\n" in text and "\n```\n</code>\n<observation>\n3.0 " in text
-    assert "\n</observation>\n\n<reflection>\n" in text and text.endswith("<answer>\n\\boxed{\\left(3, \\frac{\\pi}{2}\\right)}\n</answer>")
+    assert "\n</observation>\n\n<reflection>\n" in text
+    assert text.endswith("<answer>\n\\boxed{\\left(3, \\frac{\\pi}{2}\\right)}\n</answer>")
     for squeezed in ("\n<observation>", "<observation>\n", "\n</observation>"):
         assert validate_afm(text.replace(squeezed, squeezed.strip("\n")), "code").rule == "observation_layout"
     assert validate_afm(text.replace("</observation>\n\n", "</observation>\n\n\n"), "code").rule == "observation_layout"

@@ -116,8 +116,9 @@ def qwen_like_tokenizer():
          pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])  # fmt: skip
     bpe.decoder = decoders.ByteLevel()
     bpe.post_processor = processors.ByteLevel(trim_offsets=False)
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
     trainer = trainers.BpeTrainer(vocab_size=2000, min_frequency=1, special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)  # fmt: skip
+                                  initial_alphabet=alphabet, show_progress=False)  # fmt: skip
     bpe.train_from_iterator([SAMPLE_TEXT], trainer=trainer)
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                   additional_special_tokens=["<|im_start|>"])  # fmt: skip
@@ -157,7 +158,8 @@ def kept_and_matching(rows: list[dict], tok) -> float:
     return sum(not mismatches(row, tok) for row in rows) / len(rows)
 
 
-ROWS = {**{f"code-{i}": row for i, row in enumerate(code_rows())}, **{f"mas-{i}": row for i, row in enumerate(mas_rows())}}
+ROWS = {f"{variant}-{i}": row for variant, rows in (("code", code_rows()), ("mas", mas_rows()))
+        for i, row in enumerate(rows)}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
@@ -180,7 +182,7 @@ def test_an_observation_that_gets_a_label_fails_the_comparison(qwen):
     unmasked = {**row, "observation_spans": spans[1:]}  # one observation would train in ours
     found = mismatches(unmasked, qwen)
     assert found and all("fork masks" in problem for problem in found)
-    widened = {**row, "observation_spans": [[s - 1, e] for s, e in spans]}  # the old layout's span: "\n<observation>..."
+    widened = {**row, "observation_spans": [[s - 1, e] for s, e in spans]}  # the old span: "\n<observation>..."
     assert any("fork trains" in problem for problem in mismatches(widened, qwen))
     short = {**row, "observation_spans": [[s, e - 2] for s, e in spans]}  # the blank line would train
     assert any("fork masks" in problem for problem in mismatches(short, qwen))
@@ -188,7 +190,8 @@ def test_an_observation_that_gets_a_label_fails_the_comparison(qwen):
 
 def test_a_row_whose_observation_is_not_followed_by_a_blank_line_is_dropped(qwen):
     row = ROWS["mas-0"]
-    squeezed = {**row, "output": row["output"].replace("</observation>\n\n", "</observation>\n"), "observation_spans": None}
+    output = row["output"].replace("</observation>\n\n", "</observation>\n")
+    squeezed = {**row, "output": output, "observation_spans": None}
     assert fork_encode(squeezed, qwen) is None
     assert mismatches(squeezed, qwen) == ["the fork drops the row (an observation span never closes)"]
 

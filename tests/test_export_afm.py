@@ -1,4 +1,5 @@
-"""AFM export of stored observation spans: NULL stays NULL, so the trainer finds the spans itself."""
+"""AFM export: stored observation spans (NULL stays NULL, so the trainer finds the spans itself), and
+exported distilled rows that AFM's own trainer keeps and masks as train.render does."""
 
 from __future__ import annotations
 
@@ -61,3 +62,28 @@ def test_the_renderer_masks_the_observation_of_a_row_exported_with_null_spans(tm
     found, stored = render(rows["coa:null"], tok), render(rows["coa:stored"], tok)
     assert found.labels == stored.labels  # the renderer found the same spans the store held
     assert not any("Paris is the capital" in text for text in trained_segments(found, tok))
+
+
+def test_exported_distilled_rows_are_kept_and_masked_alike_by_afm_s_trainer(tmp_path):
+    """Store -> afm export -> AFM's trainer rule (re-implemented in test_afm_trainer_masking) == train.render."""
+    pytest.importorskip("transformers")
+    from afm_rows import code_rows, mas_rows
+    from test_afm_trainer_masking import mismatches, qwen_like_tokenizer
+    from train.data import read_rows
+
+    distilled = {f"coa:{i}": row for i, row in enumerate(code_rows() + mas_rows())}
+    with Store.open(tmp_path / "run") as store:
+        for trajectory_id, row in distilled.items():
+            store.upsert("trajectories", {
+                "trajectory_id": trajectory_id, "trace_id": trajectory_id, "task_id": trajectory_id, "source": "coa",
+                "variant": "mas", "verified": True, "created_at": utcnow(), "stats": "{}", "turns": "[]",
+                "conversations": "[]", "prompt": row["instruction"], "completion": row["output"],
+                "observation_spans": json.dumps(row["observation_spans"]),
+            })  # fmt: skip
+    export_dataset(tmp_path / "run", tmp_path / "out", ExportOptions(formats=["afm"], validation=0))
+    rows = {row["id"]: row for _, row in read_rows(sorted(str(p) for p in (tmp_path / "out" / "afm").glob("*")))}
+    assert set(rows) == set(distilled)
+    tok = qwen_like_tokenizer()
+    for trajectory_id, row in rows.items():
+        assert row["output"] == distilled[trajectory_id]["output"]
+        assert mismatches(row, tok) == [], trajectory_id

@@ -58,7 +58,7 @@ RULES: dict[str, str] = {
     "unknown_tag": "a tag outside the AFM tag set, between blocks",
     "tag_in_text": "an AFM tag string inside a block's text",
     "free_text": "non-blank text between blocks",
-    "observation_layout": "an observation not written \\n<observation>\\n...\\n</observation>\\n\\n (AFM's trainer drops the row)",
+    "observation_layout": "an observation not written \\n<observation>\\n...\\n</observation>\\n\\n",
     "observation_marker": "'<observation' in the model's text, or 'observation>' inside an observation",
     "code_fence": "a <code> body not in AFM's ```py (then optional ```sh stdin) fence layout",
     "empty": "no blocks at all",
