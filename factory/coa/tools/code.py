@@ -7,6 +7,25 @@ Observations, by what happened:
 - rejected by the static check (os, open, eval, dunders...): "Rejected: line 1: import of 'os' ...".
 - past the limits: "Timed out after 10 s" / "Timed out: more than 5 s of CPU time".
 
+Stdin, as AFM's code tool takes it (verl/verl/tools/code_executor.py and
+utils/code_executors/nsjail_sandbox.py, `parse_code_blobs_stdin_answer`): in an
+argument with ```py / ```python blocks, those blocks are the program (joined by a
+blank line) and the ```sh / ```bash blocks are its stdin (joined by a newline):
+
+    ```py
+    n = int(input()); print(sum(map(int, input().split())) * n)
+    ```
+    ```sh
+    2
+    3 4
+    ```
+
+`await tool(code, stdin="2\n3 4\n")` says the same without fences. The program
+reads a real stdin (input(), sys.stdin, sys.stdin.buffer); without one, stdin is
+empty and an EOFError comes with a hint. With `sys` and `io` in the import list
+(factory.sandbox.CODE_TASK_IMPORTS) an agent can test a contest program as it
+will be judged.
+
 Notebook echo (`echo_last_expression`): when the last statement is a bare
 expression, its value is printed with repr() unless it is None, as a notebook
 shows Out[n] (whether or not something else was printed). The snippet is
@@ -16,6 +35,7 @@ rewritten only at that statement, so line numbers in errors stay the user's.
 from __future__ import annotations
 
 import ast
+import re
 
 from ...sandbox import SandboxLimits, Verdict, arun_program
 from .base import ToolResult, cap_text, strip_fence
@@ -24,6 +44,18 @@ from .config import CodeToolConfig
 ECHO_NAME = "_value_of_last_line"  # not a dunder: the sandbox's static check refuses those
 NO_OUTPUT = "(no output: use print() to see values)"
 STDERR_CHARS = 1000  # warnings are worth a glance, not the whole observation
+PROGRAM_BLOCK = re.compile(r"```(?:py|python|python3)[ \t]*\n(.*?)```", re.DOTALL)
+STDIN_BLOCK = re.compile(r"```(?:sh|bash)[ \t]*\n(.*?)```", re.DOTALL)
+NO_STDIN_HINT = "(no stdin was given: put the input in a ```sh block after the ```py block)"
+
+
+def program_and_stdin(argument: str) -> tuple[str, str | None]:
+    """(the program, its stdin or None) from a tool argument in AFM's layout, or plain code."""
+    programs = PROGRAM_BLOCK.findall(argument)
+    if not programs:
+        return strip_fence(argument), None
+    inputs = STDIN_BLOCK.findall(argument)
+    return "\n\n".join(block.strip("\n") for block in programs), "\n".join(inputs) if inputs else None
 
 
 def with_echo(source: str) -> str:
@@ -90,13 +122,17 @@ class CodeTool:
             max_output_bytes=max(16_384, 4 * self.config.max_output_chars),
         )  # fmt: skip
 
-    async def __call__(self, argument: str) -> ToolResult:
-        source = strip_fence(argument)
+    async def __call__(self, argument: str, stdin: str | None = None) -> ToolResult:
+        source, fenced_stdin = program_and_stdin(argument)
+        stdin = stdin if stdin is not None else fenced_stdin
         if not source.strip():
             return ToolResult(False, "Error: no code given", {"status": "error", "reason": "empty"})
         if self.config.echo_last_expression:
             source = with_echo(source)
-        verdict = await arun_program(source, limits=self.limits)
+        verdict = await arun_program(source, stdin, limits=self.limits)
         text, ok = describe(verdict, self.limits, self.config.max_output_chars)
-        meta = {"status": verdict.status, "reason": verdict.reason, "duration_s": round(verdict.duration_s, 3)}
+        if stdin is None and "EOFError" in (verdict.error or ""):
+            text += "\n" + NO_STDIN_HINT
+        meta = {"status": verdict.status, "reason": verdict.reason, "duration_s": round(verdict.duration_s, 3),
+                "stdin_chars": len(stdin) if stdin is not None else None}  # fmt: skip
         return ToolResult(ok, text, meta)
