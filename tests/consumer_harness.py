@@ -53,3 +53,19 @@ def llamafactory_samples(monkeypatch, tmp_path: Path, tokenizer, **config) -> li
     logging.getLogger("llamafactory").setLevel(logging.ERROR)
     module = get_dataset(template, model_args, data_args, training_args, "sft", tokenizer)
     return list(module["train_dataset"])
+
+
+def axolotl_samples(tokenizer, rows: list[dict], dataset: dict, sequence_len: int = 1 << 16) -> list[dict]:
+    """axolotl's chat_template strategy, configured by one `datasets:` entry of an axolotl config (checked
+    against axolotl's own schema first), over the rows: its input_ids and labels per row."""
+    if importlib.util.find_spec("axolotl") is None:
+        pytest.skip("axolotl not installed (pip install --no-deps axolotl==0.19.0)")
+    from axolotl.prompt_strategies.chat_template import load
+    from axolotl.utils.dict import DictDefault
+    from axolotl.utils.schemas.datasets import SFTDataset
+
+    entry = SFTDataset(**dataset).model_dump(exclude_none=True)
+    cfg = DictDefault({"sequence_len": sequence_len, "train_on_inputs": False, "chat_template": "tokenizer_default"})
+    logging.getLogger("axolotl").setLevel(logging.ERROR)
+    strategy = load(tokenizer, cfg, entry)
+    return [strategy.tokenize_prompt(row) for row in rows]

@@ -13,6 +13,7 @@ from ..prompts import render_prompt
 from ..store import Store
 from . import card_facts as facts
 from .options import ExportError
+from .snippets import consumer_section
 
 if TYPE_CHECKING:
     from .dataset import ExportResult
@@ -21,6 +22,7 @@ TAGS = ["agent", "synthetic", "trajectories", "sft", "tool-use", "agentrefine", 
 SIZE_STEPS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
               (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")]  # fmt: skip
 SAMPLE_CHARS = 300
+SAMPLE_ITEMS = 24  # token-id lists (trl rows) are cut to this many items
 
 
 def size_category(rows: int) -> str:
@@ -53,6 +55,7 @@ def render_card(store: Store, result: ExportResult, load_path: str = ".") -> str
         funnels=funnels_text(store), filters=filters_table(store), drops=drops_text(store),
         models=models_text(store), prompts=prompts_table(store), runs=runs_table(store),
         samples=samples_text(store, result), license=result.options.license,
+        consumers=consumer_section(result, load_path),
     )  # fmt: skip
     text = f"---\n{data.to_yaml()}\n---\n\n{body}\n"
     parsed = DatasetCard(text).data.to_dict()
@@ -152,6 +155,8 @@ def shorten(value: Any) -> Any:
     if isinstance(value, str):
         return value if len(value) <= SAMPLE_CHARS else value[:SAMPLE_CHARS] + " [...]"
     if isinstance(value, list):
+        if len(value) > SAMPLE_ITEMS and all(isinstance(item, int) for item in value):
+            return [*value[:SAMPLE_ITEMS], f"... {len(value) - SAMPLE_ITEMS} more"]
         return [shorten(item) for item in value]
     if isinstance(value, dict):
         return {key: shorten(item) for key, item in value.items()}

@@ -13,10 +13,10 @@ last one. So the per-turn masks are carried by the samples themselves:
   observations before it stay context. The samples of a row together train
   exactly the row's trained turns (tests/test_consumer_llamafactory.py).
 
-A gpt turn trains by train.render_rows' rule: its sharegpt `loss` is true and
-it is not blank. The mode is one per export, since `mask_history` is one
-switch of the whole training run. `dataset_info.json` beside the shards names
-one dataset per shard (`factory_<split>` or `factory_<split>_<k>`).
+A gpt turn trains when its sharegpt `loss` is true (formats.TRAINS, render's
+rule). The mode is one per export, since `mask_history` is one switch of the
+whole training run. `dataset_info.json` beside the shards names one dataset
+per shard (`factory_<split>` or `factory_<split>_<k>`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ from ..store import Store
 from .formats import METADATA, sharegpt_sql
 
 Mode = Literal["full", "last"]
-# What str.isspace() calls whitespace (render_rows: a blank assistant turn never trains); RE2's \s is narrower.
-_SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
-_TRAINS_AT = f"""(c[i]."from" = 'gpt' AND coalesce(c[i].loss, true)
-                  AND regexp_matches(c[i].value, '[^{_SPACE}]'))"""
+# sharegpt `loss` already follows render's rule (formats.TRAINS: flagged, not a mistake, not blank).
+_TRAINS_AT = """(c[i]."from" = 'gpt' AND c[i].loss)"""
 DATASET_INFO = "dataset_info.json"
 SHAREGPT_TAGS = {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
                  "system_tag": "system"}  # fmt: skip

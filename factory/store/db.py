@@ -83,7 +83,10 @@ class Store:
         with self._lock:
             cursor = self.con.cursor()
         try:
-            yield from cursor.execute(sql).fetch_record_batch(rows)
+            result = cursor.execute(sql)
+            # DuckDB 2 names it to_arrow_reader; 1.x fetch_record_batch.
+            reader = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
+            yield from reader(rows)
         finally:
             cursor.close()
 

@@ -1,0 +1,96 @@
+"""Per-trainer config snippets that give train.render's masks, for the dataset card and docs/export.md.
+
+Each snippet is the part of the trainer's config that decides which tokens
+train; tests/test_consumer_*.py run the trainer's own data code with exactly
+these values (the functions below are what they call).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if TYPE_CHECKING:
+    from .dataset import ExportResult, FormatFiles
+
+# What each trainer ignores in the other exports: a flag a trainer ignores is not a mask.
+IGNORED = {
+    "llamafactory": "LLaMA-Factory ignores the sharegpt `loss` key (every gpt turn of a sample trains) and the "
+    "`observation_spans` of an alpaca-read `afm` row (observations train): use the `llamafactory` config.",
+    "trl": "TRL's SFTTrainer ignores the `weight` of `messages` (it trains every token, or with "
+    "`assistant_only_loss` every assistant turn, mistakes included) and the `weight` column: use the `trl` config.",
+    "axolotl": "axolotl reads the per-message flag named by `message_field_training` (here `weight`); "
+    "without that key it trains every assistant turn, mistakes included. It ignores the row `weight`.",
+    "afm": "AFM's LLaMA-Factory fork masks the `<observation>` blocks of `afm` rows itself when run with "
+    "`ignore_observation`; stock LLaMA-Factory trains them.",
+}
+
+
+def axolotl_dataset(path: str) -> dict[str, Any]:
+    """The `datasets:` entry of an axolotl config for the `messages` export."""
+    return {
+        "path": path,
+        "type": "chat_template",
+        "field_messages": "messages",
+        "roles_to_train": ["assistant"],
+        "train_on_eos": "turn",
+        "message_field_training": "weight",
+    }
+
+
+def llamafactory_config(settings: dict[str, Any], dataset_dir: str) -> dict[str, Any]:
+    """The data keys of a LLaMA-Factory training YAML for the `llamafactory` export."""
+    names = settings.get("datasets", {})
+    config = {
+        "dataset_dir": dataset_dir,
+        "dataset": ",".join(names.get("train", [])),
+        "template": "qwen",
+        "mask_history": settings.get("mode") == "last",
+        "train_on_prompt": False,
+        "cutoff_len": 8192,
+    }
+    held = [name for split, split_names in names.items() if split != "train" for name in split_names]
+    if held:
+        config["eval_dataset"] = ",".join(held)
+    return config
+
+
+def trl_snippet(settings: dict[str, Any], path: str) -> str:
+    max_length = settings.get("max_length")
+    return "\n".join([
+        "from datasets import load_dataset",
+        "from transformers import AutoTokenizer",
+        "from trl import SFTConfig, SFTTrainer",
+        "",
+        f'tokenizer = AutoTokenizer.from_pretrained("{settings.get("tokenizer")}")  # the one the rows were rendered with',
+        f'train = load_dataset("parquet", data_files="{path}/train-*.parquet")["train"]',
+        f"args = SFTConfig(output_dir=\"sft\", max_length={max_length})  # rows are already cut at whole turns",
+        "SFTTrainer(model=MODEL, args=args, train_dataset=train, processing_class=tokenizer).train()",
+    ])  # fmt: skip
+
+
+def consumer_section(result: ExportResult, load_path: str) -> str:
+    """The card's "Training with your trainer" text: one snippet per written format that has a trainer."""
+    parts = []
+    for fmt in result.formats:
+        snippet = _snippet(fmt, f"{load_path}/{fmt.folder.as_posix()}")
+        if snippet:
+            parts.append(snippet)
+    notes = "\n".join(f"- {text}" for text in IGNORED.values())
+    return "\n\n".join(parts + ["What each trainer ignores:\n\n" + notes])
+
+
+def _snippet(fmt: FormatFiles, path: str) -> str | None:
+    if fmt.name == "llamafactory":
+        config = yaml.safe_dump(llamafactory_config(fmt.settings, path), sort_keys=False).strip()
+        mode = ("one sample per trained turn, so `mask_history: true`" if fmt.settings.get("mode") == "last"
+                else "one sample per row; every gpt turn in it trains")  # fmt: skip
+        return f"**LLaMA-Factory** (`llamafactory`, {mode}; set `template` to your model's):\n\n```yaml\n{config}\n```"
+    if fmt.name == "trl":
+        return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{trl_snippet(fmt.settings, path)}\n```"
+    if fmt.name == "messages":
+        entry = yaml.safe_dump({"chat_template": "tokenizer_default", "datasets": [axolotl_dataset(path)]},
+                               sort_keys=False).strip()  # fmt: skip
+        return f"**axolotl** (`messages`):\n\n```yaml\n{entry}\n```"
+    return None
