@@ -7,6 +7,8 @@ Runs go over real HTTP (scripted loopback replies), the real sandbox and a real 
 import json
 import re
 
+import pytest
+from loopback_server import ok
 from test_coa_mas import (
     ANSWERER, CODE, CORPUS, PLANNER, REFLECTOR, SEARCH, SUMMARY, VERIFIER, Config, answer, check, code, plan,
     qa_task, reflect, rows, search, summary, trace_of, write_tasks,
@@ -18,6 +20,7 @@ from factory.coa.mas.voice import TEAM_TALK, team_talk
 from factory.coa.roles import ROLE_TYPES
 from factory.coa.trace import Event, ToolCall, Trace
 from factory.coa.tools import CodeTool, CodeToolConfig, ToolBox, ToolsConfig
+from factory.errors import FactoryError
 from factory.prompts import load_prompt
 
 WEB = ("web_search", "crawl_page")
@@ -39,7 +42,8 @@ def system_prompts(server, marker) -> list[str]:
 
 
 def listed_tools(prompt: str) -> list[str]:
-    return [line[2:].split(":")[0] for line in prompt.splitlines() if line.startswith("- ") and ": the argument" in line]
+    lines = [line for line in prompt.splitlines() if line.startswith("- ") and ": the argument" in line]
+    return [line[2:].split(":")[0] for line in lines]
 
 
 def listed_modules(prompt: str) -> list[str]:
@@ -51,18 +55,12 @@ def math_task(tmp_path):
                                                  "domain": "math", "data_source": "t"})  # fmt: skip
 
 
-def script_web_run(server, think="I will look the river up.", question_words=()):
-    server.route(PLANNER, ok_plan(think))
+def script_web_run(server, think="I will look the river up."):
+    server.route(PLANNER, ok({"think": think, "steps": ["Find the river of Paris."]}))
     server.route(SEARCH, search("Paris river"))
     server.route(REFLECTOR, reflect(ready=True))
     server.route(ANSWERER, answer("Seine"))
     server.route(VERIFIER, check(4))
-
-
-def ok_plan(think):
-    from loopback_server import ok
-
-    return ok({"think": think, "steps": ["Find the river of Paris."]})
 
 
 # --- prompts list exactly what is enabled -------------------------------------------------------
@@ -87,7 +85,8 @@ def test_a_code_run_names_no_web_tool_and_its_module_list_is_the_sandbox_allowli
 def test_the_module_list_follows_the_code_tools_allowlist_when_it_changes():
     toolbox = ToolBox.from_config(ToolsConfig.model_validate({"code": {"allowed_imports": ["math", "heapq", "sys"]}}))
     coder = ROLE_TYPES["code_agent"](ReplyLimits(), ("code",), toolbox.allowed_modules())
-    assert listed_modules(coder.system_prompt()) == ["math", "heapq", "sys"] == list(toolbox["code"].limits.allowed_imports)
+    allowlist = list(toolbox["code"].limits.allowed_imports)
+    assert listed_modules(coder.system_prompt()) == ["math", "heapq", "sys"] == allowlist
     no_code = ToolBox.from_config(ToolsConfig.model_validate({"code": {"enabled": False}}))
     assert no_code.allowed_modules() == ()
 
@@ -112,10 +111,6 @@ def test_a_web_run_offers_and_names_only_the_web_tools_unless_code_is_asked_for(
 
 
 def test_a_run_with_no_tool_for_its_variant_stops_with_one_line(fast_config, tmp_path):
-    import pytest
-
-    from factory.errors import FactoryError
-
     config = make_config(tmp_path, fast_config, math_task(tmp_path), tools={"code": {"enabled": False}})
     with pytest.raises(FactoryError, match="^coa: the code variant has no tool to call: turn on tools.code$"):
         run_coa(config, progress=False)
@@ -142,11 +137,12 @@ def test_team_talk_in_a_think_is_a_recorded_failure_with_its_rule(server, fast_c
     assert outcome.failures == {"team_talk": 1} and outcome.funnel["distilled"] == 0
     (row,) = rows(config)
     assert not row["verified"] and row["rule"] == "team_talk"
-    assert row["reason"] == "voice team_talk: the planner's think says 'The team should confirm the river with a search.'"
+    said = "The team should confirm the river with a search."
+    assert row["reason"] == f"voice team_talk: the planner's think says '{said}'"
 
 
 def test_team_words_the_question_itself_uses_are_not_team_talk(server, fast_config, tmp_path):
-    script_web_run(server, think="I need the team that plays in Paris, then its river.")
+    script_web_run(server, think="Of the teams that play in Paris, I need the one with a stadium on a river.")
     tasks = qa_task(tmp_path, question="Which river flows past the stadium of the Paris team?")
     assert run_coa(make_config(tmp_path, fast_config, tasks), progress=False).funnel["distilled"] == 1
 
@@ -161,6 +157,7 @@ def test_team_talk_is_found_in_every_kind_of_agent_text():
     call = ToolCall(name="web_search", argument="search agent", ok=True, result="")
     assert team_talk(trace(kind="tool_call", think="I search.", tool=call)) is None  # a query is not its voice
     assert team_talk(trace(kind="plan", think="I will plan.", content="1. Search.")) is None
+    assert team_talk(trace(kind="reflection", think="I wrote a verifier function.", content="It works.")) is None
 
 
 # --- the observation the agents read is the one the trajectory shows -------------------------------

@@ -18,7 +18,7 @@ from ..trace import Trace
 RULE = "team_talk"
 TEAM_TALK = re.compile(
     r"\b(?:team(?:mates?|s)?|other agents?|another agent|(?:search|code) agents?|multi-agent|"
-    r"planner|reflector|verifier|answerer)\b",
+    r"the (?:planner|reflector|verifier|answerer))\b",  # with "the": "a verifier function" is code talk
     re.IGNORECASE,
 )
 
@@ -30,9 +30,16 @@ def team_talk(trace: Trace) -> str | None:
         fields = {"think": event.think} if event.kind == "tool_call" else {"think": event.think, "text": event.content}
         for field, text in fields.items():
             for match in TEAM_TALK.finditer(text or ""):
-                if not re.search(rf"\b{re.escape(match.group(0).lower())}\b", given):
+                if not given_word(match.group(0), given):
                     return f"the {event.agent}'s {field} says '{quote(text or '', match)}'"
     return None
+
+
+def given_word(phrase: str, given: str) -> bool:
+    """Whether the question or an observation uses the word itself ("teams" when it says "team")."""
+    root = phrase.lower().removeprefix("the ")
+    root = "team" if root.startswith("team") else root
+    return re.search(rf"\b{re.escape(root)}", given) is not None
 
 
 def quote(text: str, match: re.Match[str], width: int = 40) -> str:
