@@ -61,6 +61,11 @@ def test_boxed_and_code_extraction():
     assert last_boxed(r"\boxed{unclosed") is None
     reply = "```text\nnot code\n```\n```python\nx = 1\n```\n```py\nx = 2\n```\n```bash\nls\n```"
     assert python_code(reply) == "x = 2\n" and python_code("print(1)") == "print(1)"
+    # AFM: the last <answer> span's python blocks, joined; earlier <code> steps and ```sh samples are not the answer.
+    afm = ("<code>\n```py\nprint('a test')\n```\n</code>\n<answer>\n```py\nimport sys\n```\n"
+           "```python\nprint(sys.stdin.read())\n```\n```sh\n1 2\n```\n</answer>")  # fmt: skip
+    assert python_code(afm) == "import sys\n\nprint(sys.stdin.read())\n"
+    assert python_code("```py\nx = 1\n```\n<answer>print(2)</answer>") == "print(2)"
 
 
 def test_qa_exact_match_and_f1_on_nq_rows():
@@ -148,11 +153,21 @@ def test_every_livecodebench_functional_script_becomes_literal_calls(lcb):
     assert all(case.method == t.tests["func_name"] for t in functional for case in cases_of(t.tests))
 
 
-def test_a_functional_script_of_another_shape_runs_whole(lcb):
+def test_a_functional_script_of_another_shape_is_compared_in_the_parent(lcb):
+    from factory.checks.code_cases import ScriptCase, cases_of
+
     task = lcb["3636"].model_copy(deep=True)
     task.tests["functional"] = "s = Solution()\nassert s.isBalanced('24123') is True\nassert not s.isBalanced('1234')\n"
+    (case,) = cases_of(task.tests)
+    assert isinstance(case, ScriptCase) and "24123" in case.source and "True" not in case.source  # expected stays here
     assert get_checker("code").check(FUNC_RIGHT, task).correct
-    assert not get_checker("code").check(FUNC_WRONG, task).correct
+    wrong = get_checker("code").check(FUNC_WRONG, task)
+    assert not wrong.correct and "assert failed: s.isBalanced('24123') is True (got False)" in wrong.detail
+    for script in ("expected = True\nassert Solution().isBalanced('24123') == expected\n",
+                   "for n in ['24123']:\n    assert Solution().isBalanced(n)\n"):  # fmt: skip
+        task.tests["functional"] = script
+        undecided = get_checker("code").check(FUNC_RIGHT, task)
+        assert not undecided.correct and "checked outside the program" in undecided.error
 
 
 def test_hostile_code_fails_by_timeout_or_refusal_not_a_crash(lcb):

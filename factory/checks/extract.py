@@ -42,8 +42,18 @@ def balanced(text: str, start: int) -> str | None:
 
 
 def python_code(prediction: str) -> str:
-    """The last ```python (or ```py, or unlabeled) block; the whole reply when it has none."""
-    blocks = [code for lang, code in CODE_FENCE.findall(prediction or "") if lang.lower() in PYTHON_FENCES]
-    if blocks:
-        return blocks[-1]
-    return final_answer(prediction)
+    """The program a reply answers with. With an <answer> span, AFM's rule: the python
+    (or unlabeled) blocks of the last span, joined by a blank line, or the span itself
+    (verl/verl/tools/utils/code_executors/utils.py, extract_last_code_from_string); a
+    ```sh block there is sample input, not code. Without one, the last python block of
+    the reply, or the whole reply."""
+    spans = ANSWER_SPAN.findall(prediction or "")
+    if spans:
+        blocks = python_blocks(spans[-1])
+        return "\n\n".join(block.strip("\n") for block in blocks) + "\n" if blocks else spans[-1].strip()
+    blocks = python_blocks(prediction or "")
+    return blocks[-1] if blocks else (prediction or "").strip()
+
+
+def python_blocks(text: str) -> list[str]:
+    return [code for lang, code in CODE_FENCE.findall(text) if lang.lower() in PYTHON_FENCES]
