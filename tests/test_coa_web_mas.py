@@ -202,3 +202,19 @@ def test_crawl_page_in_a_run_summarises_toward_the_search_and_the_think_before_i
     assert row["verified"] and "Page 1 [corpus://seine] Summary:\n- Paris lies on the river Seine." in row["completion"]
     first = trace_of(config, row["trace_id"]).tool_calls()[0].result
     assert first.startswith("Found ") and "\n\n## Web Results\n1. [Paris](corpus://seine)\ncorpus://seine\n" in first
+
+
+def test_the_code_agent_can_feed_stdin_as_its_prompt_says(server, fast_config, tmp_path):
+    program = "```py\nn = int(input())\nprint(2**n + 3)\n```\n```sh\n10\n```"
+    server.route(PLANNER, plan("Compute 2^10 + 3."))
+    server.route(CODE, code(program))
+    server.route(REFLECTOR, reflect(ready=True))
+    server.route(ANSWERER, answer("1027"))
+    server.route(VERIFIER, check(4))
+    config = make_config(tmp_path, fast_config, math_task(tmp_path))
+    run_coa(config, progress=False)
+
+    assert "```sh block" in system_prompts(server, CODE)[0]
+    (row,) = rows(config)
+    assert row["verified"] and row["correct"] and program in row["completion"]
+    assert trace_of(config, row["trace_id"]).tool_calls()[0].result.strip() == "1027"
