@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..config import validate_config
 from .dataset import ExportResult, export_dataset
 from .options import FORMATS, export_options
 from .publish import publish
+from .verl import RLOptions
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +28,23 @@ def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     parser.add_argument("--format", default="all", choices=[*FORMATS, "all"], help="which format (default all)")
     parser.add_argument("--out", required=True, help="output folder: <format>/<split>-*.parquet and README.md")
     parser.add_argument("--jsonl", action="store_true", help="JSON lines instead of Parquet")
+    _add_rl(parser)
     parser.set_defaults(func=cmd_export)
     return parser
+
+
+def _add_rl(parser: argparse.ArgumentParser) -> None:
+    """The RL hand-off (factory/export/verl.py): which split holds RL queries, where their answers are."""
+    parser.add_argument("--rl-split", help="the split written as verl RL rows, not SFT rows (default rl)")
+    parser.add_argument("--tasks", action="append", help="task file with the RL queries' reference answers "
+                        "(repeatable; default: the task files the run recorded)")  # fmt: skip
+    parser.add_argument("--pass-rate-model", help="rollouts label whose pass rate goes in extra_info "
+                        "(default: the run's pass_rate filter's model)")  # fmt: skip
+
+
+def _rl_options(args: argparse.Namespace) -> RLOptions:
+    values = {"split": args.rl_split, "tasks": args.tasks, "pass_rate_model": args.pass_rate_model}
+    return validate_config(RLOptions, {k: v for k, v in values.items() if v is not None}, "RL options")
 
 
 def add_publish_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -50,7 +67,7 @@ def _options(args: argparse.Namespace, file_type: str = "parquet"):
 
 def cmd_export(args: argparse.Namespace) -> int:
     options = _options(args, "jsonl" if args.jsonl else "parquet")
-    print(format_result(export_dataset(args.run_dir, args.out, options)))
+    print(format_result(export_dataset(args.run_dir, args.out, options, rl=_rl_options(args))))
     return 0
 
 
@@ -67,6 +84,9 @@ def format_result(result: ExportResult) -> str:
     for fmt in result.formats:
         counts = ", ".join(f"{split} {n}" for split, n in fmt.rows.items())
         lines.append(f"{fmt.name}: {counts} -> {result.out / fmt.folder}")
+    if result.rl is not None:
+        lines.append(f"verl (RL queries): {result.rl.rows} rows from {result.rl.trajectories} trajectories -> "
+                     f"{result.out / result.rl.folder}")  # fmt: skip
     lines += [f"note: {warning}" for warning in result.warnings]
     if result.card is not None:
         lines.append(f"dataset card: {result.card}")

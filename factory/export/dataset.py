@@ -12,6 +12,7 @@ from .card import write_card
 from .consumers import finish_format, skipped_note, split_writer, unavailable
 from .options import ExportError, ExportOptions, FormatName
 from .selection import groups_in_several_splits, open_store, selection_sql, split_counts
+from .verl import RLFiles, RLOptions, clear_rl, write_rl
 from .writers import fresh_folder, replace_folder
 
 EMPTY_FORMAT = {
@@ -41,22 +42,36 @@ class ExportResult:
     run_dir: Path
     out: Path
     options: ExportOptions
-    selected: dict[str, int]  # split -> kept rows (after upsampling), before a format leaves rows out
+    selected: dict[str, int]  # SFT split -> kept rows (after upsampling), before a format leaves rows out
     formats: list[FormatFiles] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     card: Path | None = None
+    rl: RLFiles | None = None  # the RL split as verl rows (factory/export/verl.py); None: no RL split
 
 
 def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions | None = None,
-                   data_dir: str = "", load_path: str | None = None) -> ExportResult:  # fmt: skip
-    """Write out/<data_dir>/<format>/<split>-NNNNN-of-NNNNN.<ext> for each format, and out/README.md."""
-    options = options or ExportOptions()
+                   data_dir: str = "", load_path: str | None = None,
+                   rl: RLOptions | None = None) -> ExportResult:  # fmt: skip
+    """Write out/<data_dir>/<format>/<split>-NNNNN-of-NNNNN.<ext> for each format, and out/README.md.
+
+    The RL split (rl.split, default "rl") is not an SFT split: its queries go to out/<data_dir>/verl/ as verl rows.
+    """
+    options, rl = options or ExportOptions(), rl or RLOptions()
     result = ExportResult(Path(run_dir), Path(out), options, {})
     with closing(open_store(run_dir)) as store:
         result.selected = split_counts(store, options)
         leaks = groups_in_several_splits(store, options)
         if leaks:
             result.warnings.append(f"{leaks} task group(s) appear in more than one curation split")
+        # --- RL hand-off: the RL split leaves the SFT formats and is written as verl rows ---
+        if result.selected.pop(rl.split, None) is not None:
+            result.rl = write_rl(store, options, rl, result.out, data_dir)
+            result.warnings += [f"{rl.split}: {note}" for note in result.rl.notes]
+        else:
+            clear_rl(result.out, data_dir)
+        if not result.selected:  # every kept row was an RL query: no SFT formats, no card
+            return result
+        # --- end RL hand-off ---
         for name in options.formats:
             reason = unavailable(name, options)
             if reason and len(options.formats) > 1:
