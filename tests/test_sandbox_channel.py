@@ -97,3 +97,12 @@ def test_the_contest_prelude_and_recursion_limit():
     assert run_program("print(open)", limits=limits).status == "rejected"  # io.open is not preloaded as open
     with pytest.raises(ValueError, match="preloaded_modules not in allowed_imports: sys"):
         SandboxLimits(preloaded_modules=("sys",))
+
+
+def test_a_record_nested_past_the_parser_is_unreadable_not_a_crash_in_the_parent():
+    deep = "'[' * 200000 + ']' * 200000"
+    record = '\'{"kind": "call", "index": 0, "status": "ok", "value_json": "\' + ' + deep + ' + \'"}\\n\''
+    whole = "'{\"kind\": \"end\", \"x\": ' + " + deep + " + '}\\n'"
+    source = FORGE.replace(repr(RECORDS), "(" + "'{\"kind\": \"calls\"}\\n' + " + record + " + " + whole + ").encode()")
+    verdict = run_function(source + "forge()\nOS._exit(0)\n", "f", [[]], CODE)
+    assert (verdict.calls[0].status, verdict.calls[0].error) == ("error", "unreadable call record"), verdict

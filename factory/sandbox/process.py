@@ -103,7 +103,7 @@ def read_records(path: str, max_bytes: int) -> list[dict]:
     for line in text.splitlines():
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # cut short by a kill, or nested past the parser
             continue
         if isinstance(record, dict):
             records.append(record)

@@ -129,7 +129,7 @@ def call_verdict(record: dict) -> CallVerdict:
     try:
         value = json.loads(record["value_json"]) if "value_json" in record else None
         duration_s = float(record.get("duration_s", 0.0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: a forged value nested past the parser
         return CallVerdict(index=record["index"], status="error", reason="sandbox", error="unreadable call record")
     return CallVerdict(
         index=record["index"], status=status, value=value, error=error, reason=reason, duration_s=duration_s
