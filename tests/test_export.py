@@ -175,7 +175,7 @@ def test_afm_rows_carry_observation_spans(exported):
         spans = row["observation_spans"]
         assert len(spans) == 1
         start, end = spans[0]
-        assert row["output"][start:end].strip() == "<observation>Paris is the capital of France.</observation>"
+        assert row["output"][start:end] == "<observation>\nParis is the capital of France.\n</observation>\n\n"
         found = [m.span() for m in re.finditer(r"<observation>.*?</observation>", row["output"], re.S)]
         assert start <= found[0][0] and found[0][1] <= end
 
@@ -204,8 +204,9 @@ def test_a_split_filter_decides_the_splits(run_dir, tmp_path):
         with Store.open(run_dir) as store:
             store.execute("DELETE FROM filter_verdicts WHERE filter = 'split'")
     splits = rows_of(tmp_path, "messages")
-    assert result.selected == {"rl": 7, "sft": 7}  # import:t9 is not a coa row
-    assert {row["id"] for row in splits["rl"]} == {i for i in KEPT if i.startswith("coa")}
+    # The rl split is written as verl rows (one per query), never as SFT rows; import:t9 is not a coa row.
+    assert result.selected == {"sft": 7} and set(splits) == {"sft"} and result.rl.trajectories == 7
+    assert any("no task file" in warning for warning in result.warnings)
 
 
 def test_upsample_repeat_writes_heavy_rows_k_times(run_dir, tmp_path):
@@ -261,8 +262,9 @@ def test_asking_for_afm_of_a_refine_only_run_is_an_error(tmp_path):
     with pytest.raises(ExportError, match="no AFM rows"):
         export_dataset(tmp_path / "run", tmp_path / "out", ExportOptions(formats=["afm"]))
     result = export_dataset(tmp_path / "run", tmp_path / "out")  # "all": AFM skipped with a note
-    assert [f.name for f in result.formats] == ["sharegpt", "messages"]
+    assert [f.name for f in result.formats] == ["sharegpt", "messages", "llamafactory"]
     assert any("afm: skipped" in warning for warning in result.warnings)
+    assert any("trl: skipped" in warning for warning in result.warnings)  # pre-tokenized: needs --tokenizer
 
 
 def test_a_bad_curation_split_name_is_a_one_line_error(tmp_path):

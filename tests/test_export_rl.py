@@ -236,7 +236,7 @@ def test_rl_split_without_task_files_is_a_note_not_sft_rows(run, tmp_path):
                             rl=RLOptions())  # the run's configs name no task file  # fmt: skip
     assert result.rl.rows == 0 and not (tmp_path / "verl").exists()
     assert any("not written: no task file" in w for w in result.warnings)
-    assert [p.name for p in (tmp_path / "afm").iterdir()] == ["train-00000-of-00001.parquet"]
+    assert sorted(p.name for p in (tmp_path / "afm").iterdir()) == ["dataset_info.json", "train-00000-of-00001.parquet"]
     afm = pq.read_table(tmp_path / "afm" / "train-00000-of-00001.parquet").to_pylist()
     assert len(afm) == 4  # math 2, math 3 (its imported trajectory), amc 1, nq 3
 

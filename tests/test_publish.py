@@ -190,7 +190,7 @@ def test_card_yaml_names_the_configs_and_the_provenance(hub_folder):
 
     text = (hub_folder / "README.md").read_text()
     header = yaml.safe_load(text.split("---")[1])
-    assert [c["config_name"] for c in header["configs"]] == ["sharegpt", "messages", "afm"]
+    assert [c["config_name"] for c in header["configs"]] == ["sharegpt", "messages", "afm", "llamafactory"]
     assert header["configs"][0]["data_files"] == [
         {"split": "train", "path": "data/sharegpt/train-*.parquet"},
         {"split": "validation", "path": "data/sharegpt/validation-*.parquet"},
@@ -218,6 +218,8 @@ def test_push_creates_the_repo_and_sends_one_commit(run_dir, hub, monkeypatch):
              if line["key"] == "file"}  # fmt: skip
     expected = {"README.md"} | {f"data/{fmt.folder.name}/{path.name}" for fmt in result.export.formats
                                 for paths in fmt.files.values() for path in paths}  # fmt: skip
+    expected |= {f"data/{fmt.name}/dataset_info.json" for fmt in result.export.formats
+                 if fmt.name in ("afm", "llamafactory")}  # the trainers' dataset lists  # fmt: skip
     assert set(added) == expected and any(p.startswith("data/afm/") for p in added)
     assert [line["value"]["path"] for line in lines if line["key"] == "deletedFile"] == [STALE]
     assert b"config_name: sharegpt" in added["README.md"] and b'load_dataset("org/name"' in added["README.md"]

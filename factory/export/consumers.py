@@ -43,9 +43,9 @@ def split_writer(store: Store, name: FormatName, selection: str, options: Export
 
 
 def finish_format(name: FormatName, staging: Path, files: dict[str, list[Path]], settings: dict[str, Any]) -> None:
-    """What a trainer reads beside the shards (LLaMA-Factory's dataset_info.json)."""
-    if name == "llamafactory" and files:
-        settings["datasets"] = write_dataset_info(staging, files)
+    """What a trainer reads beside the shards: LLaMA-Factory's dataset_info.json (AFM's fork reads the same file)."""
+    if name in ("llamafactory", "afm") and files:
+        settings["datasets"] = write_dataset_info(staging, files, "sharegpt" if name == "llamafactory" else "alpaca")
 
 
 def skipped_note(name: FormatName, settings: dict[str, Any]) -> str | None:

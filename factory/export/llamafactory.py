@@ -67,14 +67,18 @@ def llamafactory_sql(selection: str, mode: Mode) -> str:
         FROM (SELECT *, unnest(trained) AS position FROM ({_marked(selection)}))"""
 
 
-def write_dataset_info(folder: Path, files: dict[str, list[Path]]) -> dict[str, list[str]]:
+ALPACA_COLUMNS = {"prompt": "instruction", "query": "input", "response": "output"}  # the afm rows, for AFM's fork
+
+
+def write_dataset_info(folder: Path, files: dict[str, list[Path]], formatting: str = "sharegpt") -> dict[str, list[str]]:
     """folder/dataset_info.json with one entry per shard; returns split -> dataset names, for the config."""
+    columns = {"columns": {"messages": "conversations"}, "tags": SHAREGPT_TAGS} if formatting == "sharegpt" else \
+        {"columns": ALPACA_COLUMNS}  # fmt: skip
     info, names = {}, {}
     for split, paths in files.items():
         for k, path in enumerate(paths):
             name = f"factory_{split}" if len(paths) == 1 else f"factory_{split}_{k}"
-            info[name] = {"file_name": Path(path).name, "formatting": "sharegpt",
-                          "columns": {"messages": "conversations"}, "tags": SHAREGPT_TAGS}  # fmt: skip
+            info[name] = {"file_name": Path(path).name, "formatting": formatting, **columns}
             names.setdefault(split, []).append(name)
     (folder / DATASET_INFO).write_text(json.dumps(info, indent=2) + "\n")
     return names

@@ -56,6 +56,19 @@ def llamafactory_config(settings: dict[str, Any], dataset_dir: str) -> dict[str,
     return config
 
 
+def afm_fork_config(settings: dict[str, Any], dataset_dir: str) -> dict[str, Any]:
+    """The data keys AFM's train/*/sft/*.sh give its LLaMA-Factory fork (docs/afm_format.md)."""
+    names = settings.get("datasets", {})
+    return {
+        "dataset_dir": dataset_dir,
+        "dataset": ",".join(names.get("train", [])),
+        "template": "qwen",
+        "ignore_observation": True,
+        "ignore_observation_token": "observation",
+        "cutoff_len": 8192,
+    }
+
+
 def trl_snippet(settings: dict[str, Any], path: str) -> str:
     max_length = settings.get("max_length")
     return "\n".join([
@@ -87,6 +100,10 @@ def _snippet(fmt: FormatFiles, path: str) -> str | None:
         mode = ("one sample per trained turn, so `mask_history: true`" if fmt.settings.get("mode") == "last"
                 else "one sample per row; every gpt turn in it trains")  # fmt: skip
         return f"**LLaMA-Factory** (`llamafactory`, {mode}; set `template` to your model's):\n\n```yaml\n{config}\n```"
+    if fmt.name == "afm":
+        config = yaml.safe_dump(afm_fork_config(fmt.settings, path), sort_keys=False).strip()
+        return ("**AFM's LLaMA-Factory fork** (`afm`; it finds `<observation>` spans by token ids, so use a "
+                f"Qwen2/Llama-3-family tokenizer, see docs/afm_format.md):\n\n```yaml\n{config}\n```")
     if fmt.name == "trl":
         return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{trl_snippet(fmt.settings, path)}\n```"
     if fmt.name == "messages":
