@@ -75,7 +75,10 @@ def wrong_solution(body: str = "pass", before: str = "", after: str = "") -> str
             f"        return [0] * (len(nums) - k + 1)\n{after}")  # fmt: skip
 
 
-ALWAYS_EQUAL = "class Anything:\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n        return False\n"
+ALWAYS_EQUAL = (
+    "class Anything:\n    def __eq__(self, other):\n        return True\n"
+    "    def __ne__(self, other):\n        return False\n"
+)
 CALL_TRICKS = {
     "module exit(0)": wrong_solution(after="exit(0)"),
     "module sys.exit()": wrong_solution(before="import sys", after="sys.exit()"),
@@ -101,7 +104,8 @@ CALL_TRICKS = {
         "try:\n    sys.modules['ctypes'].CDLL(None).kill(OS.getppid(), 9)\nexcept Exception:\n    pass", before=OS),
     "kill itself after forging": wrong_solution("forge()\nOS.kill(OS.getpid(), 9)", before=FORGE),
     "close every fd": wrong_solution(
-        "for fd in range(64):\n    try:\n        OS.close(fd)\n    except OSError:\n        pass\nOS._exit(0)", before=OS),
+        "for fd in range(64):\n    try:\n        OS.close(fd)\n    except OSError:\n        pass\nOS._exit(0)",
+        before=OS),
     "monkeypatch the runner and json": wrong_solution(
         "RUNNER.DUMPS = lambda value: '[1]'\nsys.modules['json'].dumps = lambda *a, **k: 'true'",
         before=OS + RUNNER),
@@ -190,7 +194,8 @@ def test_real_stdin_solutions_pass(tasks, checker, program):
 
 
 def test_contest_library_solutions_pass(tasks, checker):
-    pairing = "import sys\nfrom collections import Counter\nprint(sum(c // 2 for c in Counter(sys.stdin.buffer.read().split()).values()))"
+    pairing = ("import sys\nfrom collections import Counter\n"
+               "print(sum(c // 2 for c in Counter(sys.stdin.buffer.read().split()).values()))")
     assert checker.check(fenced(pairing), tasks["abc378_a"]).correct
     # A float answer printed by Python (6.06449510224598) against the judge's 20 digits.
     tour = ("import sys, math\nfrom itertools import pairwise\ndata = list(map(int, sys.stdin.read().split()))\n"

@@ -13,7 +13,8 @@ from factory.sandbox import CODE_TASK_IMPORTS, sandbox_capabilities
 
 LCB = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks" / "livecodebench_v5.parquet"
 TOOL = CodeTool(CodeToolConfig(allowed_imports=CODE_TASK_IMPORTS))
-PAIRING = "import sys\nfrom collections import Counter\nprint(sum(c // 2 for c in Counter(sys.stdin.read().split()).values()))"
+PAIRING = ("import sys\nfrom collections import Counter\n"
+           "print(sum(c // 2 for c in Counter(sys.stdin.read().split()).values()))")
 
 
 def run(argument, **kwargs):
@@ -21,7 +22,8 @@ def run(argument, **kwargs):
 
 
 def test_afm_layout_splits_program_and_stdin():
-    argument = "```py\nimport sys\n```\n```python\nprint(sys.stdin.read().split())\n```\n```sh\n1 2\n```\n```bash\n3\n```"
+    argument = "```py\nimport sys\n```\n```python\nprint(sys.stdin.read().split())\n```\n" \
+               "```sh\n1 2\n```\n```bash\n3\n```"
     assert program_and_stdin(argument) == ("import sys\n\nprint(sys.stdin.read().split())", "1 2\n\n3\n")
     assert program_and_stdin("```python\nprint(1)\n```") == ("print(1)", None)
     assert program_and_stdin("print(1)") == ("print(1)", None)

@@ -75,7 +75,8 @@ def script_case(script: str) -> ScriptCase | UncheckableCase:
     nested = [node for stmt in body if not isinstance(stmt, ast.Assert) for node in ast.walk(stmt)
               if isinstance(node, ast.Assert)]  # fmt: skip
     if nested:
-        return UncheckableCase(f"line {nested[0].lineno}: an assert inside a block cannot be checked outside the program")
+        where = f"line {nested[0].lineno}"
+        return UncheckableCase(f"{where}: an assert inside a block cannot be checked outside the program")
     statements, expectations = [], []
     for stmt in body:
         if not isinstance(stmt, ast.Assert):

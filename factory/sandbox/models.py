@@ -55,7 +55,9 @@ class SandboxLimits(StrictModel):
         (), description="imported into the code's namespace before it runs, as `import m` and `from m import *` "
         "(names that would shadow a builtin are left out); each must be in allowed_imports",
     )  # fmt: skip
-    recursion_limit: int | None = Field(None, ge=100, le=10_000_000, description="sys.setrecursionlimit before the code")
+    recursion_limit: int | None = Field(
+        None, ge=100, le=10_000_000, description="sys.setrecursionlimit before the code (None: Python's own)"
+    )
 
     @model_validator(mode="after")
     def preloaded_are_allowed(self) -> SandboxLimits:
