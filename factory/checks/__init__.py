@@ -7,7 +7,9 @@ checker could not decide.
 
     exact_match, f1, qa   SQuAD-normalised match over answer aliases (qa: EM decides, F1 scores)
     math                  math-verify equivalence of the last \\boxed{} (worker processes)
-    code                  the last ```python block against the task's tests, in factory.sandbox
+    code                  the answer's program (AFM's rule: the last <answer> span's ```py blocks) against
+                          the task's tests in factory.sandbox; every comparison runs in the parent, with
+                          expected values the sandbox never sees (tests/test_checks_hostile.py)
     llm_judge             an LLM's structured verdict (prompts/checks/judge_*.md)
 """
 
