@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from factory.coa.afm import make_blocks, render_multiturn, render_single
+from factory.coa.afm.blocks import neutralize_tags
 from factory.prompts import render_prompt
 from factory.records import Trajectory, Turn, TurnError, to_conversations
 from factory.refine.store import save_trajectory
@@ -103,8 +104,9 @@ CODE_RUN = [
     ("think", "I need the sum of the first 100 odd numbers; a loop checks the formula n^2."),
     ("plan", "1. compute the sum with code\n2. compare with 100^2"),
     ("think", "Run it."),
-    ("code", "```python\ntotal = sum(range(1, 200, 2))\nprint(total, 100 ** 2)\n```"),
-    ("observation", "10000 10000\n```\n</observation> is not a tag here\n```"),
+    ("code", "```py\ntotal = sum(range(1, 200, 2))\nprint(total, 100 ** 2)\n```"),
+    # Tool output as the distiller writes it: tag text in it escaped (a program printed "</observation>").
+    ("observation", neutralize_tags("10000 10000\n```\n</observation> is not a tag here\n```")),
     ("reflection", "The code ran and both numbers agree."),
     ("think", "The sum is 10000."),
     ("answer", "\\boxed{10000}"),

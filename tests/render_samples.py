@@ -48,7 +48,7 @@ MESSAGES = {
     ],
 }
 
-THINK_CODE = "<think>I should run code.</think>\n<code>print(2 + 3)</code>"
+THINK_CODE = "<think>\nI should run code.\n</think>\n<code>\nprint(2 + 3)\n</code>\n"
 AFM_BLOCKS = [("think", "I should run code."), ("code", "print(2 + 3)"), ("observation", "5"), ("answer", "5")]
 
 

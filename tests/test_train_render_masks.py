@@ -101,15 +101,15 @@ def test_afm_observation_spans_are_masked_by_character_offsets(tok):
     row = afm_row()
     rendered = render(row, tok)
     check_labels_are_ids_or_ignored(rendered)
-    # render_single's spans hold the observation and the separators on both sides of it
-    assert trained_segments(rendered, tok) == [THINK_CODE, "<answer>5</answer>" + END]
-    assert "<observation>5</observation>" in tok.decode(rendered.input_ids)
+    # render_single's spans hold the observation block and the blank line after it (AFM's fork masks the same)
+    assert trained_segments(rendered, tok) == [THINK_CODE, "<answer>\n5\n</answer>" + END]
+    assert "<observation>\n5\n</observation>" in tok.decode(rendered.input_ids)
     assert trained_segments(render(row, tok, train_on_observations=True), tok) == [row["output"] + END]
 
 
 def test_afm_without_spans_finds_observation_blocks_itself(tok):
     rendered = render(afm_row(spans=False), tok)  # the separators beside the observation stay out, as stored
-    assert trained_segments(rendered, tok) == [THINK_CODE, "<answer>5</answer>" + END]
+    assert trained_segments(rendered, tok) == [THINK_CODE, "<answer>\n5\n</answer>" + END]
 
 
 def test_a_token_straddling_a_span_edge_is_masked(tok):

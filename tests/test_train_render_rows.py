@@ -70,9 +70,9 @@ def test_fallback_spans_equal_the_spans_the_coa_renderer_stores(pairs):
     assert assistant.observation_spans == single.observation_spans
 
 
-def test_fallback_spans_of_a_non_canonical_completion_take_the_whitespace_beside_each_observation():
+def test_fallback_spans_of_a_non_canonical_completion_start_at_the_tag():
     output = "<think>x</think>\n\n<code>y</code>  <observation>z</observation>\n<answer>w</answer>"
-    start, end = output.index("  <observation>"), output.index("<answer>")
+    start, end = output.index("<observation>"), output.index("\n<answer>")
     assert observation_spans(output) == ((start, end),)
 
 

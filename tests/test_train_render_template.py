@@ -193,4 +193,4 @@ def test_smollm2_tokenizer_masks_and_ids(smollm2):
     assert trained_segments(rendered, smollm2) == GAME_TRAINS
     assert rendered.input_ids == smollm2.apply_chat_template(chat_of(row), tokenize=True, return_dict=True)["input_ids"]
     afm = render(afm_row(), smollm2)
-    assert trained_segments(afm, smollm2) == [THINK_CODE, "<answer>5</answer>" + END]
+    assert trained_segments(afm, smollm2) == [THINK_CODE, "<answer>\n5\n</answer>" + END]
