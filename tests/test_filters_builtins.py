@@ -134,6 +134,15 @@ def test_split_puts_every_row_of_a_task_in_one_split(tmp_path):
     assert sizes["train"] > sizes.get("validation", 0) and set(sizes) <= {"train", "validation", "test"}
 
 
+def test_a_single_split_names_every_row(tmp_path):
+    """`splits: {rl: 1.0}` (all to RL, where a `where` scopes the filter) is valid SQL too."""
+    with Store.open(tmp_path) as store:
+        for i in range(3):
+            add_coa(store, f"coa:s{i}", f"question {i}", i, task_id=f"task{i}", stats=coa_stats(5))
+    run_filters(tmp_path, write_config(tmp_path, "filters: [{name: sp, kind: split, splits: {rl: 1.0}}]"))
+    assert {split for _, _, _, split in verdicts(tmp_path, "sp").values()} == {"rl"}
+
+
 def test_split_point_matches_the_plain_md5_modulo(tmp_path):
     """md5_mod splits the 128-bit md5 into 64-bit halves for speed; it must give the same number."""
     from factory.filters.rules import md5_mod

@@ -104,8 +104,9 @@ def split_rule(spec: SplitFilter) -> RowRule:
     for name in names[:-1]:
         upto += spec.splits[name]
         whens.append(f"WHEN t.split_point < {upto!r} THEN {quote(name)}")
-    return RowRule(keep="true", reason="NULL", split=f"CASE {' '.join(whens)} ELSE {quote(names[-1])} END",
-                   lets={"split_point": point})
+    # One split has no WHEN (`CASE ELSE x END` is not SQL): every row simply gets its name.
+    split = f"CASE {' '.join(whens)} ELSE {quote(names[-1])} END" if whens else quote(names[-1])
+    return RowRule(keep="true", reason="NULL", split=split, lets={"split_point": point})
 
 
 def sql_rule(spec: SqlFilter) -> RowRule:
