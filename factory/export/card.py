@@ -55,7 +55,7 @@ def render_card(store: Store, result: ExportResult, load_path: str = ".") -> str
         funnels=funnels_text(store), filters=filters_table(store), drops=drops_text(store),
         models=models_text(store), prompts=prompts_table(store), runs=runs_table(store),
         samples=samples_text(store, result), license=result.options.license,
-        consumers=consumer_section(result, load_path),
+        consumers=consumer_section(result, load_path), rl=rl_text(result),
     )  # fmt: skip
     text = f"---\n{data.to_yaml()}\n---\n\n{body}\n"
     parsed = DatasetCard(text).data.to_dict()
@@ -86,6 +86,18 @@ def cell(value: Any) -> str:
         return f"{value:.4f}"
     text = str(value).replace("|", "\\|").replace("\n", " ")
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+def rl_text(result: ExportResult) -> str:
+    """Where the RL split's queries went (verl rows, factory/export/verl.py), if the run had one."""
+    rl = result.rl
+    if rl is None or not rl.rows:
+        return "_no RL split_"
+    files = ", ".join(f"`{path.as_posix()}`" for path in rl.files)
+    return (f"{rl.rows} queries ({rl.trajectories} kept trajectories) of the RL split are written as verl rows "
+            f"(`data_source`, `prompt`, `ability`, `reward_model`, `extra_info`), never as SFT rows: {files}. "
+            "No query is also in an SFT split. Layout and the reward functions that read it: factory's "
+            "docs/rl_handoff.md.")  # fmt: skip
 
 
 def configs_table(result: ExportResult) -> str:

@@ -55,6 +55,7 @@ def add_publish_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
     target.add_argument("--to", help="write the Hub layout to this local folder instead of pushing")
     parser.add_argument("--private", action="store_true", help="create the Hub repo private")
     parser.add_argument("--format", default="all", choices=[*FORMATS, "all"], help="which configs (default all)")
+    _add_rl(parser)
     parser.set_defaults(func=cmd_publish)
     return parser
 
@@ -72,7 +73,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    outcome = publish(args.run_dir, repo_id=args.repo_id, to=args.to, private=args.private, options=_options(args))
+    outcome = publish(args.run_dir, repo_id=args.repo_id, to=args.to, private=args.private, options=_options(args),
+                      rl=_rl_options(args))  # fmt: skip
     print(format_result(outcome.export))
     if outcome.commit_url:
         print(f"pushed to {outcome.repo_url} ({outcome.commit_url})")

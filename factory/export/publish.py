@@ -18,6 +18,7 @@ from pathlib import Path
 from ..config import validate_config
 from .dataset import ExportResult, export_dataset
 from .options import ExportError, ExportOptions
+from .verl import RLOptions
 
 REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 DATA_DIR = "data"
@@ -33,7 +34,7 @@ class PublishResult:
 
 def publish(run_dir: str | Path, repo_id: str | None = None, to: str | Path | None = None, private: bool = False,
             formats: list[str] | None = None, token: str | None = None, options: ExportOptions | None = None,
-            endpoint: str | None = None) -> PublishResult:  # fmt: skip
+            endpoint: str | None = None, rl: RLOptions | None = None) -> PublishResult:  # fmt: skip
     """Write the Hub layout to `to`, or push it to the dataset repo `repo_id` (token: argument or HF_TOKEN)."""
     if (repo_id is None) == (to is None):
         raise ExportError("publish needs exactly one target: a Hub repo id (ORG/NAME) or a local folder (--to DIR)")
@@ -43,13 +44,13 @@ def publish(run_dir: str | Path, repo_id: str | None = None, to: str | Path | No
         chosen["formats"] = list(formats)
     options = validate_config(ExportOptions, chosen, "publish options")
     if to is not None:
-        result = export_dataset(run_dir, to, options, data_dir=DATA_DIR)
+        result = export_dataset(run_dir, to, options, data_dir=DATA_DIR, rl=rl)
         return PublishResult(result, Path(to))
     if not REPO_ID.match(repo_id):
         raise ExportError(f"repo id {repo_id!r} is not of the form ORG/NAME")
     token = token or hub_token()
     with tempfile.TemporaryDirectory(prefix="factory-publish-") as folder:
-        result = export_dataset(run_dir, folder, options, data_dir=DATA_DIR, load_path=repo_id)
+        result = export_dataset(run_dir, folder, options, data_dir=DATA_DIR, load_path=repo_id, rl=rl)
         repo_url, commit_url = push_folder(Path(folder), repo_id, private, token, endpoint)
     return PublishResult(result, None, repo_url, commit_url)
 
