@@ -52,10 +52,11 @@ def check_rows_against_render(samples: list[dict], rows: list[dict]) -> dict[str
     return counts
 
 
-def test_refine_mistakes_never_train_in_llamafactory(tmp_path, monkeypatch):
+@pytest.mark.parametrize("template", ["qwen", None])  # None: LLaMA-Factory parses the tokenizer's own template
+def test_refine_mistakes_never_train_in_llamafactory(tmp_path, monkeypatch, template):
     out, settings = export(tmp_path)
     assert settings["mode"] == "last"  # refine rows keep mistakes in context: one sample per trained turn
-    samples = consumer_samples(monkeypatch, tmp_path, out, settings)
+    samples = consumer_samples(monkeypatch, tmp_path, out, settings, template)
     counts = check_rows_against_render(samples, all_rows(out, "sharegpt"))
     assert counts == {"refine:p0": 3, "refine:p1": 2, "refine:p2": 1, "coa:odd": 2, "coa:odd2": 2}
     assert len(samples) == sum(counts.values()) == len(all_rows(out, "llamafactory")), "LLaMA-Factory dropped a row"
