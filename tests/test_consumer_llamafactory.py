@@ -60,6 +60,16 @@ def test_refine_mistakes_never_train_in_llamafactory(tmp_path, monkeypatch, temp
     counts = check_rows_against_render(samples, all_rows(out, "sharegpt"))
     assert counts == {"refine:p0": 3, "refine:p1": 2, "refine:p2": 1, "coa:odd": 2, "coa:odd2": 2}
     assert len(samples) == sum(counts.values()) == len(all_rows(out, "llamafactory")), "LLaMA-Factory dropped a row"
+    check_samples_render_alike(samples, all_rows(out, "llamafactory"))
+
+
+def check_samples_render_alike(samples: list[dict], rows: list[dict]) -> None:
+    """Each sample's own `loss` keys (which LLaMA-Factory ignores) render to LLaMA-Factory's labels for it,
+    so train/ or any reader that honours them trains a sample as LLaMA-Factory does."""
+    tokenizer = qwen_tokenizer()
+    for sample, row in zip(samples, rows, strict=True):
+        rendered = render(row, tokenizer, train_turn_suffix=True)
+        assert (rendered.input_ids, rendered.labels) == (list(sample["input_ids"]), list(sample["labels"])), row["id"]
 
 
 def test_a_coa_only_export_trains_each_row_once(tmp_path, monkeypatch):
@@ -68,6 +78,7 @@ def test_a_coa_only_export_trains_each_row_once(tmp_path, monkeypatch):
     samples = consumer_samples(monkeypatch, tmp_path, out, settings)
     assert len(samples) == 2
     check_rows_against_render(samples, all_rows(out, "sharegpt"))
+    check_samples_render_alike(samples, all_rows(out, "llamafactory"))
 
 
 def test_without_the_export_llamafactory_trains_the_mistakes(tmp_path, monkeypatch):

@@ -57,7 +57,7 @@ def test_the_renderer_masks_the_observation_of_a_row_exported_with_null_spans(tm
         add_coa(store, "coa:stored", json.dumps([list(span) for span in single.observation_spans]))
         add_coa(store, "coa:null", None)
     export_dataset(tmp_path / "run", tmp_path / "out", ExportOptions(formats=["afm"], validation=0))
-    rows = {row["id"]: row for _, row in read_rows(sorted(str(p) for p in (tmp_path / "out" / "afm").glob("*")))}
+    rows = {row["id"]: row for _, row in read_rows(sorted(str(p) for p in (tmp_path / "out" / "afm").glob("*-of-*")))}
     tok = tiny_tokenizer()
     found, stored = render(rows["coa:null"], tok), render(rows["coa:stored"], tok)
     assert found.labels == stored.labels  # the renderer found the same spans the store held
@@ -81,7 +81,7 @@ def test_exported_distilled_rows_are_kept_and_masked_alike_by_afm_s_trainer(tmp_
                 "observation_spans": json.dumps(row["observation_spans"]),
             })  # fmt: skip
     export_dataset(tmp_path / "run", tmp_path / "out", ExportOptions(formats=["afm"], validation=0))
-    rows = {row["id"]: row for _, row in read_rows(sorted(str(p) for p in (tmp_path / "out" / "afm").glob("*")))}
+    rows = {row["id"]: row for _, row in read_rows(sorted(str(p) for p in (tmp_path / "out" / "afm").glob("*-of-*")))}
     assert set(rows) == set(distilled)
     tok = qwen_like_tokenizer()
     for trajectory_id, row in rows.items():

@@ -43,9 +43,10 @@ def _marked(selection: str) -> str:
         FROM (SELECT *, conversations AS c FROM ({sharegpt_sql(selection)}))"""
 
 
-def _plain(upto: str) -> str:
-    """The conversation up to position `upto`, without the `loss` key (LLaMA-Factory ignores it, and here it would lie)."""
-    return f'list_transform(c[1:{upto}], lambda x: struct_pack("from" := x."from", value := x.value))'
+def _sample(upto: str, loss: str) -> str:
+    """The conversation up to position `upto`, each turn's `loss` saying whether it trains in this sample:
+    LLaMA-Factory ignores the key, but any reader that honours it (train.render) then draws its masks."""
+    return f'list_transform(c[1:{upto}], lambda x, i: struct_pack("from" := x."from", value := x.value, loss := {loss}))'
 
 
 def llamafactory_mode(store: Store, selection: str) -> Mode:
@@ -60,10 +61,10 @@ def llamafactory_sql(selection: str, mode: Mode) -> str:
     if mode == "full":
         return f"""
             SELECT id, trained[-1] - 1 AS turn,
-                   {_plain("trained[-1]")} AS conversations, {METADATA}
+                   {_sample("trained[-1]", "x.loss")} AS conversations, {METADATA}
             FROM ({_marked(selection)}) WHERE len(trained) > 0"""
     return f"""
-        SELECT id, position - 1 AS turn, {_plain("position")} AS conversations, {METADATA}
+        SELECT id, position - 1 AS turn, {_sample("position", "i = position")} AS conversations, {METADATA}
         FROM (SELECT *, unnest(trained) AS position FROM ({_marked(selection)}))"""
 
 
