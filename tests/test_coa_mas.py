@@ -106,12 +106,13 @@ def test_a_math_task_solved_with_the_code_tool_distils_and_checks_correct(server
     (row,) = rows(config)
     assert row["verified"] and row["correct"] and row["variant"] == "code" and row["final_answer"] == "\\boxed{1027}"
     assert validate_afm(row["completion"], "code", "boxed").ok
-    assert re.search(r"<observation>\s*1027\s*</observation>", row["completion"])  # the sandbox really ran it
+    ran = "[EXECUTED] Code exited with status 0.\n[STDOUT:BEGIN]\n1027\n[STDOUT:END]"  # the sandbox really ran it
+    assert f"\n<observation>\n{ran}\n</observation>\n\n" in row["completion"]  # in AFM's words and layout
     turns = json.loads(row["turns"])
     assert [t["loss"] for t in turns if t["kind"] == "observation"] == [False]
     assert "".join(t["content"] for t in turns[1:]) == row["completion"]
     start, end = json.loads(row["observation_spans"])[0]
-    assert re.match(r"\s*<observation>\s*1027", row["completion"][start:end])
+    assert row["completion"][start:end].strip() == f"<observation>\n{ran}\n</observation>"
     stats = json.loads(row["stats"])
     assert stats["tool_calls_by_type"] == {"code": 1} and stats["replans"] == 0 and stats["double_checks"] == 1
 
@@ -239,7 +240,8 @@ def test_the_mas_tool_agent_may_run_code_and_the_distillation_keeps_it(server, f
     (row,) = rows(config)
     assert row["verified"] and row["variant"] == "mas" and row["correct"]
     assert validate_afm(row["completion"], "mas").ok
-    assert "<code>" in row["completion"] and re.search(r"<observation>\s*5\s*</observation>", row["completion"])
+    ran = "<observation>\n[EXECUTED] Code exited with status 0.\n[STDOUT:BEGIN]\n5\n[STDOUT:END]\n</observation>"
+    assert "<code>" in row["completion"] and ran in row["completion"]
     search_requests = [r["body"] for r in server.requests if SEARCH in json.dumps(r["body"]["messages"])]
     schema = json.dumps(search_requests[0]["response_format"])
     assert '"code"' in schema and "prints what it finds" in search_requests[0]["messages"][0]["content"]

@@ -99,43 +99,56 @@ def code(source: str, **config) -> ToolResult:
 def test_code_prints_real_math():
     source = "from fractions import Fraction\nimport math\nprint(math.comb(10, 3), Fraction(1, 3) + Fraction(1, 6))"
     result = code(source)
-    assert result.ok and result.text == "120 1/2\n"
+    assert result.ok and result.text == "[EXECUTED] Code exited with status 0.\n[STDOUT:BEGIN]\n120 1/2\n[STDOUT:END]"
 
 
 def test_code_echoes_a_final_expression_like_a_notebook():
-    assert code("xs = [1,\n      2, 3]\nsum(xs) * 2").text == "12\n"
-    assert code("print('shown')\nNone").text == "shown\n"  # None is not echoed
-    assert code("x = 2").text.startswith("(no output")
+    echoed = code("xs = [1,\n      2, 3]\nsum(xs) * 2").text
+    assert echoed == "[EXECUTED] Code exited with status 0.\n[STDOUT:BEGIN]\n12\n[STDOUT:END]"
+    assert code("print('shown')\nNone").text.count("shown") == 1  # None is not echoed
+    assert code("x = 2").text == "[EXECUTED] Code exited with status 0 (no output)."
     assert code("x = 2", echo_last_expression=False).ok
+    assert code("2 + 2", echo_last_expression=False).text.endswith("(no output).")
 
 
-def test_code_reports_an_exception_with_its_line_and_what_was_printed():
+def test_code_reports_an_exception_with_its_traceback_and_what_was_printed():
     result = code("print('before')\nx = 1\ny = 0\nx / y")
-    assert not result.ok
-    assert result.text == "before\nError: line 4: ZeroDivisionError: division by zero"
+    assert not result.ok and result.meta["exit_status"] == 1
+    assert result.text.startswith(
+        "[FAILED] Code exited with status 1 with mixed output:\n[STDOUT:BEGIN]\nbefore\n[STDOUT:END]\n"
+        "[STDERR:BEGIN]\nTraceback (most recent call last):\n  File \"<sandbox>\", line 4, in <module>\n"
+    )  # fmt: skip
+    assert result.text.endswith("\nZeroDivisionError: division by zero\n[STDERR:END]")
 
 
 def test_code_times_out_on_an_infinite_loop():
     result = code("while True:\n    pass", wall_s=1.5, cpu_s=1)
-    assert not result.ok and result.text.startswith("Timed out") and result.meta["status"] == "timeout"
+    assert not result.ok and result.meta["status"] == "timeout"
+    assert result.text == ("[FAILED] Code exited with status 152.\n[STDERR:BEGIN]\nTime out. Check for infinite "
+                           "loops, blocked I/O (e.g., input()), or deadlocks.\n[STDERR:END]")  # fmt: skip
 
 
 def test_code_rejects_hostile_code_before_running_it():
     result = code("import os\nos.system('touch /tmp/pwned')")
-    assert not result.ok and result.text.startswith("Rejected: line 1: import of 'os' is not allowed")
-    assert code("open('/etc/passwd').read()").text.startswith("Rejected:")
-    assert code("().__class__.__bases__").text.startswith("Rejected:")
+    assert not result.ok and result.text.startswith(
+        "[FAILED] Code exited with status 1.\n[STDERR:BEGIN]\nRejected: line 1: import of 'os' is not allowed"
+    )
+    assert "Rejected:" in code("open('/etc/passwd').read()").text
+    assert "Rejected:" in code("().__class__.__bases__").text
 
 
 def test_code_caps_long_output_and_unwraps_markdown_fences():
-    result = code("```python\nfor i in range(5000):\n    print(i)\n```", max_output_chars=500)
-    assert result.text.startswith("0\n1\n2\n") and "truncated" in result.text and len(result.text) < 700
+    result = code("```python\nfor i in range(3000):\n    print(i)\n```", max_output_chars=500)
+    assert result.ok and len(result.text) <= 500
+    assert result.text.startswith("[EXECUTED] Code exited with status 0.\n[STDOUT:BEGIN]\n0\n1\n2\n")
+    assert "\n..._This content has been truncated to stay below " in result.text  # AFM's marker, mid-output
+    assert result.text.endswith("\n2998\n2999\n[STDOUT:END]")  # the end of the output and the frame survive
 
 
 @pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="numpy not installed")
 def test_code_can_use_numpy_under_the_sandbox_limits():
     result = code("import numpy as np\nprint(np.linalg.det(np.array([[2.0, 1.0], [1.0, 3.0]])).round(6))")
-    assert result.ok and result.text.strip() == "5.0"
+    assert result.ok and "[STDOUT:BEGIN]\n5.0\n[STDOUT:END]" in result.text
 
 
 # --- web_search: local BM25 ------------------------------------------------------------------

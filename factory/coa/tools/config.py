@@ -23,13 +23,14 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from ...config import StrictModel
+from ...sandbox import CODE_TASK_IMPORTS
 
-# The brief's calculator-and-algebra set: pure computation, no I/O. numpy and
-# sympy work where installed (the sandbox adds site-packages to the child's
-# path; both import fine under its rlimits, Landlock and seccomp).
-CODE_TOOL_IMPORTS: tuple[str, ...] = (
-    "math", "fractions", "itertools", "collections", "functools", "re", "statistics", "decimal", "numpy", "sympy",
-)  # fmt: skip
+# The code tool's default is the code-task profile (factory.sandbox.CODE_TASK_IMPORTS):
+# the standard library contest programs use, sys and io included, so an agent can run
+# a stdin program as it will be judged. numpy and sympy work where installed. The
+# Python layer cannot contain sys (sys.modules holds every loaded module); the kernel
+# layers (rlimits, network namespace, Landlock, seccomp) do, and tests check they hold.
+CODE_TOOL_IMPORTS: tuple[str, ...] = CODE_TASK_IMPORTS  # the old name, kept for imports of it
 
 
 class CodeToolConfig(StrictModel):
@@ -37,8 +38,11 @@ class CodeToolConfig(StrictModel):
     wall_s: float = Field(10, gt=0, description="wall-clock limit of one snippet")
     cpu_s: float = Field(5, gt=0, description="CPU-time limit of one snippet")
     memory_mb: int = Field(512, ge=64, description="address-space limit of the snippet's process")
-    max_output_chars: int = Field(4000, ge=100, description="observation cap; longer output is cut with a marker")
-    allowed_imports: tuple[str, ...] = CODE_TOOL_IMPORTS
+    max_output_chars: int = Field(
+        3000, ge=200, description="the longest observation: a longer stdout or stderr is cut in the middle with "
+        "AFM's marker, inside its [STDOUT]/[STDERR] lines",
+    )  # fmt: skip
+    allowed_imports: tuple[str, ...] = CODE_TASK_IMPORTS
     echo_last_expression: bool = Field(True, description="print the value of a final bare expression, notebook-style")
 
 
@@ -112,3 +116,11 @@ class ToolsConfig(StrictModel):
     # text and the distilled trajectory shows the same text (ToolBox.call applies it).
     observation_chars: int = Field(3000, ge=200, le=100_000, description="the longest observation; longer "
                                    "tool answers are cut with a marker, once, before anyone reads them")  # fmt: skip
+
+    @model_validator(mode="after")
+    def code_fits_the_observation(self) -> ToolsConfig:
+        """The code tool cuts inside its [STDOUT]/[STDERR] frame; a later cut by the toolbox would
+        take the frame's end off, so the code tool's own cap is held within `observation_chars`."""
+        if self.code.max_output_chars > self.observation_chars:
+            self.code = self.code.model_copy(update={"max_output_chars": self.observation_chars})
+        return self
