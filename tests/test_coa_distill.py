@@ -13,8 +13,8 @@ import re
 
 from factory.coa import Event, ToolCall, Trace, coa_stats, distill, distill_prompt, record_trace
 from afm_rows import code_rows, mas_rows
-from factory.coa.afm import parse_blocks, reflection_scores, validate_afm
-from factory.coa.store import failure_counts
+from factory.coa.afm import TOOL_TAGS, parse_blocks, reflection_scores, validate_afm
+from factory.coa.store import failure_counts, load_trace, save_trace
 from factory.coa.tasks import Task
 from factory.store import Store
 
@@ -144,6 +144,43 @@ def test_the_prompt_is_the_task_s_own_afm_prompt_when_it_has_one():
     assert distill_prompt(trace("code", [], domain="math"), task) == afm
     ours = distill_prompt(trace("mas", []), None)
     assert ours.endswith("Task:\nWhich river?") and "<double_check>" not in ours
+
+
+
+def named_tools(prompt: str) -> set[str]:
+    """The AFM tools an instruction names anywhere in its text."""
+    return {tool for tool in TOOL_TAGS if f"'{tool}'" in prompt or f"<{tool}>" in prompt}
+
+
+def test_the_web_instruction_lists_exactly_the_tools_the_run_offered():
+    web = trace("mas", MAS_EVENTS, tools=["web_search", "crawl_page"])
+    prompt = distill_prompt(web)
+    assert named_tools(prompt) == {"web_search", "crawl_page"}
+    assert "code" not in prompt and "```" not in prompt  # no code tool, and no rule or format about code
+    result = distill(web, prompt)
+    assert result.ok, result.message
+    assert result.single.prompt == result.turns[0].content == prompt  # both renderings carry it
+    with_code = distill_prompt(web.model_copy(update={"tools": ["web_search", "crawl_page", "code"]}))
+    assert named_tools(with_code) == {"web_search", "crawl_page", "code"} and "```py fence" in with_code
+    assert "'code', 'observation'" in with_code and "'crawl_page', 'code', 'reflection'" in with_code
+    for offered in (["crawl_page"], ["code"], []):
+        assert named_tools(distill_prompt(web.model_copy(update={"tools": offered, "events": []}))) == set(offered)
+
+
+def test_a_trace_that_lists_no_tools_names_those_its_calls_used():
+    imported = trace("mas", MAS_EVENTS)  # imports, and traces stored before coa_traces had a tools column
+    assert imported.tools == [] and named_tools(distill_prompt(imported)) == {"web_search", "crawl_page"}
+    ran_code = trace("mas", [MAS_EVENTS[0], tool("code", "print(1)", "1"), *MAS_EVENTS[2:]])
+    assert named_tools(distill_prompt(ran_code)) == {"code", "crawl_page"}
+
+
+def test_a_trace_read_back_from_the_store_distils_with_the_instruction_of_its_run(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    offered = trace("mas", MAS_EVENTS, tools=["web_search", "crawl_page", "code"])  # code offered, never called
+    save_trace(store, offered)
+    loaded = load_trace(store, offered.trace_id)
+    assert loaded.tools == offered.tools and distill_prompt(loaded) == distill_prompt(offered)
+    assert "'code'" in distill_prompt(loaded)
 
 
 # --- AFM's format checks, re-implemented -------------------------------------------------------------

@@ -22,6 +22,11 @@ reflection is written bare). Code is fenced as AFM writes it (```` ```py ````,
 then ```` ```sh ```` with the stdin when there is one); the answer is
 ``\\boxed{...}`` alone for math, one ```` ```py ```` block for code tasks.
 
+The instruction (`distill_prompt`) names exactly the tools the run offered
+(`Trace.offered_tools`): the web prompt's function list, its think-before list
+and its tool lines (prompts/coa/afm_tools/) are rendered from them, so a web run
+without the code tool says nothing of code.
+
 Tool output is environment text: tag strings in it are neutralised. The
 agents' own text is left as written; tag strings in it break `tag_in_text`,
 and the distillation is stored as a failure naming that rule.
@@ -32,9 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..checks.extract import BOXED, CODE_FENCE, PYTHON_FENCES, balanced, last_boxed
-from ..prompts import render_prompt
+from ..prompts import load_prompt, render_prompt
 from ..records import Turn
-from .afm import Block, RenderedSingle, double_check_text, make_blocks, neutralize_tags, reflection_text
+from .afm import TOOL_TAGS, Block, RenderedSingle, double_check_text, make_blocks, neutralize_tags, reflection_text
 from .afm import render_multiturn, render_single, validate_afm
 from .tasks import Task
 from .trace import Event, Trace
@@ -60,12 +65,34 @@ def answer_format(variant: str, domain: str | None) -> str:
 
 
 def distill_prompt(trace: Trace, task: Task | None = None) -> str:
-    """The task's own AFM prompt when it has one for this variant, else ours (prompts/coa/afm_*.md)."""
+    """The task's own AFM prompt when it has one for this variant, else ours (prompts/coa/afm_*.md),
+    naming exactly the tools the run offered."""
     if task is not None and task.prompt and trace.variant == "code":
         users = [m for m in task.prompt if m.get("role") == "user" and isinstance(m.get("content"), str)]
         if users and "<plan>" in users[-1]["content"]:
             return users[-1]["content"]
-    return render_prompt(f"coa/afm_{trace.variant}", question=trace.question)
+    return render_prompt(f"coa/afm_{trace.variant}", question=trace.question, **tool_values(trace))
+
+
+def tool_values(trace: Trace) -> dict[str, str]:
+    """The parts of the web prompt that name tools: the function list, the functions a think comes
+    before, and one line per tool (prompts/coa/afm_tools/). Tools outside AFM's tag set are left out:
+    a row that calls one breaks the grammar anyway (`unknown_tag`)."""
+    offered = set(trace.offered_tools())
+    tools = [tool for tool in TOOL_TAGS if tool in offered]
+    lines = [load_prompt(f"coa/afm_tools/{tool}") for tool in tools] or [load_prompt("coa/afm_tools/none")]
+    observed = [*tools, "observation"] if tools else []
+    return {
+        "functions": quoted(["think", "plan", *observed, "reflection", "suggested_answer", "double_check", "answer"]),
+        "think_before": quoted(["plan", *tools, "reflection", "suggested_answer", "double_check"]),
+        "tools": "\n".join(lines),
+    }
+
+
+def quoted(names: list[str]) -> str:
+    """'a', 'b' and 'c'."""
+    items = [f"'{name}'" for name in names]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def distill(trace: Trace, prompt: str) -> Distillation:

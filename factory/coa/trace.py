@@ -80,6 +80,11 @@ class Trace(Record):
     def tool_calls(self) -> list[ToolCall]:
         return [event.tool for event in self.events if event.tool is not None]
 
+    def offered_tools(self) -> list[str]:
+        """The tools the run offered; a trace that lists none (imports, rows stored before the
+        `tools` column) counts the tools its calls used."""
+        return self.tools or sorted({call.name for call in self.tool_calls()})
+
     def usages(self) -> list[LLMUsage]:
         """Every LLM call of the run: the agents' and the tools' (page summaries)."""
         agents = [event.llm for event in self.events if event.llm is not None]
