@@ -1,5 +1,7 @@
 """The run store: migrations, transactions, old folders."""
 
+import json
+
 import duckdb
 import pytest
 
@@ -45,6 +47,35 @@ def test_verdicts_written_before_0008_survive_the_unindexed_table(tmp_path):
     indexes = store.query("SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'filter_verdicts' "
                           "AND constraint_type = 'PRIMARY KEY'")
     assert indexes == [(0,)]
+
+
+
+def test_traces_written_before_0010_count_the_tools_their_calls_used(tmp_path):
+    from factory.coa import Event, ToolCall, Trace, load_trace, save_trace
+
+    path = tmp_path / "factory.duckdb"
+    con = duckdb.connect(str(path))  # a store at 0009: coa_traces has no tools column
+    con.execute("CREATE TABLE migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)")
+    upto = [n for n, _ in MIGRATIONS].index("0009_tool_inputs") + 1
+    for name, sql in MIGRATIONS[:upto]:
+        con.execute(sql)
+        con.execute("INSERT INTO migrations VALUES (?, now())", [name])
+    call = {"agent": "search_agent", "kind": "tool_call", "tool": {"name": "crawl_page", "argument": "corpus://a",
+                                                                   "ok": True, "result": "A."}}  # fmt: skip
+    con.execute("INSERT INTO coa_traces (trace_id, source, variant, question, status, agents, events, duration_s) "
+                "VALUES ('old', 'mas', 'mas', 'Q?', 'answered', '{}', ?, 1.0)", [json.dumps([call])])
+    con.close()
+    store = Store(path)
+    assert store.applied_migrations()[-1] == MIGRATIONS[-1][0]
+    old = load_trace(store, "old")
+    assert old.tools == [] and old.offered_tools() == ["crawl_page"]
+    offered = Trace(trace_id="new", variant="mas", question="Q?", tools=["web_search", "crawl_page", "code"],
+                    events=[Event(agent="search_agent", kind="tool_call", tool=ToolCall(
+                        name="web_search", argument="q", ok=True, result="r"))])  # fmt: skip
+    save_trace(store, offered)
+    assert load_trace(store, "new").offered_tools() == ["web_search", "crawl_page", "code"]  # offered, not used
+    save_trace(store, offered.model_copy(update={"trace_id": "none", "tools": [], "events": []}))
+    assert store.query("SELECT tools FROM coa_traces WHERE trace_id = 'none'") == [([],)]
 
 
 def test_failed_transaction_leaves_nothing(tmp_path):

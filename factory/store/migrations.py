@@ -167,4 +167,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         # earlier keep NULL here and are parsed by the filter, with the same expressions.
         "ALTER TABLE trajectories ADD COLUMN tool_inputs VARCHAR[]",
     ),
+    (
+        "0010_coa_trace_tools",
+        # The tools a Chain-of-Agents run offered (`Trace.tools`), so a trace read back from the
+        # store distils with the instruction the run had. Traces written earlier keep NULL and
+        # count the tools their calls used (`Trace.offered_tools`).
+        "ALTER TABLE coa_traces ADD COLUMN tools VARCHAR[]",
+    ),
 ]
