@@ -10,6 +10,7 @@ from test_refine_world import GARDEN
 from factory.checks.judge import JudgeVerdict
 from factory.coa.roles import Answerer, CodeAgent, Planner, Reflector, SearchAgent, Verifier, bounded_reply
 from factory.coa.config import ReplyLimits
+from factory.coa.tools.summary import summary_model
 from factory.llm.structured import output_spec
 from factory.personas.expand import RelatedPersonas
 from factory.refine.schemas import trajectory_schema
@@ -32,12 +33,15 @@ def _bounded_pattern(pattern):
     return bool(pattern) and pattern.startswith("^") and pattern.endswith("$") and not set("*+") & set(pattern)
 
 
+WEB_TOOLS = ("web_search", "crawl_page")
 COA_REPLIES = [
     bounded_reply(role.reply_type, ReplyLimits(), tools)
-    for role, tools in [(Planner, ()), (SearchAgent, ("search",)), (CodeAgent, ("code",)),
-                        (Reflector, ()), (Answerer, ()), (Verifier, ())]
+    for role, tools in [(Planner, ()), (SearchAgent, WEB_TOOLS), (SearchAgent, (*WEB_TOOLS, "code")),
+                        (CodeAgent, ("code",)), (Reflector, ()), (Answerer, ()), (Verifier, ())]
 ]  # fmt: skip
-MODELS = [ScriptDraft, DeclarativeScriptDraft, JudgeVerdict, RelatedPersonas, ToolIdea, *COA_REPLIES]
+# crawl_page's page-summary reply, at the summarizer's default bound
+MODELS = [ScriptDraft, DeclarativeScriptDraft, JudgeVerdict, RelatedPersonas, ToolIdea, *COA_REPLIES,
+          summary_model(1200)]  # fmt: skip
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
