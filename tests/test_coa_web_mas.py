@@ -217,4 +217,5 @@ def test_the_code_agent_can_feed_stdin_as_its_prompt_says(server, fast_config, t
     assert "```sh block" in system_prompts(server, CODE)[0]
     (row,) = rows(config)
     assert row["verified"] and row["correct"] and program in row["completion"]
-    assert trace_of(config, row["trace_id"]).tool_calls()[0].result.strip() == "1027"
+    result = trace_of(config, row["trace_id"]).tool_calls()[0].result
+    assert result == "[EXECUTED] Code exited with status 0.\n[STDOUT:BEGIN]\n1027\n[STDOUT:END]"

@@ -4,8 +4,9 @@
     await toolbox.call(name, argument, goal) -> ToolResult         ok / text / meta; never raises
 
 Tools (AFM tag names):
-- code        a Python snippet in factory.sandbox; printed output, or "Error: line N: ...",
-              "Rejected: ...", "Timed out after 10 s" (code.py)
+- code        a Python program in factory.sandbox (stdin from a ```sh block), answered in AFM's
+              executor layout: "[EXECUTED]/[FAILED] Code exited with status N" with
+              [STDOUT:BEGIN]…[STDOUT:END] / [STDERR:…] blocks, never empty (code.py)
 - web_search  BM25 over a local JSONL/parquet corpus (bm25.py, DuckDB, no network) or
               any JSON search API described by config (http_search.py); AFM's result layout
 - crawl_page  http(s) pages, or corpus://<id> from the local corpus (crawl.py), each
