@@ -27,10 +27,12 @@ IGNORED = {
 }
 
 
-def axolotl_dataset(path: str) -> dict[str, Any]:
-    """The `datasets:` entry of an axolotl config for the `messages` export."""
+def axolotl_dataset(path: str, hub_config: str | None = None) -> dict[str, Any]:
+    """The `datasets:` entry of an axolotl config for the `messages` export (a folder, or a Hub repo's config)."""
     return {
         "path": path,
+        **({"name": hub_config} if hub_config else {}),
+        "split": "train",
         "type": "chat_template",
         "field_messages": "messages",
         "roles_to_train": ["assistant"],
@@ -84,17 +86,23 @@ def trl_snippet(settings: dict[str, Any], path: str) -> str:
 
 
 def consumer_section(result: ExportResult, load_path: str) -> str:
-    """The card's "Training with your trainer" text: one snippet per written format that has a trainer."""
-    parts = []
+    """The card's "Training with your trainer" text: one snippet per written format that has a trainer.
+
+    `load_path` is a local folder, or the Hub repo id when publishing: then axolotl reads the repo's config
+    itself, and the trainers that read a folder are pointed at a download of the repo."""
+    hub = load_path != str(result.out)
+    parts = [f"Download the repo first for the folder-based trainers: `huggingface-cli download {load_path} "
+             "--repo-type dataset --local-dir DATA`, paths below are under it."] if hub else []  # fmt: skip
     for fmt in result.formats:
-        snippet = _snippet(fmt, f"{load_path}/{fmt.folder.as_posix()}")
+        folder = fmt.folder.as_posix()
+        snippet = _snippet(fmt, f"DATA/{folder}" if hub else f"{load_path}/{folder}", load_path if hub else None)
         if snippet:
             parts.append(snippet)
     notes = "\n".join(f"- {text}" for text in IGNORED.values())
     return "\n\n".join(parts + ["What each trainer ignores:\n\n" + notes])
 
 
-def _snippet(fmt: FormatFiles, path: str) -> str | None:
+def _snippet(fmt: FormatFiles, path: str, repo_id: str | None) -> str | None:
     if fmt.name == "llamafactory":
         config = yaml.safe_dump(llamafactory_config(fmt.settings, path), sort_keys=False).strip()
         mode = ("one sample per trained turn, so `mask_history: true`" if fmt.settings.get("mode") == "last"
@@ -107,7 +115,7 @@ def _snippet(fmt: FormatFiles, path: str) -> str | None:
     if fmt.name == "trl":
         return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{trl_snippet(fmt.settings, path)}\n```"
     if fmt.name == "messages":
-        entry = yaml.safe_dump({"chat_template": "tokenizer_default", "datasets": [axolotl_dataset(path)]},
-                               sort_keys=False).strip()  # fmt: skip
+        dataset = axolotl_dataset(repo_id, "messages") if repo_id else axolotl_dataset(path)
+        entry = yaml.safe_dump({"chat_template": "tokenizer_default", "datasets": [dataset]}, sort_keys=False).strip()
         return f"**axolotl** (`messages`):\n\n```yaml\n{entry}\n```"
     return None

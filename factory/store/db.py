@@ -83,9 +83,9 @@ class Store:
         with self._lock:
             cursor = self.con.cursor()
         try:
-            result = cursor.execute(sql)
-            # DuckDB 2 names it to_arrow_reader; 1.x fetch_record_batch.
-            reader = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
+            relation = cursor.sql(sql)
+            # A relation streams without an extra copy; DuckDB 2 names it to_arrow_reader, 1.x fetch_arrow_reader.
+            reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
             yield from reader(rows)
         finally:
             cursor.close()
