@@ -87,6 +87,8 @@ def cmd_ping(args: argparse.Namespace) -> int:
 
 def cmd_refine(args: argparse.Namespace) -> int:
     from .refine.batch import run_refine
+    from .refine.quality import format_quality
+    from .reporting.command import run_quality
 
     config = _config_from(args)
     outcome = run_refine(config, progress=not args.quiet)
@@ -95,6 +97,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
     print(f"failed verifier checks (all attempts): {losses}")
     print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (factory show {config.run_dir} ID)")
     print(format_call_summary(summarize_calls(config.run_dir)))
+    print(format_quality(run_quality(config.run_dir)))  # issue 13: the data's quality, not only its yield
     return 0
 
 
@@ -209,10 +212,10 @@ def add_later_stage_parsers(commands) -> None:
     from .export.command import add_export_parser, add_publish_parser
     from .filters.command import add_filter_parser
     from .passrate.command import add_passrate_parser
-    from .reporting.command import add_report_parser
+    from .reporting.command import add_quality_parser, add_report_parser
 
     for add_parser in (add_filter_parser, add_passrate_parser, add_export_parser, add_publish_parser,
-                       add_report_parser, add_eval_parser):  # fmt: skip
+                       add_report_parser, add_quality_parser, add_eval_parser):  # fmt: skip
         add_parser(commands)
     # Listed for --help only: main() hands `factory train ...` to train.sft before argparse sees it.
     commands.add_parser("train", help="masked SFT on an exported dataset (python -m train.sft --help)")
