@@ -24,9 +24,10 @@ from factory.reporting.command import add_report_parser
 from factory.reporting.sql import float_histogram, int_histogram
 from factory.reporting.svg import COLORS
 from factory.store import MIGRATIONS, Store
+from test_refine_quality import GARDEN, ROWS, turns_of
 
 T0 = datetime(2025, 5, 1, 12, 0, 0)
-SECTIONS = ("overview", "funnel", "shape", "errors", "pass-rate", "usage", "latency")
+SECTIONS = ("overview", "funnel", "shape", "errors", "quality", "pass-rate", "usage", "latency")
 
 LOCAL, MINI = "local", "openai/gpt-4o-mini"
 CALL_KEYS = "request_hash stage model status error_kind prompt_tokens completion_tokens cost_usd latency_s"
@@ -89,8 +90,19 @@ def build_sample_store(run_dir: Path) -> None:
             coa_row("t4", "coa", rule="exhausted"), coa_row("i1", "import", correct=True, tools={"code": 2}),
             ("i2", "i2", "task-i2", "import", False, "bad_log", None, "{not json", None)])  # malformed stats
         insert_curation(store)
+        add_played_turns(store)
         insert(store, "llm_calls", CALL_KEYS + " started_at finished_at",
                [(*c, T0 + timedelta(seconds=i), T0 + timedelta(seconds=i + 1)) for i, c in enumerate(CALLS)])
+
+
+def add_played_turns(store: Store) -> None:
+    """p1 and p2 as played in the garden script: p1's last action completes the task, p2's goal held a step early."""
+    for persona, script_id, steps in (("p1", "p1#0", ROWS["completes"]), ("p2", "p2#0", ROWS["early"])):
+        stored = [{"action": {"name": a, "params": p}, "evaluation": {"error": e}} for _, a, p, e in steps]
+        turns = json.dumps([t.model_dump() for t in turns_of(steps)])
+        store.execute("UPDATE trajectories SET turns = ?, steps = ? WHERE trajectory_id = ?",
+                      [turns, json.dumps(stored), f"refine:{persona}"])  # fmt: skip
+        store.execute("UPDATE scripts SET script = ? WHERE script_id = ?", [json.dumps(GARDEN), script_id])
 
 
 def insert_curation(store: Store) -> None:
@@ -135,7 +147,8 @@ def test_report_has_every_section_and_no_external_resource(sample):
     assert "<script" not in html and "<link" not in html
     assert {"funnel-refine", "funnel-coa", "funnel-import", "filter-drops", "drop-reasons", "turns", "tool-calls",
             "refine-errors", "corrections", "verifier-rules", "coa-failures", "tool-types", "pass-rate", "tokens",
-            "cost", "latency", "error-kinds"} <= set(page.charts)  # fmt: skip
+            "cost", "latency", "error-kinds", "completion", "first-mistake", "mistakes-per-row",
+            "error-mix"} <= set(page.charts)  # fmt: skip
 
 
 def test_header_totals_and_funnels(sample):
@@ -179,6 +192,19 @@ def test_shape_and_errors(sample):
     assert page.tables["coa-tools"] == [["3", "10", "1", "1", "0"]]
 
 
+def test_refine_quality(sample):
+    _, _, page = sample
+    assert page.tables["completion"] == [["last action completes", "1", "50.0%"],
+                                         ["goal held before the end", "1", "50.0%"], ["goal not reached", "0", "0.0%"],
+                                         ["unknown (no goal)", "0", "0.0%"]]  # fmt: skip
+    assert page.tables["first-mistake"] == [["1", "1"], ["2", "1"]]  # p2 opens with its mistake, p1 at turn 2
+    assert page.tables["mistakes-per-row"] == [["1", "2"]]
+    assert page.tables["error-mix"] == [["parameter", "2", "100.0%"]]
+    assert page.tables["thoughts"] == [["2", "2", "100.0%", "i think the next thing", "2", "100.0%"]]
+    assert page.tables["diversity"] == [["task 3-grams", "4", "8", "50.0%"], ["action names", "3", "6", "50.0%"],
+                                        ["location names", "3", "6", "50.0%"]]  # fmt: skip
+
+
 def test_pass_rates_tokens_cost_latency_and_errors(sample):
     _, _, page = sample
     assert page.tables["pass-rate"] == [["m1", "3", "12", "0", "50.0%", "1", "1"],
@@ -202,7 +228,7 @@ def test_an_empty_store_says_so_in_every_section(tmp_path):
     html = (tmp_path / "out" / "r.html").read_text(encoding="utf-8")
     for message in ("no runs recorded", "no refine, coa or imported trajectories yet", "no filter verdicts",
                     "no trajectories with turns yet", "no errors or failures recorded", "no rollouts",
-                    "no LLM calls logged", "no latencies logged"):  # fmt: skip
+                    "no LLM calls logged", "no latencies logged", "no verified refine trajectories"):  # fmt: skip
         assert message in html
     assert page.charts == []
 
@@ -293,5 +319,5 @@ def test_report_renders_in_headless_chromium(sample, tmp_path):
     dom = chromium("--dump-dom", path.as_uri(), tmp=tmp_path).stdout
     page = parse(dom)
     assert page.sections == list(SECTIONS)
-    assert {"funnel-refine", "pass-rate", "latency", "tokens"} <= set(page.charts)
+    assert {"funnel-refine", "pass-rate", "latency", "tokens", "completion", "first-mistake"} <= set(page.charts)
     assert dom.count("<rect") > 40

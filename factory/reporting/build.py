@@ -9,14 +9,16 @@ from typing import Any
 from .. import __version__
 from ..errors import FactoryError
 from ..funnels import path_funnels
+from ..refine.quality import refine_quality
 from ..store import STORE_FILENAME, Store
-from . import data_calls, data_paths, sections_calls, sections_data
+from . import data_calls, data_paths, sections_calls, sections_data, sections_quality
 from .page import document
 from .snapshot import open_snapshot
 
 REPORT_FILENAME = "report.html"
 NAV = (("overview", "Overview"), ("funnel", "Funnels & filters"), ("shape", "Turns & tool calls"),
-       ("errors", "Errors"), ("pass-rate", "Pass rates"), ("usage", "Tokens & cost"), ("latency", "Latency"))
+       ("errors", "Errors"), ("quality", "Refine quality"), ("pass-rate", "Pass rates"), ("usage", "Tokens & cost"),
+       ("latency", "Latency"))
 
 
 def collect_report(store: Store) -> dict[str, Any]:
@@ -26,7 +28,7 @@ def collect_report(store: Store) -> dict[str, Any]:
         "filters": data_paths.filters(store), "shape": data_paths.shape(store),
         "errors": data_paths.errors(store), "pass_rates": data_paths.pass_rates(store),
         "calls": data_calls.totals(store), "usage": data_calls.usage(store), "latency": data_calls.latency(store),
-        "error_kinds": data_calls.error_kinds(store),
+        "error_kinds": data_calls.error_kinds(store), "quality": refine_quality(store),
     }  # fmt: skip
 
 
@@ -38,6 +40,7 @@ def render_report(data: dict[str, Any], run_dir: Path) -> str:
         sections_data.funnels(data["funnels"], data["filters"]),
         sections_data.shape(data["shape"]),
         sections_data.errors(data["errors"]),
+        sections_quality.quality(data["quality"]),
         sections_data.pass_rates(data["pass_rates"]),
         sections_calls.usage(data["usage"]),
         sections_calls.latency(data["latency"], data["error_kinds"], data["calls"]["calls"]),
