@@ -12,7 +12,11 @@ Runs `factory refine` in-process into a fresh run folder (cache off unless
 - verified / attempted yield, and the whole funnel;
 - prompt + completion tokens and wall seconds per verified trajectory;
 - the share of failed verifier verdicts lost at each rule (every attempt counts),
-  and why scripts failed verification (every attempt counts).
+  and why scripts failed verification (every attempt counts);
+- the quality of the verified trajectories (`factory.refine.quality`): whether the
+  last action completes the task, where the first mistake falls, error-type mix,
+  mistakes per row, whether the first move trains, distinct actions per row,
+  repeated or templated mistake thoughts, diversity across environments.
 
 Figures are printed and merged into benchmarks/results/refine_yield.json under
 a key naming the model and settings, so runs on several models sit side by side.
@@ -27,6 +31,7 @@ from pathlib import Path
 from results_file import per, report, timed_run
 
 from factory.refine.batch import run_refine
+from factory.refine.quality import refine_quality
 from factory.settings import FactoryConfig
 from factory.store import Store
 
@@ -91,6 +96,7 @@ def measure(store: Store, funnel: dict[str, int], losses: dict[str, int], second
         "failed_verdicts": failed,
         "share_lost_by_rule": {rule: round(n / failed, 3) for rule, n in losses.items()},
         "failed_scripts_by_problem": script_problem_kinds(store),
+        "quality": refine_quality(store),
     }
 
 
