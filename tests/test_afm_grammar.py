@@ -123,6 +123,7 @@ BREAKS = {
     "code_fence": ("code", text_of(replace_at(C, 2, ("code", "print(math.pi)"))), 2),
     "reflection_scores": ("code", text_of(replace_at(C, 4, ("reflection", "As expected.\n" + GOOD))), 4),
     "boxed_outside_answer": ("code", text_of(replace_at(C, 5, ("think", "So it is \\boxed{3}."))), 5),
+    "think_scores": ("code", text_of(replace_at(C, 5, ("think", "Checking it: the sum is right (score 4/4)."))), 5),
 }
 _FORMATS = {"code_answer": "python"}
 

@@ -14,7 +14,7 @@ The `code` variant (AFM's code agent) allows one plan and no suggested answer
 or double check (``plan, (think, code, observation, reflection)*N, think,
 answer``), so the multi-agent work those tags would carry is folded into the
 next `<think>`: a re-plan reads "Revised plan: ...", a rejected answer "A first
-answer ... did not pass a check", and the accepted check is the reasoning
+answer ... did not hold up", and the accepted check is the reasoning
 before the answer. The code agent writes no scores: its reflection is the
 reflector's reasoning and comment, without the web agent's score lines, and
 `\\boxed{}` appears only in the answer (a boxed value quoted in a think or
@@ -195,12 +195,13 @@ def code_pairs(events: list[Event], domain: str | None = None) -> Pairs:
 
 
 def checked_answer_notes(suggested: Event | None, check: Event) -> list[str]:
-    score = check.scores.get("score")
+    """A double check folded into the code agent's next think, in its own words: AFM's code agent writes
+    no verifier scores (rule `think_scores`)."""
     if suggested is None:
-        return [f"Check (score {score}/4): {check.content}"]
+        return [f"Checking: {check.content}"]
     if check.decision == "accept":
-        return [suggested.think or "", f"Checking it: {check.content} (score {score}/4)"]
-    return [f"A first answer, {suggested.content}, did not pass a check (score {score}/4): {check.content}"]
+        return [suggested.think or "", f"Checking it: {check.content}"]
+    return [f"A first answer, {suggested.content}, did not hold up: {check.content}"]
 
 
 def joined(parts: list[str], last: str | None) -> str:

@@ -71,6 +71,7 @@ RULES: dict[str, str] = {
     "orphan_observation": "an observation that does not follow a tool call",
     "code_sequence": "the code variant's plan, (think, code, observation, reflection)*N, think, answer is broken",
     "reflection_scores": "a code-variant reflection with the web agent's score lines",
+    "think_scores": "a code-variant think or reflection quoting a verifier's n/4 score",
     "boxed_outside_answer": "a code-variant \\boxed{...} outside the <answer>",
     "after_suggested_answer": "a suggested answer not followed by a double check",
     "orphan_double_check": "a double check that does not follow a suggested answer",

@@ -47,6 +47,10 @@ def mas_violations(blocks: list[Block]) -> list[Violation]:
     ]
 
 
+# A verifier's 1-4 double-check score quoted in prose ("score 4/4"): the code agent has no verifier.
+VERIFIER_SCORE = re.compile(r"\bscore:?\s*[1-4]\s*/\s*4\b", re.I)
+
+
 def code_violations(blocks: list[Block], answer_format: str) -> list[Violation]:
     tags = [b.tag for b in blocks]
     return [*_empty_blocks(blocks), *_code_order(tags), *_code_texts(blocks), *_answer_format(blocks, answer_format)]
@@ -58,6 +62,8 @@ def _code_texts(blocks: list[Block]) -> list[Violation]:
     for i, block in enumerate(blocks):
         if block.tag == "reflection" and reflection_scores(block.text):
             found.append(Violation("reflection_scores", "a code-agent reflection carries score lines", i))
+        if block.tag in ("think", "reflection") and VERIFIER_SCORE.search(block.text):
+            found.append(Violation("think_scores", f"a code-agent <{block.tag}> quotes a verifier score", i))
         if block.tag not in ("answer", "observation") and BOXED.search(block.text):
             found.append(Violation("boxed_outside_answer", f"\\boxed{{}} in <{block.tag}>", i))
     return found
