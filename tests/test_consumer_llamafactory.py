@@ -14,18 +14,22 @@ from consumer_rows import make_consumer_run, qwen_tokenizer
 from test_export import all_rows
 
 from factory.export import ExportOptions, export_dataset
+from factory.export.snippets import llamafactory_config
 from train.render import IGNORE, render
 
 
 def export(tmp_path, **kinds):
+    """An export with the tokenizer named, so the card's config carries the measured cutoff_len."""
     run = make_consumer_run(tmp_path / "run", **kinds)
-    result = export_dataset(run, tmp_path / "out", ExportOptions(formats=["sharegpt", "llamafactory"], validation=0))
+    qwen_tokenizer().save_pretrained(tmp_path / "tokenizer")
+    options = ExportOptions(formats=["sharegpt", "llamafactory"], validation=0, tokenizer=str(tmp_path / "tokenizer"))
+    result = export_dataset(run, tmp_path / "out", options)
     return tmp_path / "out", next(f for f in result.formats if f.name == "llamafactory").settings
 
 
-def consumer_samples(monkeypatch, tmp_path, out, settings, template="qwen"):
-    config = {"dataset_dir": str(out / "llamafactory"), "dataset": ",".join(settings["datasets"]["train"]),
-              "template": template, "mask_history": settings["mode"] == "last"}  # fmt: skip
+def consumer_samples(monkeypatch, tmp_path, out, settings, template="qwen", **override):
+    """LLaMA-Factory run with the data keys of the card's config (snippets.llamafactory_config)."""
+    config = {**llamafactory_config(settings, str(out / "llamafactory")), "template": template, **override}
     return llamafactory_samples(monkeypatch, tmp_path, qwen_tokenizer(), **config)
 
 
@@ -79,6 +83,16 @@ def test_a_coa_only_export_trains_each_row_once(tmp_path, monkeypatch):
     assert len(samples) == 2
     check_rows_against_render(samples, all_rows(out, "sharegpt"))
     check_samples_render_alike(samples, all_rows(out, "llamafactory"))
+
+
+def test_the_measured_cutoff_len_keeps_every_sample_whole(tmp_path, monkeypatch):
+    """The config's cutoff_len is measured; one below the longest sample and LLaMA-Factory cuts it."""
+    out, settings = export(tmp_path)
+    longest = max(len(render(row, qwen_tokenizer(), train_turn_suffix=True)) for row in all_rows(out, "llamafactory"))
+    assert settings["longest_tokens"] == longest and settings["cutoff_len"] >= longest
+    short = consumer_samples(monkeypatch, tmp_path, out, settings, cutoff_len=longest - 40)
+    with pytest.raises(AssertionError):
+        check_samples_render_alike(short, all_rows(out, "llamafactory"))
 
 
 def test_without_the_export_llamafactory_trains_the_mistakes(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from ..store import Store
 from .formats import FORMAT_SQL
+from .lengths import measure
 from .llamafactory import llamafactory_mode, llamafactory_sql, write_dataset_info
 from .options import ExportOptions, FormatName
 from .trl import load_export_tokenizer, rendered_rows, write_trl_split
@@ -42,10 +43,17 @@ def split_writer(store: Store, name: FormatName, selection: str, options: Export
     return lambda split, folder: write_split(store, sql, split, folder, options)
 
 
-def finish_format(name: FormatName, staging: Path, files: dict[str, list[Path]], settings: dict[str, Any]) -> None:
-    """What a trainer reads beside the shards: LLaMA-Factory's dataset_info.json (AFM's fork reads the same file)."""
-    if name in ("llamafactory", "afm") and files:
-        settings["datasets"] = write_dataset_info(staging, files, "sharegpt" if name == "llamafactory" else "alpaca")
+def finish_format(name: FormatName, staging: Path, files: dict[str, list[Path]], settings: dict[str, Any],
+                  options: ExportOptions) -> None:  # fmt: skip
+    """What a trainer reads beside the shards: LLaMA-Factory's dataset_info.json (AFM's fork reads the same
+    file), and the longest sample, so the config's cutoff_len can hold every sample whole."""
+    settings["splits"] = list(files)
+    if name not in ("llamafactory", "afm") or not files:
+        return
+    settings["datasets"] = write_dataset_info(staging, files, "sharegpt" if name == "llamafactory" else "alpaca")
+    staged = [staging / path.name for paths in files.values() for path in paths]
+    tokenizer = load_export_tokenizer(options.tokenizer) if options.tokenizer else None
+    settings.update(measure(staged, name, options.file_type, tokenizer), tokenizer_name=options.tokenizer)
 
 
 def skipped_note(name: FormatName, settings: dict[str, Any]) -> str | None:

@@ -101,7 +101,7 @@ def write_format(store: Store, name: FormatName, folder: Path, result: ExportRes
         if rows:
             written.rows[split] = rows
             written.files[split] = [folder / path.name for path in paths]
-    finish_format(name, staging, written.files, written.settings)
+    finish_format(name, staging, written.files, written.settings, result.options)
     replace_folder(staging, final, keep=bool(written.rows))
     note = skipped_note(name, written.settings)
     if note:

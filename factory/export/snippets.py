@@ -41,6 +41,11 @@ def axolotl_dataset(path: str, hub_config: str | None = None) -> dict[str, Any]:
     }
 
 
+# AFM's own SFT scripts (train/{code,web}_agent/sft/sft_qwen2.5_7b.sh) run with CUTOFF_LEN=32768; without a
+# tokenizer to measure the samples the configs say the same.
+DEFAULT_CUTOFF = 32768
+
+
 def llamafactory_config(settings: dict[str, Any], dataset_dir: str) -> dict[str, Any]:
     """The data keys of a LLaMA-Factory training YAML for the `llamafactory` export."""
     names = settings.get("datasets", {})
@@ -50,7 +55,7 @@ def llamafactory_config(settings: dict[str, Any], dataset_dir: str) -> dict[str,
         "template": "qwen",
         "mask_history": settings.get("mode") == "last",
         "train_on_prompt": False,
-        "cutoff_len": 8192,
+        "cutoff_len": settings.get("cutoff_len", DEFAULT_CUTOFF),
     }
     held = [name for split, split_names in names.items() if split != "train" for name in split_names]
     if held:
@@ -60,29 +65,49 @@ def llamafactory_config(settings: dict[str, Any], dataset_dir: str) -> dict[str,
 
 def afm_fork_config(settings: dict[str, Any], dataset_dir: str) -> dict[str, Any]:
     """The data keys AFM's train/*/sft/*.sh give its LLaMA-Factory fork (docs/afm_format.md)."""
-    names = settings.get("datasets", {})
     return {
-        "dataset_dir": dataset_dir,
-        "dataset": ",".join(names.get("train", [])),
-        "template": "qwen",
+        **{k: v for k, v in llamafactory_config(settings, dataset_dir).items() if k != "mask_history"},
         "ignore_observation": True,
         "ignore_observation_token": "observation",
-        "cutoff_len": 8192,
     }
 
 
-def trl_snippet(settings: dict[str, Any], path: str) -> str:
-    max_length = settings.get("max_length")
+def trl_data_files(settings: dict[str, Any], path: str, file_type: str) -> tuple[str, dict[str, str]]:
+    """The `datasets` builder and data_files that load the trl export, per split."""
+    extension = "parquet" if file_type == "parquet" else "jsonl"
+    builder = "parquet" if file_type == "parquet" else "json"
+    return builder, {split: f"{path}/{split}-*.{extension}" for split in settings.get("splits", ["train"])}
+
+
+def trl_config(settings: dict[str, Any]) -> dict[str, Any]:
+    """SFTConfig values the masks depend on: render already cut rows at whole turns (max_length), and TRL
+    refuses assistant_only_loss on pre-tokenized rows, whose assistant_masks it applies anyway."""
+    return {"max_length": settings.get("max_length")}
+
+
+def trl_snippet(settings: dict[str, Any], path: str, file_type: str) -> str:
+    builder, files = trl_data_files(settings, path, file_type)
+    evaluation = ', eval_dataset=data["validation"]' if "validation" in files else ""
     return "\n".join([
         "from datasets import load_dataset",
         "from transformers import AutoTokenizer",
         "from trl import SFTConfig, SFTTrainer",
         "",
         f'tokenizer = AutoTokenizer.from_pretrained("{settings.get("tokenizer")}")  # the one the rows were rendered with',
-        f'train = load_dataset("parquet", data_files="{path}/train-*.parquet")["train"]',
-        f"args = SFTConfig(output_dir=\"sft\", max_length={max_length})  # rows are already cut at whole turns",
-        "SFTTrainer(model=MODEL, args=args, train_dataset=train, processing_class=tokenizer).train()",
+        f"data = load_dataset({builder!r}, data_files={files!r})",
+        f"args = SFTConfig(output_dir=\"sft\", max_length={trl_config(settings)['max_length']})  # leave assistant_only_loss unset",
+        f'SFTTrainer(model=MODEL, args=args, train_dataset=data["train"]{evaluation}, processing_class=tokenizer).train()',
     ])  # fmt: skip
+
+
+def length_note(settings: dict[str, Any]) -> str:
+    """What the export measured about sample length, for the cutoff_len line of a config."""
+    if "longest_tokens" in settings:
+        return f"longest sample {settings['longest_tokens']} tokens with `{settings['tokenizer_name']}`"
+    if "longest_chars" in settings:
+        return (f"longest sample {settings['longest_chars']} characters; export with `--tokenizer` to measure "
+                "tokens, and keep `cutoff_len` above them (longer samples are cut)")  # fmt: skip
+    return "keep `cutoff_len` above your longest sample"
 
 
 def consumer_section(result: ExportResult, load_path: str) -> str:
@@ -95,25 +120,30 @@ def consumer_section(result: ExportResult, load_path: str) -> str:
              "--repo-type dataset --local-dir DATA`, paths below are under it."] if hub else []  # fmt: skip
     for fmt in result.formats:
         folder = fmt.folder.as_posix()
-        snippet = _snippet(fmt, f"DATA/{folder}" if hub else f"{load_path}/{folder}", load_path if hub else None)
+        where = f"DATA/{folder}" if hub else f"{load_path}/{folder}"
+        snippet = _snippet(fmt, where, load_path if hub else None, result.options.file_type)
         if snippet:
             parts.append(snippet)
     notes = "\n".join(f"- {text}" for text in IGNORED.values())
     return "\n\n".join(parts + ["What each trainer ignores:\n\n" + notes])
 
 
-def _snippet(fmt: FormatFiles, path: str, repo_id: str | None) -> str | None:
+def _snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str | None:
     if fmt.name == "llamafactory":
         config = yaml.safe_dump(llamafactory_config(fmt.settings, path), sort_keys=False).strip()
         mode = ("one sample per trained turn, so `mask_history: true`" if fmt.settings.get("mode") == "last"
                 else "one sample per row; every gpt turn in it trains")  # fmt: skip
-        return f"**LLaMA-Factory** (`llamafactory`, {mode}; set `template` to your model's):\n\n```yaml\n{config}\n```"
+        return (f"**LLaMA-Factory** (`llamafactory`, {mode}; {length_note(fmt.settings)}; tested with the `qwen` "
+                "template and with the template LLaMA-Factory parses from the tokenizer, `template` unset; "
+                f"reasoning templates rewrite turns):\n\n```yaml\n{config}\n```")
     if fmt.name == "afm":
         config = yaml.safe_dump(afm_fork_config(fmt.settings, path), sort_keys=False).strip()
         return ("**AFM's LLaMA-Factory fork** (`afm`; it finds `<observation>` spans by token ids, so use a "
-                f"Qwen2/Llama-3-family tokenizer, see docs/afm_format.md):\n\n```yaml\n{config}\n```")
+                f"Qwen2/Llama-3-family tokenizer, see docs/afm_format.md; {length_note(fmt.settings)}):"
+                f"\n\n```yaml\n{config}\n```")
     if fmt.name == "trl":
-        return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{trl_snippet(fmt.settings, path)}\n```"
+        snippet = trl_snippet(fmt.settings, path, file_type)
+        return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{snippet}\n```"
     if fmt.name == "messages":
         dataset = axolotl_dataset(repo_id, "messages") if repo_id else axolotl_dataset(path)
         entry = yaml.safe_dump({"chat_template": "tokenizer_default", "datasets": [dataset]}, sort_keys=False).strip()

@@ -4,7 +4,9 @@ TRL's SFTTrainer ignores a `messages` row's per-message `weight`: by default
 it trains every token, and `assistant_only_loss` trains every assistant turn,
 mistakes included. A dataset that already has `input_ids` skips TRL's own
 tokenization, and its `assistant_masks` column always becomes the labels
-(-100 where the mask is 0) — so each row here is train.render's output for
+(-100 where the mask is 0; `completion_only_loss`, packing and padding-free
+keep them in place; TRL refuses `assistant_only_loss` on such rows, so leave
+it unset) — so each row here is train.render's output for
 the `messages` form of the trajectory, with a named tokenizer:
 `input_ids` and `assistant_masks` (1 where render's label trains).
 
@@ -43,7 +45,12 @@ def load_export_tokenizer(name: str | None):
         from train.modeling import tokenizer_by_name
     except ImportError as exc:
         raise ExportError(f"the trl format renders with train/: pip install 'factory[train]' ({exc})") from None
-    return tokenizer_by_name(name, "export tokenizer")
+    tokenizer = tokenizer_by_name(name, "export tokenizer")
+    if not getattr(tokenizer, "is_fast", False):
+        raise ExportError(f"tokenizer '{name}': the trl format needs a fast tokenizer (render masks by character offsets)")
+    if not getattr(tokenizer, "chat_template", None):
+        raise ExportError(f"tokenizer '{name}' has no chat template; the trl rows are rendered with it")
+    return tokenizer
 
 
 def rendered_rows(store: Store, selection: str, split: str, tokenizer, options: ExportOptions,
