@@ -14,6 +14,7 @@ verl/verl/utils/dataset/rl_dataset.py and sglang_rollout.py (extra_info index / 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -93,7 +94,12 @@ def run(tmp_path_factory):
 
 
 def verl_rows(out: Path) -> list[dict]:
-    return [row for path in sorted((out / "verl").glob("rl-*.parquet")) for row in pq.read_table(path).to_pylist()]
+    return [row for path in sorted((out / "verl").glob("*/rl-*.parquet")) for row in pq.read_table(path).to_pylist()]
+
+
+def run_folders(out: Path) -> dict[str, list[Path]]:
+    """The files of each RL run folder under out/verl, as a user lists them in data.train_files."""
+    return {folder.name: sorted(folder.glob("rl-*.parquet")) for folder in sorted((out / "verl").iterdir())}
 
 
 def expected_rl(tasks) -> set[str]:
@@ -122,8 +128,12 @@ def test_one_row_per_low_pass_rate_query_and_none_in_both(run):
 
 def test_rows_have_verl_fields_and_carry_the_task_file(run):
     root, tasks, result = run
-    paths = sorted((root / "out" / "verl").glob("rl-*.parquet"))
-    assert [p.name for p in paths] == ["rl-00000-of-00002.parquet", "rl-00001-of-00002.parquet"]
+    paths = sorted((root / "out" / "verl").glob("*/rl-*.parquet"))
+    names = ["code_agent/rl-00000-of-00001.parquet", "web_agent/rl-00000-of-00001.parquet"]
+    assert [p.relative_to(root / "out" / "verl").as_posix() for p in paths] == names
+    assert [p.as_posix() for p in result.rl.files] == [f"verl/{name}" for name in names]
+    assert any("2 RL folders" in w and "verl/web_agent/" in w and "one RL run per folder" in w
+               for w in result.warnings)  # fmt: skip
     message = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
     for path in paths:
         schema = pq.read_schema(path)
@@ -185,7 +195,7 @@ def test_afm_reward_functions_read_the_rows(run):
         afm_reads(row)
 
 
-def verl_dataset(path: Path, tmp_path: Path):
+def verl_dataset(paths: list[Path], tmp_path: Path):
     from omegaconf import OmegaConf
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
@@ -193,15 +203,15 @@ def verl_dataset(path: Path, tmp_path: Path):
 
     config = OmegaConf.create({"prompt_key": "prompt", "max_prompt_length": 100_000, "filter_overlong_prompts": True,
                                "filter_overlong_prompts_workers": 1, "cache_dir": str(tmp_path / "cache")})  # fmt: skip
-    return RLHFDataset(str(path), tiny_tokenizer(), config), tiny_tokenizer()
+    return RLHFDataset([str(p) for p in paths], tiny_tokenizer(), config), tiny_tokenizer()
 
 
 def test_verl_rlhf_dataset_loads_every_row(run, tmp_path):
     pytest.importorskip("verl", reason="verl is installed with --no-deps (README)")
     root, _tasks, _result = run
-    for path in sorted((root / "out" / "verl").glob("rl-*.parquet")):
-        ours = pq.read_table(path).to_pylist()
-        dataset, tokenizer = verl_dataset(path, tmp_path)
+    for paths in run_folders(root / "out").values():  # every file of a run folder, as data.train_files
+        ours = [row for path in paths for row in pq.read_table(path).to_pylist()]
+        dataset, tokenizer = verl_dataset(paths, tmp_path)
         assert len(dataset) == len(ours)  # a prompt its chat template cannot render would be filtered out
         for item, row in zip(dataset, ours):
             assert item["raw_prompt"] == row["prompt"] and item["data_source"] == row["data_source"]
@@ -209,6 +219,49 @@ def test_verl_rlhf_dataset_loads_every_row(run, tmp_path):
             assert item["reward_model"]["ground_truth"] == row["reward_model"]["ground_truth"]
             text = tokenizer.apply_chat_template(item["raw_prompt"], add_generation_prompt=True, tokenize=False)
             assert text.endswith("<|im_start|>assistant\n") and row["prompt"][-1]["content"] in text
+
+
+def afm_fork_dataset(paths: list[Path]):
+    """How AFM's fork loads data.train_files (verl/utils/dataset/rl_dataset.py, _read_files_and_tokenize):
+    pandas reads each parquet file, concatenates the frames, and datasets.Dataset.from_pandas converts them."""
+    import datasets
+    import pandas as pd
+
+    return datasets.Dataset.from_pandas(pd.concat([pd.read_parquet(path) for path in paths]))
+
+
+def test_each_run_folder_loads_whole_in_afm_fork_and_verl(run, tmp_path):
+    """All files of a run folder load together as written: the code run mixes three task files (math, code)."""
+    root, _tasks, _result = run
+    folders = run_folders(root / "out")
+    ours = {name: [row for path in paths for row in pq.read_table(path).to_pylist()] for name, paths in folders.items()}
+    assert {name: {row["data_source"] for row in rows} for name, rows in ours.items()} == {
+        "code_agent": {"MATH500", "amc23", "skywork_livecodebench_v5"}, "web_agent": {"nq"}}  # fmt: skip
+    loaders = [afm_fork_dataset]
+    if importlib.util.find_spec("verl"):
+        loaders.append(lambda paths: verl_dataset(paths, tmp_path)[0])
+    for load in loaders:
+        for name, paths in folders.items():
+            dataset = load(paths)
+            assert len(dataset) == len(ours[name])
+            for item, row in zip(dataset, ours[name]):  # what the rollout offers and the reward reads
+                info = item.get("extra_info") or {}
+                tools = item.get("tools_kwargs") or info["tools_kwargs"]
+                assert set(tools) == set(row["extra_info"]["tools_kwargs"]) and all(tools.values())
+                assert item["reward_model"]["ground_truth"] == row["reward_model"]["ground_truth"]
+                prompt = item["raw_prompt"] if "raw_prompt" in item else item["prompt"]  # verl: raw_prompt
+                assert prompt == row["prompt"] and item["data_source"] == row["data_source"]
+
+
+def test_two_run_folders_do_not_load_together(run, tmp_path):
+    """Why one folder per run: neither loader merges a {target} ground truth with a string one."""
+    root, _tasks, _result = run
+    everything = [path for paths in run_folders(root / "out").values() for path in paths]
+    with pytest.raises(pa.ArrowInvalid, match="cannot mix struct and non-struct"):
+        afm_fork_dataset(everything)
+    if importlib.util.find_spec("verl"):
+        with pytest.raises(ValueError, match="can't be aligned"):
+            verl_dataset(everything, tmp_path)
 
 
 def test_verl_reward_functions_score_the_references(run):
@@ -247,7 +300,7 @@ def test_jsonl_and_another_split_name(run, tmp_path):
     rl = RLOptions(split="train", tasks=[str(TASKS / "math500.parquet")])
     result = export_dataset(root / "run", tmp_path, ExportOptions(formats=["afm"], file_type="jsonl", validation=0),
                             rl=rl)  # fmt: skip
-    rows = [json.loads(line) for p in sorted((tmp_path / "verl").glob("train-*.jsonl")) for line in p.open()]
+    rows = [json.loads(line) for p in sorted((tmp_path / "verl").glob("*/train-*.jsonl")) for line in p.open()]
     assert rows and all(list(row) == VERL_COLUMNS for row in rows)
     assert {row["extra_info"]["split"] for row in rows} == {"train"}
     assert any("not found in" in w for w in result.warnings)  # amc, lcb and nq tasks are in other files

@@ -93,9 +93,14 @@ def rl_text(result: ExportResult) -> str:
     rl = result.rl
     if rl is None or not rl.rows:
         return "_no RL split_"
-    files = ", ".join(f"`{path.as_posix()}`" for path in rl.files)
+    runs: dict[str, list[str]] = {}  # one folder per RL run (reward and tool layout), with its files
+    for path in rl.files:
+        runs.setdefault(path.parent.as_posix(), []).append(f"`{path.name}`")
+    folders = "; ".join(f"`{folder}/`: {', '.join(names)}" for folder, names in runs.items())
     return (f"{rl.rows} queries ({rl.trajectories} kept trajectories) of the RL split are written as verl rows "
-            f"(`data_source`, `prompt`, `ability`, `reward_model`, `extra_info`), never as SFT rows: {files}. "
+            f"(`data_source`, `prompt`, `ability`, `reward_model`, `extra_info`), never as SFT rows, one folder "
+            f"per RL run: {folders}. Give one folder's files to one run's `data.train_files`: rows of two folders "
+            "differ in their ground-truth type and tools, and neither verl nor AFM's fork loads them together. "
             "No query is also in an SFT split. Layout and the reward functions that read it: factory's "
             "docs/rl_handoff.md.")  # fmt: skip
 

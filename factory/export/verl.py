@@ -5,8 +5,10 @@ its SFT set, fed to verl as rows of `data_source`, `prompt` (chat messages),
 `ability`, `reward_model` ({style, ground_truth}) and `extra_info` - the layout
 of the task files in data/tasks. A trajectory is no use to an RL trainer: it
 needs the query, the prompt the policy sees and the reference its reward
-function reads. So the RL split is written here, as OUT/verl/<split>-*.parquet,
-and its trajectories stay out of the SFT formats (factory/export/dataset.py).
+function reads. So the RL split is written here, as OUT/verl/<run>/<split>-*.parquet
+with one folder per RL run (web_agent: qa rows; code_agent: math and code rows; rows of
+two reward or tool layouts cannot share a run), and its trajectories stay out of the SFT
+formats (factory/export/dataset.py).
 
 Which queries (SQL over the store, like the other formats): the tasks with a
 kept trajectory in the RL split and none in any other split; a task in both is
@@ -19,6 +21,7 @@ passrate.tasks, a pass_rate filter's tasks). Row contract: docs/rl_handoff.md.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,9 @@ FOLDER = "verl"
 # The tools a row without its own tools_kwargs is offered, by domain: AFM's rollout offers a row
 # exactly the tools named in extra_info.tools_kwargs (web agent: search + crawl; code agent: code).
 TOOLS = {"qa": ("web_search", "crawl_page"), "math": ("code",), "code": ("code",)}
+# A layout's folder: AFM trains each agent in its own RL run, with one tool config and one reward manager
+# (AFM/train/web_agent/rl: web tools, batch + grm_simple; code_agent/rl: the code tool, afm).
+AGENTS = {("target", ("crawl_page", "web_search")): "web_agent", ("text", ("code",)): "code_agent"}
 
 
 class RLOptions(StrictModel):
@@ -200,14 +206,31 @@ def layout(row: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     return kind, tuple(sorted(row["extra_info"].get("tools_kwargs") or {}))
 
 
+def run_folder(key: tuple[str, tuple[str, ...]]) -> str:
+    """The folder of one layout, named for the AFM agent whose RL recipe (AFM/train/<agent>/rl) trains on it."""
+    if key in AGENTS:
+        return AGENTS[key]
+    kind, tools = key
+    return re.sub(r"[^\w+.-]", "_", f"{kind}_{'+'.join(tools) or 'no_tools'}")
+
+
 def write_rows(rows: list[dict[str, Any]], folder: Path, split: str, file_type: str) -> list[Path]:
-    """One file per layout (a Parquet column has one type): <split>-NNNNN-of-NNNNN.<ext>."""
+    """One folder per layout, each one RL run's data: <run_folder>/<split>-00000-of-00001.<ext>.
+
+    No single file or run can hold two layouts: ground_truth is a struct for qa (AFM's qa_em reads
+    ground_truth['target']) and a string for math/code (skywork json.loads it), which neither verl's
+    concatenate_datasets nor AFM's pd.concat + Dataset.from_pandas can merge; and a rollout offers
+    every key of tools_kwargs, so a struct union of both tool sets would offer a row the other's tools.
+    """
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(layout(row), []).append(row)
+    if len({run_folder(key) for key in groups}) < len(groups):  # tool names that differ only in odd characters
+        raise ExportError(f"RL rows: two layouts share a folder name: {sorted(groups)}")
     paths = []
-    for number, key in enumerate(sorted(groups)):
-        path = folder / f"{split}-{number:05d}-of-{len(groups):05d}.{'parquet' if file_type == 'parquet' else 'jsonl'}"
+    for key in sorted(groups, key=run_folder):
+        run = fresh_folder(folder / run_folder(key))
+        path = run / f"{split}-00000-of-00001.{'parquet' if file_type == 'parquet' else 'jsonl'}"
         if file_type == "parquet":
             try:
                 pq.write_table(pa.Table.from_pylist(groups[key]), path, compression="zstd")
@@ -251,7 +274,7 @@ def clear_rl(out: Path, data_dir: str) -> None:
 
 
 def write_rl(store: Store, options: ExportOptions, rl: RLOptions, out: Path, data_dir: str) -> RLFiles:
-    """Write out/<data_dir>/verl/<split>-*.<ext>: one verl row per RL query (no folder when there is none)."""
+    """Write out/<data_dir>/verl/<run>/<split>-*.<ext>: one verl row per RL query (no folder when there is none)."""
     folder = Path(data_dir) / FOLDER
     written = RLFiles(folder)
     written.trajectories, taskless = taskless_trajectories(store, options, rl.split)
@@ -262,8 +285,11 @@ def write_rl(store: Store, options: ExportOptions, rl: RLOptions, out: Path, dat
     staging = fresh_folder(final.with_name(f".{final.name}.partial"))
     paths = write_rows(rows, staging, rl.split, options.file_type) if rows else []
     replace_folder(staging, final, keep=bool(rows))
-    written.files, written.rows = [folder / path.name for path in paths], len(rows)
+    written.rows = len(rows)
+    written.files = [folder / path.relative_to(staging) for path in paths]
     if len(paths) > 1:
-        written.notes.append(f"{len(paths)} RL files, one per row layout (ground-truth type, tools): each has "
-                             "one schema; list them all in verl's data.train_files")  # fmt: skip
+        runs = ", ".join(f"{folder / path.parent.name}/" for path in paths)
+        written.notes.append(f"{len(paths)} RL folders, one per reward and tool layout ({runs}): train one RL run "
+                             "per folder (its files are that run's data.train_files); neither verl nor AFM's fork "
+                             "can load two layouts in one run")  # fmt: skip
     return written
