@@ -89,6 +89,10 @@ def node_problem(node: ast.AST, rules: Rules) -> tuple[str, str] | None:
         return import_problem(node, rules.allowed)
     if isinstance(node, ast.Attribute):
         return attribute_problem(node.attr)
+    if isinstance(node, ast.alias):  # `from random import __builtins__`: the real builtins, by a name
+        return name_problem(node.name, frozenset()) if node.name != "*" else None
+    if isinstance(node, ast.MatchClass):  # `case object(__class__=c)` reads an attribute by its name
+        return next(filter(None, map(attribute_problem, node.kwd_attrs)), None)
     if isinstance(node, ast.Name):
         if node.id in NAME_BASED_ACCESS and id(node) not in rules.direct_calls:
             return "builtin", f"'{node.id}' may only be called directly, with a literal attribute name"

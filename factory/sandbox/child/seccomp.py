@@ -7,7 +7,9 @@ new processes (fork, vfork, clone without CLONE_THREAD, execve), namespace,
 mount and tracing calls, reading or writing another process's memory, taking
 its fds (pidfd_getfd), io_uring, sockets other than AF_UNIX, and signals to any
 process but this one (kill, tgkill; sigqueue and pidfd signals are denied
-outright). With `allow_threads` False, threads are denied too.
+outright). With `allow_threads` False, threads are denied too. truncate(2) by
+path is denied because Landlock below ABI 3 does not govern it (ftruncate needs
+an fd opened for writing, which Landlock does govern).
 """
 
 from __future__ import annotations
@@ -33,20 +35,20 @@ ARCHES = {
         "chroot": 161, "io_uring_setup": 425, "process_vm_writev": 311, "bpf": 321, "socket": 41,
         "kill": 62, "tkill": 200, "tgkill": 234, "setsid": 112, "setpgid": 109,
         "process_vm_readv": 310, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297, "pidfd_send_signal": 424,
-        "pidfd_getfd": 438,
+        "pidfd_getfd": 438, "truncate": 76,
     }),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "execve": 221, "execveat": 281, "ptrace": 117, "unshare": 97,
         "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "io_uring_setup": 425,
         "process_vm_writev": 271, "bpf": 280, "socket": 198, "kill": 129, "tkill": 130, "tgkill": 131,
         "setsid": 157, "setpgid": 154, "process_vm_readv": 270, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
-        "pidfd_send_signal": 424, "pidfd_getfd": 438,
+        "pidfd_send_signal": 424, "pidfd_getfd": 438, "truncate": 45,
     }),
 }  # fmt: skip
 ALWAYS_DENIED = ("fork", "vfork", "execve", "execveat", "ptrace", "unshare", "setns", "mount", "umount2",
                  "pivot_root", "chroot", "io_uring_setup", "process_vm_writev", "process_vm_readv", "bpf", "tkill",
                  "setsid", "setpgid", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
-                 "pidfd_getfd")  # fmt: skip
+                 "pidfd_getfd", "truncate")  # fmt: skip
 
 
 def supported() -> bool:
