@@ -12,6 +12,10 @@ expected one (plain JSON values, so no `__eq__` of the program's runs). The
 expected values are never sent to the child, and the sandbox's own verdict
 (exit status, timeouts, a tampered result channel, an exit before the calls
 returned) must be clean as well. tests/test_checks_hostile.py tries the tricks.
+
+Where the kernel lacks a layer that contains the program (Landlock, seccomp;
+factory/sandbox/containment.py), nothing runs and the result is a recorded
+error naming it, never a score (tests/test_sandbox_containment.py).
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import os
 import weakref
 
 from ..coa.tasks import Task
-from ..sandbox import CODE_TASK_IMPORTS, CONTEST_PRELUDE, SandboxLimits, Verdict, arun_function, arun_program
+from ..sandbox import (
+    CODE_TASK_IMPORTS, CONTEST_PRELUDE, SandboxLimits, Verdict, arun_function, arun_program, sandbox_refusal,
+)  # fmt: skip
 from .base import Checker, CheckResult, failure
 from .code_cases import Case, CallCase, StdinCase, as_json, cases_of, outputs_match
 from .code_script import PROBE_FUNCTION, ScriptCase, UncheckableCase
@@ -34,6 +40,7 @@ CODE_LIMITS = SandboxLimits(
     cpu_s=6, wall_s=12, memory_mb=1024, allowed_imports=CODE_TASK_IMPORTS, preloaded_modules=CONTEST_PRELUDE,
     recursion_limit=600_000,
 )  # fmt: skip
+ISOLATION = "error/isolation"  # a case the sandbox would not run here: the machine's fault, not the code's
 ENTRY = "run_solution"  # the wrapper run_function calls: Solution().<method>(*args)
 
 
@@ -55,8 +62,12 @@ class CodeTests(Checker):
         code = python_code(prediction)
         if not code.strip():
             return CheckResult(correct=False, score=0.0, detail="no code in the reply")
+        refused = sandbox_refusal()
+        if refused:
+            return failure(f"task {task.id} not judged: {refused}")
         outcomes = await asyncio.gather(*(self.run_case(code, case) for case in cases))
-        return summary(outcomes)
+        isolation = next((o for o in outcomes if o and o.startswith(ISOLATION)), None)
+        return failure(f"task {task.id} not judged: {isolation}") if isolation else summary(outcomes)
 
     async def run_case(self, code: str, case: Case) -> str | None:
         """None when the case passes, else a short reason."""

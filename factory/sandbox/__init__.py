@@ -20,6 +20,13 @@ Layers, each assuming the one before was bypassed:
    processes, no exec, no sockets but AF_UNIX). The last three are used where
    the kernel offers them; `sandbox_capabilities()` and `Verdict.isolation` say.
 
+Containment (`containment.py`): layers 1 and 2 are not a boundary for any import
+profile (`datetime.sys`, `dataclasses.builtins`, `random._os` hand out what the
+allowlist leaves out), so generated code runs only where Landlock and seccomp
+both apply; elsewhere the verdict is error/isolation and nothing runs
+(`sandbox_refusal()` says why; FACTORY_SANDBOX_UNCONTAINED=1 overrides, warned
+once per process).
+
 Import profiles: `DEFAULT_ALLOWED_IMPORTS` (pure computation) and
 `CODE_TASK_IMPORTS` (what competitive programs use, sys and io included; the code
 tool and the code checker; prompts render it). `SandboxLimits.preloaded_modules`
@@ -38,6 +45,8 @@ Verdict mapping (`status` / `reason`):
   `error` is "line N: Type: message", the traceback is in stderr (programs).
 - error / missing_function | input | sandbox: no such function, bad arguments
   from the caller, the child could not start or report.
+- error / isolation: this kernel lacks a layer that contains generated code
+  (Landlock, seccomp); nothing ran, nothing was checked.
 - error / exit_code (also for SystemExit(0) while run_function's module is being
   defined, or inside a call), early_exit (the process ended with status 0 before
   the runner reported: os._exit), tampered (the result records are not the
@@ -52,7 +61,7 @@ Verdict mapping (`status` / `reason`):
 Calls a run never reached get the run's status with reason "not_run".
 """
 
-from .api import arun_function, arun_program, run_function, run_program
+from .api import arun_function, arun_program, run_function, run_program, sandbox_refusal
 from .capabilities import sandbox_capabilities
 from .models import CODE_TASK_IMPORTS, CONTEST_PRELUDE, DEFAULT_ALLOWED_IMPORTS, CallVerdict, SandboxLimits, Verdict
 from .static_check import StaticIssue, check_source
@@ -60,5 +69,5 @@ from .static_check import StaticIssue, check_source
 __all__ = [
     "CODE_TASK_IMPORTS", "CONTEST_PRELUDE", "DEFAULT_ALLOWED_IMPORTS", "CallVerdict", "SandboxLimits", "StaticIssue",
     "Verdict", "arun_function", "arun_program", "check_source", "run_function", "run_program",
-    "sandbox_capabilities",
+    "sandbox_capabilities", "sandbox_refusal",
 ]  # fmt: skip

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from .capabilities import landlock_abi, network_namespace_prefix
 from .child import seccomp
+from .containment import refusal
 from .models import CallVerdict, SandboxLimits, Verdict
 from .process import supervise
 from .static_check import check_source
@@ -52,15 +53,28 @@ def child_argv(job_path: Path) -> list[str]:
     return [*network_namespace_prefix(), sys.executable, "-s", "-S", str(RUNNER), str(job_path)]
 
 
-def job_payload(source: str, limits: SandboxLimits, scratch: str, result_path: str, **mode: Any) -> dict:
+def kernel_layers() -> dict[str, bool]:
+    """The kernel layers a run gets here: read once per run, for the containment rule
+    and for the child's job alike, so that the two can never disagree."""
+    return {"network_namespace": bool(network_namespace_prefix()), "landlock": landlock_abi() > 0,
+            "seccomp": seccomp.supported()}  # fmt: skip
+
+
+def sandbox_refusal() -> str | None:
+    """Why generated code may not run on this machine (a layer the kernel lacks), or None;
+    see containment.py. Callers that judge code ask first, to record an error, not a score."""
+    return refusal(kernel_layers())
+
+
+def job_payload(source: str, limits: SandboxLimits, scratch: str, result_path: str, layers: dict[str, bool],
+                **mode: Any) -> dict:  # fmt: skip
     return {
         "source": source, "scratch": scratch, "result_path": result_path, "extra_paths": library_paths(),
         "allowed_imports": list(limits.allowed_imports), "allow_open": limits.allow_scratch_files,
         "preloaded_modules": list(limits.preloaded_modules), "recursion_limit": limits.recursion_limit,
         "cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_size_mb": limits.file_size_mb,
         "max_processes": limits.max_processes, "max_value_bytes": limits.max_output_bytes,
-        "network_namespace": bool(network_namespace_prefix()), "landlock": landlock_abi() > 0,
-        "seccomp": seccomp.supported(), "function_name": None, "calls": None, "call_timeout_s": None, **mode,
+        **layers, "function_name": None, "calls": None, "call_timeout_s": None, **mode,
     }  # fmt: skip
 
 
@@ -87,6 +101,10 @@ async def run_job(source: object, limits: SandboxLimits | dict | None, stdin: ob
         return failed("input", f"bad limits: {'.'.join(map(str, first['loc']))}: {first['msg']}", n_calls)
     if not isinstance(source, str):
         return failed("input", f"source must be a str, not {type(source).__name__}", n_calls)
+    layers = kernel_layers()
+    refused = refusal(layers)  # before the static check: nothing is judged where nothing is contained
+    if refused:
+        return failed("isolation", refused, n_calls)
     if not skip_static_check:
         issue = check_source(source, limits.allowed_imports, limits.allow_scratch_files)
         if issue:
@@ -96,7 +114,7 @@ async def run_job(source: object, limits: SandboxLimits | dict | None, stdin: ob
     except OSError as exc:
         return failed("sandbox", f"no scratch directory: {exc}", n_calls)
     try:
-        return await run_in(job_dir, source, limits, stdin, n_calls, mode)
+        return await run_in(job_dir, source, limits, stdin, n_calls, {**mode, "layers": layers})
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
 

@@ -30,9 +30,10 @@ CONTEST_PRELUDE: tuple[str, ...] = (
 
 # The code-task profile: the standard library that competitive programs use (stdin
 # through sys and io included), for the code tool and the code checker alike. The
-# Python layer cannot contain `sys` (sys.modules holds every loaded module); the
-# kernel layers (rlimits, network namespace, Landlock, seccomp) do. Prompts render
-# this constant as the code agent's module list.
+# Python layer cannot contain `sys` (sys.modules holds every loaded module), nor can
+# it contain the default profile, whose modules hand sys out as an attribute; the
+# kernel layers do, and a run needs them (containment.py). Prompts render this
+# constant as the code agent's module list.
 CODE_TASK_IMPORTS: tuple[str, ...] = tuple(dict.fromkeys((*CONTEST_PRELUDE, *DEFAULT_ALLOWED_IMPORTS)))
 
 

@@ -47,7 +47,9 @@ blank line) and the ```sh / ```bash blocks are its stdin (joined by a newline):
 reads a real stdin (input(), sys.stdin, sys.stdin.buffer); without one, stdin is
 empty and an EOFError's stderr ends with a hint. The default import list is
 factory.sandbox.CODE_TASK_IMPORTS (sys and io included), so an agent can test a
-contest program as it will be judged; the kernel layers confine it.
+contest program as it will be judged; the kernel layers confine it, and where the
+kernel lacks Landlock or seccomp nothing runs: the observation is [FAILED] with
+the sandbox's one-line reason (factory/sandbox/containment.py).
 
 Notebook echo (`echo_last_expression`): when the last statement is a bare
 expression, its value is printed with repr() unless it is None, as a notebook

@@ -28,8 +28,9 @@ from ...sandbox import CODE_TASK_IMPORTS
 # The code tool's default is the code-task profile (factory.sandbox.CODE_TASK_IMPORTS):
 # the standard library contest programs use, sys and io included, so an agent can run
 # a stdin program as it will be judged. numpy and sympy work where installed. The
-# Python layer cannot contain sys (sys.modules holds every loaded module); the kernel
-# layers (rlimits, network namespace, Landlock, seccomp) do, and tests check they hold.
+# Python layer contains no profile (sys is also one attribute away from datetime,
+# collections, re, ...); the kernel layers do, so a run needs Landlock and seccomp and
+# is refused (error/isolation) without them (factory/sandbox/containment.py).
 CODE_TOOL_IMPORTS: tuple[str, ...] = CODE_TASK_IMPORTS  # the old name, kept for imports of it
 
 

@@ -1,0 +1,142 @@
+"""Containment needs the kernel (factory/sandbox/containment.py): the reviewer's escapes
+(issue 12), replayed with the capability probes switched off as the reviewer did, must
+not run; a code task is then a recorded error, never a score. The Python layers are no
+boundary for any profile, the default one included, and the tests show why."""
+
+import asyncio
+import logging
+
+import pytest
+
+import factory.sandbox.api as api
+from factory.checks import CODE_LIMITS, CodeTests
+from factory.coa.tasks import Task
+from factory.coa.tools import CodeTool
+from factory.sandbox import (
+    CODE_TASK_IMPORTS, DEFAULT_ALLOWED_IMPORTS, SandboxLimits, check_source, run_function, run_program,
+    sandbox_capabilities, sandbox_refusal,
+)  # fmt: skip
+from factory.sandbox import containment
+from factory.sandbox.child import seccomp
+
+CODE = SandboxLimits(cpu_s=5, wall_s=8, allowed_imports=CODE_TASK_IMPORTS)
+CAPS = sandbox_capabilities()
+
+
+def ctypes_system(marker) -> str:  # t6.py / t6b.py
+    return ("import sys\nct = sys.modules['importlib'].import_module('ctypes')\n"
+            f"print(ct.CDLL(None).system(b'echo ESCAPED > {marker}'))\n")  # fmt: skip
+
+
+def io_write(marker) -> str:  # t6d.py
+    return f"import io\nio.open({str(marker)!r}, 'w').write('owned')\nprint('wrote')\n"
+
+
+# The default profile, no sys, io or importlib in the allowlist: sys is an attribute of datetime.
+DEFAULT_PROFILE_ESCAPE = ("import datetime\nil = datetime.sys.modules['importlib']\n"
+                          "print(il.import_module('ctypes').CDLL(None).system(b'echo ESCAPED > {marker}'))\n")  # fmt: skip
+
+
+@pytest.fixture
+def no_landlock(monkeypatch):
+    monkeypatch.delenv(containment.UNCONTAINED_ENV, raising=False)
+    monkeypatch.setattr(api, "landlock_abi", lambda: 0)
+
+
+@pytest.fixture
+def no_kernel_layers(no_landlock, monkeypatch):
+    monkeypatch.setattr(seccomp, "supported", lambda: False)
+
+
+def assert_refused(verdict, lacking: str) -> None:
+    assert (verdict.status, verdict.reason) == ("error", "isolation"), (verdict.status, verdict.error)
+    assert lacking in verdict.error and "not run" in verdict.error and not verdict.stdout
+
+
+def test_without_landlock_and_seccomp_the_ctypes_escape_does_not_run(no_kernel_layers, tmp_path):
+    marker = tmp_path / "escaped.txt"
+    assert_refused(run_program(ctypes_system(marker), limits=CODE), "Landlock (the filesystem) and seccomp")
+    assert not marker.exists()
+
+
+def test_without_landlock_alone_io_open_writes_nothing(no_landlock, tmp_path):
+    marker = tmp_path / "written_by_sandbox.txt"
+    assert_refused(run_program(io_write(marker), limits=CODE), "lacks Landlock (the filesystem),")
+    assert not marker.exists()
+
+
+def test_the_default_profile_is_no_boundary_either(no_kernel_layers, tmp_path):
+    """Falling back to DEFAULT_ALLOWED_IMPORTS would not contain anything: the static check
+    lets this pass, so only the refusal (or the kernel) stops it."""
+    marker = tmp_path / "escaped.txt"
+    source = DEFAULT_PROFILE_ESCAPE.format(marker=marker)
+    assert check_source(source, DEFAULT_ALLOWED_IMPORTS) is None
+    assert_refused(run_program(source), "Landlock")
+    verdict = run_function(source + "def f():\n    return 1\n", "f", [[], []])
+    assert_refused(verdict, "Landlock")
+    assert [call.reason for call in verdict.calls] == ["isolation", "isolation"]
+    assert not marker.exists()
+
+
+def test_a_code_task_is_a_recorded_error_not_a_score(no_kernel_layers):
+    task = Task(id="t/echo", question="print the input", domain="code", source="t",
+                tests={"stdin": ["7\n"], "expected_output": ["7\n"]})  # fmt: skip
+    checker = CodeTests(limits=CODE_LIMITS.model_copy(update={"wall_s": 6, "cpu_s": 3}))
+    result = checker.check("```python\nimport sys\nprint(sys.stdin.read().strip())\n```", task)
+    assert (result.correct, result.score) == (False, 0.0)
+    assert result.error and result.error.startswith("task t/echo not judged: not run: this kernel lacks Landlock")
+
+
+def test_the_code_tool_says_why_nothing_ran(no_kernel_layers):
+    result = asyncio.run(CodeTool()("print(1)"))
+    assert not result.ok and result.meta["reason"] == "isolation"
+    assert result.text.startswith("[FAILED]") and "this kernel lacks Landlock" in result.text
+
+
+def test_an_operator_may_accept_uncontained_runs_and_is_warned_once(no_kernel_layers, monkeypatch, caplog):
+    monkeypatch.setenv(containment.UNCONTAINED_ENV, "1")
+    monkeypatch.setattr(containment, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger=containment.__name__):
+        assert sandbox_refusal() is None
+        first, second = run_program("print(6 * 7)"), run_program("print(1)")
+    assert first.stdout == "42\n" and second.ok
+    assert first.isolation["landlock_abi"] == 0 and first.isolation["seccomp"] is False  # the child was told
+    warnings = [r.message for r in caplog.records if "UNCONTAINED" in r.message]
+    assert len(warnings) == 1 and "lacks Landlock (the filesystem) and seccomp" in warnings[0]
+
+
+def test_a_kernel_with_the_layers_runs_and_holds(tmp_path, monkeypatch):
+    monkeypatch.delenv(containment.UNCONTAINED_ENV, raising=False)
+    if not (CAPS["landlock_abi"] and CAPS["seccomp"]):
+        assert sandbox_refusal() and "lacks" in sandbox_refusal()
+        pytest.skip("kernel without the layers: refusal checked instead")
+    assert sandbox_refusal() is None
+    marker = tmp_path / "escaped.txt"
+    for source in (ctypes_system(marker), io_write(marker), DEFAULT_PROFILE_ESCAPE.format(marker=marker)):
+        verdict = run_program(source, limits=CODE)
+        assert verdict.isolation["landlock_abi"] >= 1 and verdict.isolation["seccomp"] is True
+        assert not marker.exists(), verdict
+    assert run_program("import os", limits=CODE).reason == "import"  # layer 1 still answers first
+
+
+@pytest.mark.skipif(not CAPS["seccomp"], reason="kernel without seccomp")
+def test_truncate_by_path_is_denied_by_seccomp_alone(no_landlock, monkeypatch, tmp_path):
+    """Landlock below ABI 3 does not govern truncate(2); the seccomp filter does, on every ABI.
+    Landlock is off here (the operator's override lets the run start), so seccomp is all that stops it."""
+    monkeypatch.setenv(containment.UNCONTAINED_ENV, "1")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    source = ("import random\ntry:\n    random._os.truncate(" + repr(str(victim)) + ", 0)\n"
+              "except OSError as e:\n    print(type(e).__name__)\n")  # fmt: skip
+    verdict = run_program(source)
+    assert verdict.stdout == "PermissionError\n" and verdict.isolation["landlock_abi"] == 0
+    assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("source", [
+    "from random import __builtins__ as b\nprint(b['_' * 2 + 'import' + '_' * 2]('ctypes'))",
+    "match 1:\n    case object(__class__=c):\n        print(c)",
+])  # fmt: skip
+def test_dunders_by_import_alias_and_match_pattern_are_refused(source):
+    issue = check_source(source, DEFAULT_ALLOWED_IMPORTS)
+    assert issue and (issue.status, issue.reason) == ("rejected", "dunder") and issue.line in (1, 2)
