@@ -143,8 +143,9 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
         step("go", {"place": "watering_can"}),  # a parameter error the LLM's DM misses
         step("take", {"item": "watering_can"}, error="logic"),  # a false alarm
         step("water", {"litres": 2}),  # a location error, missed again
-        step("go", {"place": "garden"}),  # the goal (in the garden with the can) holds here: the end
-        step("water", {"litres": 2}, done=True),  # after the end: cut
+        step("go", {"place": "garden"}),
+        step("water", {"litres": 2}),  # sets tomatoes_watered: the goal holds, the DM forgot to say so: the end
+        step("go", {"place": "kitchen"}, done=True),  # after the end: cut
     ]
     server.route(SCRIPT_MARK, ok(GARDEN))
     server.route(TRAJ_MARK, replies(misjudged))
@@ -152,9 +153,14 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
     settings = RefineConfig(with_code=False, injection=False, dm_evaluation="world")
     assert go(fast_config(), store, settings)
     steps = json.loads(store.query("SELECT steps FROM trajectories WHERE verified")[0][0])
-    assert [s["evaluation"]["error"] for s in steps] == ["parameter", "none", "location", "none"]
-    assert steps[-1]["evaluation"]["task_done"] and steps[0]["observation"].startswith("That does not work")
+    assert [s["evaluation"]["error"] for s in steps] == ["parameter", "none", "location", "none", "none"]
+    assert steps[-1]["action"]["name"] == "water" and steps[-1]["evaluation"]["task_done"]
+    assert steps[0]["observation"] == "watering can is not a valid place."  # the DM's voice, to the player
+    assert steps[2]["observation"] == "You can only do that in the garden, and you are in the kitchen."
+    assert "the rules refuse" in steps[2]["dm_thinking"] and "go(place=garden)" in steps[2]["dm_thinking"]
     conversations = json.loads(store.query("SELECT conversations FROM trajectories")[0][0])
+    assert conversations[0]["value"].endswith("You are in the kitchen. A small kitchen. You see the watering can. "
+                                              "You are carrying nothing.")  # fmt: skip
     assert "not a valid place" in conversations[2]["value"]  # the world's feedback is what the player reads
 
 

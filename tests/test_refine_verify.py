@@ -58,7 +58,8 @@ def test_the_good_trajectory_passes_every_rule(script):
         (broken(2, error="parameter"), "wrong_error", 2),
         (broken(3, task_done=True), "early_done", 3),
         (GOOD[:3] + [step("go", {"place": "kitchen"}, done=True)], "false_done", 3),
-        (broken(4, task_done=False), "not_done", 5),
+        (broken(4, task_done=False), "missed_done", 4),
+        (GOOD[:4], "not_done", 4),
     ],
 )
 def test_each_rule_catches_its_failure(script, steps, rule, at):
@@ -69,7 +70,7 @@ def test_each_rule_catches_its_failure(script, steps, rule, at):
 
 
 def test_too_few_corrections_means_start_over(script):
-    clean = [step("take", {"item": "watering_can"}), step("go", {"place": "garden"}, done=True)]
+    clean = [step("take", {"item": "watering_can"}), step("go", {"place": "garden"}), step("water", {"litres": 1}, done=True)]
     verdict = verify_steps(script, clean)
     assert verdict.rule == "too_few_corrections" and verdict.restart
     assert verify_steps(script, GOOD, min_corrections=3).rule == "too_few_corrections"
@@ -85,6 +86,19 @@ def test_an_extra_check_such_as_validation_code_can_reject_an_action(script):
     verdict = verify_steps(script, GOOD, extra=no_more_than_one_litre)
     assert verdict.rule == "unflagged_error" and verdict.failed_step == 4
     assert "overflows" in verdict.reason
+
+
+def test_the_one_shot_example_passes_against_the_first_example_script():
+    import json
+
+    from factory.paths import prompts_dir
+
+    folder = prompts_dir() / "refine"
+    script = Script.model_validate(json.loads((folder / "script_examples.json").read_text())[0])
+    steps = json.loads((folder / "trajectory_example.json").read_text())["steps"]
+    verdict = verify_steps(script, steps)
+    assert verdict.ok, verdict.reason
+    assert verdict.checks[-1].state_after.facts == {"tomatoes_watered"}  # its last action is the task's
 
 
 def test_a_first_step_failure_restarts(script):

@@ -1,11 +1,13 @@
 """The script model's declarative rules, replayed without running any code."""
 
+import copy
+
 import pytest
 from pydantic import ValidationError
 
 from factory.records import Trajectory, Turn, TurnError
 from factory.refine.script import Script
-from factory.refine.world import WorldState, apply_action, check_action, goal_reached
+from factory.refine.world import WorldState, apply_action, check_action, goal_reached, step
 
 GARDEN = {
     "environment": {
@@ -14,21 +16,23 @@ GARDEN = {
             {"name": "garden", "description": "Rows of tomatoes.", "items": []},
         ],
         "player": {"location": "kitchen", "inventory": []},
+        "facts": [{"name": "tomatoes_watered"}],
     },
     "task": "Water the tomatoes in the garden.",
     "actions": [
         {"name": "go", "description": "Walk somewhere.",
          "parameters": [{"name": "place", "valid_values": ["kitchen", "garden"]}],
-         "effects": [{"kind": "move_to", "param": "place"}]},
+         "effects": [{"kind": "move_to", "value": "place"}]},
         {"name": "take", "description": "Pick up an item here.",
          "parameters": [{"name": "item", "valid_values": ["watering_can"]}],
          "preconditions": [{"kind": "param_at_location", "value": "item"}],
-         "effects": [{"kind": "take", "param": "item"}]},
+         "effects": [{"kind": "take", "value": "item"}]},
         {"name": "water", "description": "Water the plants with some litres.",
          "parameters": [{"name": "litres", "type": "integer", "valid_values": ["1", "2", "3"]}],
-         "preconditions": [{"kind": "player_at", "value": "garden"}, {"kind": "has_item", "value": "watering_can"}]},
+         "preconditions": [{"kind": "player_at", "value": "garden"}, {"kind": "has_item", "value": "watering_can"}],
+         "effects": [{"kind": "set_fact", "value": "tomatoes_watered"}]},
     ],
-    "goal": {"conditions": [{"kind": "player_at", "value": "garden"}, {"kind": "has_item", "value": "watering_can"}]},
+    "goal": {"conditions": [{"kind": "fact_true", "value": "tomatoes_watered"}]},
 }  # fmt: skip
 
 
@@ -40,13 +44,15 @@ def script():
 @pytest.mark.parametrize(
     "name, params, error_type, reason",
     [
-        ("fly", {}, "logic", "not an available action"),
+        ("fly", {}, "logic", "You cannot fly here: it is not one of the actions you can take."),
         ("go", {"place": "attic"}, "parameter", "not a valid place"),
-        ("go", {}, "parameter", "missing 'place'"),
-        ("go", {"place": "garden", "speed": 2}, "parameter", "unexpected 'speed'"),
-        ("water", {"litres": 2}, "location", "only possible at garden"),
+        ("go", {}, "parameter", "To go you need to say which place."),
+        ("go", {"place": "garden", "speed": 2}, "parameter", "Go takes no speed."),
+        ("water", {"litres": 2}, "location", "You can only do that in the garden, and you are in the kitchen."),
         ("water", {"litres": "two"}, "parameter", "not a valid litres"),
         ("water", {"litres": 2.5}, "parameter", "not a valid litres"),
+        ("water", {"litres": True}, "parameter", "not a valid litres"),
+        ("go", {"place": 2}, "parameter", "not a valid place"),
     ],
 )
 def test_invalid_actions_name_their_error(script, name, params, error_type, reason):
@@ -54,16 +60,67 @@ def test_invalid_actions_name_their_error(script, name, params, error_type, reas
     assert not checked.ok and checked.error_type == error_type and reason in checked.reason
 
 
-def test_a_valid_playthrough_reaches_the_goal(script):
+def test_a_valid_playthrough_reaches_the_goal_at_its_last_action(script):
     state = WorldState.initial(script)
-    steps = [("take", {"item": "watering_can"}), ("go", {"place": "garden"}), ("water", {"litres": "2"})]
+    calls = [("take", {"item": "watering_can"}), ("go", {"place": "garden"}), ("water", {"litres": "2"})]
     assert goal_reached(script, state) is False
-    for name, params in steps:
-        checked = check_action(script, state, name, params)
-        assert checked.ok, checked.reason
-        state = apply_action(script, state, name, params)
-    assert state.location == "garden" and state.inventory == ["watering_can"]
-    assert goal_reached(script, state) is True
+    for index, (name, params) in enumerate(calls):
+        moved = step(script, state, name, params)
+        assert moved.check.ok, moved.check.reason
+        assert moved.done is (index == len(calls) - 1)  # the task's own action completes it, not a step earlier
+        state = moved.after
+    assert state.location == "garden" and state.inventory == ["watering_can"] and state.facts == {"tomatoes_watered"}
+
+
+def test_step_hands_typed_values_to_the_extra_check_and_refuses_in_its_words(script):
+    seen = []
+
+    def extra(name, params, state):
+        seen.append(params)
+        return (False, "The hose is frozen.") if name == "water" else None
+
+    state = WorldState("garden", ["watering_can"], {}, set())
+    moved = step(script, state, "water", {"litres": "2"}, extra)
+    assert seen == [{"litres": 2}]  # text from the player, the declared integer to the check
+    assert not moved.check.ok and moved.check.error_type == "logic" and moved.check.reason == "The hose is frozen."
+    assert moved.after is state and moved.done is False
+    assert step(script, state, "go", {"place": "kitchen"}, extra).check.ok
+
+
+def test_facts_are_set_cleared_and_checked():
+    data = copy.deepcopy(GARDEN)
+    data["environment"]["facts"].append({"name": "tap_open", "initially": True})
+    data["actions"].append({"name": "close_tap", "description": "Close the tap.",
+                            "preconditions": [{"kind": "fact_true", "value": "tap_open"}],
+                            "effects": [{"kind": "clear_fact", "value": "tap_open"}]})  # fmt: skip
+    data["actions"][2]["preconditions"].append({"kind": "fact_false", "value": "tap_open"})
+    script = Script.model_validate(data)
+    state = WorldState("garden", ["watering_can"], {}, {"tap_open"})
+    refused = check_action(script, state, "water", {"litres": 1})
+    assert not refused.ok and refused.error_type == "logic" and refused.reason == "Too late: tap open has already happened."
+    closed = step(script, state, "close_tap", {})
+    assert closed.after.facts == set() and closed.done is False
+    again = check_action(script, closed.after, "close_tap", {})
+    assert not again.ok and again.reason == "Not yet: tap open has not happened."
+    assert step(script, closed.after, "water", {"litres": 1}).done is True
+
+
+def test_refusals_speak_to_the_player_with_display_names(script):
+    state = WorldState.initial(script)
+    assert check_action(script, state, "water", {"litres": 1}).reason.startswith("You can only do that in the garden")
+    garden = apply_action(script, state, "go", {"place": "garden"})
+    assert check_action(script, garden, "water", {"litres": 1}).reason == "You need the watering can, but you are not carrying it."
+    assert check_action(script, garden, "take", {"item": "watering_can"}).reason == "There is no watering can here in the garden."
+
+
+def test_scripts_written_before_facts_still_load():
+    old = copy.deepcopy(GARDEN)
+    del old["environment"]["facts"]
+    old["actions"][0]["effects"] = [{"kind": "move_to", "param": "place"}]  # the old key
+    old["actions"][2]["effects"] = []
+    old["goal"] = {"conditions": [{"kind": "player_at", "value": "garden"}]}
+    script = Script.model_validate(old)
+    assert script.actions[0].effects[0].value == "place" and WorldState.initial(script).facts == set()
 
 
 def test_preconditions_track_the_world(script):
@@ -79,18 +136,23 @@ def test_preconditions_track_the_world(script):
     "patch, message",
     [
         (lambda s: s["environment"]["player"].update(location="roof"), "player starts at unknown location 'roof'"),
-        (lambda s: s["actions"][0]["effects"][0].update(param="where"), "refers to missing parameter 'where'"),
+        (lambda s: s["actions"][0]["effects"][0].update(value="where"), "refers to missing parameter 'where'"),
         (lambda s: s["actions"].append(dict(s["actions"][0])), "action names repeat"),
         (lambda s: s["goal"]["conditions"].append({"kind": "player_at", "value": "moon"}), "unknown location 'moon'"),
+        (lambda s: s["goal"]["conditions"].append({"kind": "fact_true", "value": "roses_cut"}),
+         "goal uses undeclared fact 'roses_cut'"),
+        (lambda s: s["actions"][2]["effects"].append({"kind": "set_fact", "value": "pots_full"}),
+         "action 'water' uses undeclared fact 'pots_full'"),
+        (lambda s: s["actions"][2]["effects"].clear(), "fact 'tomatoes_watered' must be true but no action sets it"),
+        (lambda s: s["environment"]["facts"].append({"name": "tomatoes_watered"}), "fact names repeat"),
     ],
 )
 def test_scripts_with_dangling_names_are_rejected(patch, message):
-    import copy
-
     broken = copy.deepcopy(GARDEN)
     patch(broken)
     with pytest.raises(ValidationError, match=message):
         Script.model_validate(broken)
+    assert Script.model_validate(GARDEN)  # the unpatched script has none of these problems
 
 
 def test_trajectory_stats_count_errors_and_corrections():

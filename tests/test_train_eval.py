@@ -44,12 +44,15 @@ LIBRARY = {
          "preconditions": [{"kind": "param_at_location", "value": "item"}],
          "effects": [{"kind": "take", "param": "item"}],
          "validation_code": "def validate(params, state):\n"
-                            "    return params['item'] in state['items_here'] and not state['inventory']"},
+                            "    if state['inventory']:\n"
+                            "        return [False, 'Your hands are full: you can carry one thing at a time.']\n"
+                            "    return params['item'] in state['items_here']"},
     ],
     "goal": {"conditions": [{"kind": "player_at", "value": "archive"}, {"kind": "has_item", "value": "atlas"}]},
 }  # fmt: skip
 
-GARDEN_PLAN = ["Thought: I need the can.\nAction: take(item=watering_can)", "Thought: Now outside.\nAction: go(place=garden)"]
+GARDEN_PLAN = ["Thought: I need the can.\nAction: take(item=watering_can)", "Thought: Now outside.\nAction: go(place=garden)",
+               "Thought: Two litres.\nAction: water(litres=2)"]
 LIBRARY_PLAN = ["Thought: To the archive.\nAction: go(room=archive)", "Thought: There it is.\nAction: take(item=atlas)"]
 
 
@@ -115,7 +118,7 @@ def test_held_out_excludes_training_scripts_and_says_why(run_dir, train_data):
     assert set(reasons) == {"trained:0", "exported:0", "nogoal:0"}
     assert "training split 'sft'" in reasons["trained:0"] and str(train_data) in reasons["exported:0"]
     assert "no declared goal" in reasons["nogoal:0"]
-    assert [e.plan_length for e in selection.environments] == [2, 2]
+    assert [e.plan_length for e in selection.environments] == [3, 2]
 
 
 def test_a_published_folder_excludes_only_its_training_split(run_dir, tmp_path):
@@ -175,12 +178,13 @@ def test_a_known_good_plan_succeeds_through_the_sandbox(run_dir, server, fast_co
     selection.environments = [e for e in selection.environments if e.env_id in ("garden:0", "library:0")]
     report = evaluate(selection, LLMPlayer(fast_config(temperature=0)), max_steps=6)
     overall = report.overall
-    assert (overall["success_rate"], overall["progress_rate"], overall["steps"]) == (1.0, 1.0, 4)
+    assert (overall["success_rate"], overall["progress_rate"], overall["steps"]) == (1.0, 1.0, 5)
     assert overall["format_errors"] == overall["invalid_actions"] == overall["loops"] == 0
     assert [e.status for e in report.episodes] == ["success", "success"]
     garden = [r["body"]["messages"] for r in server.requests if GARDEN["task"] in r["body"]["messages"][0]["content"]]
     assert [m["role"] for m in garden[1]] == ["user", "assistant", "user"]
-    assert garden[1][2]["content"].startswith("Observation: take(item=watering_can) worked. You are at kitchen.")
+    assert garden[1][2]["content"] == ("Observation: take(item=watering_can) worked. You are in the kitchen. "
+                                       "A small kitchen. You see nothing of note. You are carrying the watering can.")  # fmt: skip
     assert "Action: <action name>(<parameter>=<value>, ...)" in garden[0][0]["content"]  # the training prompt
 
 
@@ -194,7 +198,8 @@ def test_validation_code_judges_in_the_sandbox(server, fast_config):
     env = Environment("library", Script.model_validate(LIBRARY), 2)
     assert SandboxCodeChecker().script_problems(env.script) == []  # a script the refine path would verify
     strict = evaluate([env], LLMPlayer(fast_config()), max_steps=3).episodes[0]
-    assert strict.invalid_by_type == {"logic": 1} and "validation code rejects" in strict.transcript[-1].reason
+    assert strict.invalid_by_type == {"logic": 1}
+    assert strict.transcript[-1].reason == "Your hands are full: you can carry one thing at a time."  # the code's words
     assert not strict.success and strict.progress == pytest.approx(0.5)  # one step from the goal of two
     lenient = evaluate([env], LLMPlayer(fast_config()), max_steps=3, validation_code=False).episodes[0]
     assert lenient.success and lenient.steps == 3
@@ -210,7 +215,7 @@ def test_a_repeated_bad_action_is_a_loop_and_format_errors_count(run_dir, train_
     assert (garden.status, garden.steps, garden.format_errors) == ("step_limit", 5, 2)
     assert garden.invalid_by_type == {"parameter": 3}
     assert garden.loop_detected and garden.loops == 1 and garden.longest_mistake_streak == 3
-    assert garden.revisits == 3 and garden.progress == 0.0 and garden.final_distance == 2
+    assert garden.revisits == 3 and garden.progress == 0.0 and garden.final_distance == 3
     assert library.status == "player_error" and "bad_request" in library.error and library.steps == 0
     overall = report.overall
     assert overall["loop_rate"] == 0.5 and overall["player_errors"] == 1 and overall["format_error_rate"] == 0.4
@@ -293,7 +298,7 @@ def test_write_report_never_overwrites(run_dir, server):
     server.route(GARDEN["task"], *map(ok, GARDEN_PLAN))
     selection = load_environments(run_dir)
     selection.environments = [e for e in selection.environments if e.env_id == "garden:0"]
-    report = evaluate(selection, LLMPlayer(llm_config("loopback", server.base_url)), max_steps=2)
+    report = evaluate(selection, LLMPlayer(llm_config("loopback", server.base_url)), max_steps=3)
     first, second = write_report(report, run_dir), write_report(report, run_dir)
     assert first != second and json.loads(second.read_text())["overall"]["success_rate"] == 1.0
 

@@ -2,8 +2,9 @@
 
 In this mode the LLM still writes the player's thoughts and actions and the
 DM's narration, but each action's evaluation (error type, task done) comes from
-replaying the script's world: the declarative rules and, when on, the
-validation code. A mistaken action's DM lines become the world's own feedback,
+replaying the script's world (`world.step`: the declarative rules and, when on,
+the validation code). A refused action's DM lines become the world's own
+feedback, in the DM's voice and the second person (narration.py),
 and the episode ends at the step that reaches the goal. The verifier still runs
 every rule; the ones about the DM's judgement then hold by construction.
 
@@ -21,43 +22,44 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..paths import prompts_dir
+from .narration import words
 from .script import Script
 from .solvable import describe_plan, shortest_plan
-from .verify import ExtraCheck, Step, judge_action
-from .world import WorldState, apply_action, check_action, format_action, goal_reached
+from .verify import Step
+from .world import ActionCheck, ExtraCheck, WorldState, format_action, step as world_step
 
 
 @lru_cache(maxsize=1)
 def feedback_templates() -> dict[str, str]:
-    """How the DM words a rejected action (shared with error injection)."""
+    """How an injected mistake's thought is worded (error injection's own templates)."""
     return json.loads((prompts_dir() / "refine" / "injected_step.json").read_text())
 
 
 def state_after(script: Script, steps: list[dict]) -> WorldState:
     """The world after replaying verified steps: actions the DM accepted and the rules allow."""
     state = WorldState.initial(script)
-    for step in steps:
-        action = step["action"]
-        accepted = step["evaluation"]["error"] == "none"  # validation code may have refused a rule-valid action
-        if accepted and check_action(script, state, action["name"], action["params"]).ok:
-            state = apply_action(script, state, action["name"], action["params"])
+    for done in steps:
+        action = done["action"]
+        accepted = done["evaluation"]["error"] == "none"  # validation code may have refused a rule-valid action
+        moved = world_step(script, state, action["name"], action["params"])
+        if accepted and moved.check.ok:
+            state = moved.after
     return state
 
 
-def dm_feedback(script: Script, state: WorldState, call: str, reason: str) -> dict[str, str]:
-    """The DM's lines for a rejected action: its private check and what the player sees."""
-    text = feedback_templates()
-    thinking = text["dm_thinking"].format(action=call, reason=reason)
+def dm_feedback(script: Script, state: WorldState, call: str, check: ActionCheck) -> dict[str, str]:
+    """The DM's lines for a refused action: its private check and what the player is told."""
+    thinking = words()["dm_rejects"].format(action=call, rule=check.rule or check.reason, reason=check.reason)
     plan = shortest_plan(script, state)
     if plan:  # the DM knows the whole world; this private note steers the continuation, the player never reads it
         thinking += f" What would work from here: {describe_plan(plan)}."
-    return {"dm_thinking": thinking, "observation": text["observation"].format(action=call, reason=reason)}
+    return {"dm_thinking": thinking, "observation": check.reason}
 
 
-def _rejected(script: Script, state: WorldState, step: dict[str, Any], error_type: str, reason: str) -> dict[str, Any]:
-    call = format_action(step["action"]["name"], step["action"]["params"])
-    feedback = dm_feedback(script, state, call, reason)
-    return {**step, **feedback, "evaluation": {"error": error_type, "task_done": False}}
+def _rejected(script: Script, state: WorldState, raw: dict[str, Any], check: ActionCheck) -> dict[str, Any]:
+    call = format_action(raw["action"]["name"], raw["action"]["params"])
+    feedback = dm_feedback(script, state, call, check)
+    return {**raw, **feedback, "evaluation": {"error": check.error_type, "task_done": False}}
 
 
 def ground_steps(script: Script, prefix: list[dict], steps: list[dict], extra: ExtraCheck | None) -> list[dict]:
@@ -66,16 +68,15 @@ def ground_steps(script: Script, prefix: list[dict], steps: list[dict], extra: E
     grounded: list[dict] = []
     for raw in steps:
         try:
-            step = Step.model_validate(raw)
+            parsed = Step.model_validate(raw)
         except ValidationError:
             return grounded + [raw]  # malformed: the verifier reports it as a format failure
-        truth = judge_action(script, state, step, extra)
-        if not truth.ok:
-            grounded.append(_rejected(script, state, raw, truth.error_type, truth.reason))
+        moved = world_step(script, state, parsed.action.name, parsed.action.params, extra)
+        if not moved.check.ok:
+            grounded.append(_rejected(script, state, raw, moved.check))
             continue
-        state = apply_action(script, state, step.action.name, step.action.params)
-        reached = goal_reached(script, state)
-        done = step.evaluation.task_done if reached is None else reached  # no declared goal: the LLM's DM decides
+        state = moved.after
+        done = parsed.evaluation.task_done if moved.done is None else moved.done  # no declared goal: the LLM's DM decides
         grounded.append({**raw, "evaluation": {"error": "none", "task_done": done}})
         if done:
             break

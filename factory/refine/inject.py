@@ -14,7 +14,7 @@ from typing import Any
 
 from .grounding import dm_feedback, feedback_templates
 from .script import Script
-from .world import ActionCheck, WorldState, check_action, format_action
+from .world import ActionCheck, WorldState, check_action, format_action, step
 
 UNKNOWN_ACTIONS = ("look_around", "ask_for_help", "use_map", "wait", "search")
 
@@ -59,13 +59,13 @@ def injected_step(script: Script, state: WorldState, rng: random.Random) -> dict
         if picked is None:
             continue
         name, params = picked
-        checked: ActionCheck = check_action(script, state, name, params)
+        checked: ActionCheck = step(script, state, name, params).check
         if checked.ok:  # e.g. the "wrong" value happened to be valid: try another kind
             continue
         call = format_action(name, params)
         return {
             "thought": feedback_templates()["thought"].format(action=call), "action": {"name": name, "params": params},
-            **dm_feedback(script, state, call, checked.reason),
+            **dm_feedback(script, state, call, checked),
             "evaluation": {"error": checked.error_type, "task_done": False}, "injected": kind,
         }  # fmt: skip
     return None

@@ -7,21 +7,15 @@ context with loss=false and keeps its error type and the DM's feedback.
 
 from __future__ import annotations
 
-
 from ..prompts import render_prompt
 from ..records import Trajectory, Turn, TurnError
+from .narration import opening_observation
 from .roles import describe_actions
 from .script import Script
 from .verify import StepCheck
 from .world import format_action
 
-
-def opening_observation(script: Script) -> str:
-    env = script.environment
-    here = script.location(env.player.location)
-    items = ", ".join(here.items) if here and here.items else "nothing of note"
-    held = ", ".join(env.player.inventory) or "nothing"
-    return f"You are at {env.player.location}. {here.description if here else ''} You see {items}. You hold {held}."
+__all__ = ["build_trajectory", "opening_observation"]
 
 
 def build_trajectory(trajectory_id: str, script: Script, checks: list[StepCheck], provenance: dict) -> Trajectory:

@@ -12,8 +12,10 @@ from typing import Any
 from ..llm import Request
 from ..paths import prompts_dir
 from ..prompts import load_prompt, render_prompt
+from .narration import describe_goal, describe_rules
 from .schemas import from_wire, to_wire, trajectory_schema
 from .script import DeclarativeScriptDraft, Script, ScriptDraft
+from .values import valid_typed
 
 
 @lru_cache(maxsize=None)
@@ -56,18 +58,26 @@ def _without_code(script: dict) -> dict:
 
 
 def describe_actions(script: Script) -> str:
+    """The actions as the player sees them: names, typed valid values, descriptions; no rules."""
     lines = []
     for action in script.actions:
-        params = ", ".join(f"{p.name} in {p.valid_values}" for p in action.parameters) or "no parameters"
+        params = ", ".join(f"{p.name} in {json.dumps(valid_typed(p))}" for p in action.parameters) or "no parameters"
         lines.append(f"- {action.name}({params}): {action.description}")
     return "\n".join(lines)
 
 
 def describe_environment(script: Script) -> str:
+    """The whole world as the DM knows it, facts included."""
     env = script.environment
     places = "; ".join(f"{loc.name} ({loc.description} items: {', '.join(loc.items) or 'none'})" for loc in env.locations)
     held = ", ".join(env.player.inventory) or "nothing"
-    return f"{places}. The player starts at {env.player.location} holding {held}."
+    facts = ", ".join(f"{f.name}={str(f.initially).lower()}" for f in env.facts)
+    return f"{places}. The player starts at {env.player.location} holding {held}." + (f" Facts at the start: {facts}." if facts else "")
+
+
+def dm_rules(script: Script) -> str:
+    """What the DM judges by: every action's preconditions and effects, and the goal."""
+    return "\n".join([describe_rules(a) for a in script.actions] + [f"Goal: {describe_goal(script)}."])
 
 
 class TrajectorySimulator:
@@ -88,7 +98,7 @@ class TrajectorySimulator:
             progress = render_prompt("refine/trajectory_continue", steps=shown)
         user = render_prompt(
             "refine/trajectory_user", environment=describe_environment(script), task=script.task,
-            actions=describe_actions(script), progress=progress,
+            actions=describe_actions(script), rules=dm_rules(script), progress=progress,
         )  # fmt: skip
         schema = trajectory_schema(script, self.min_steps if not prefix else 1, self.max_steps)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]

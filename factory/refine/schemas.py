@@ -4,6 +4,9 @@ The schema limits action names to the script's actions and parameter values to
 the script's own vocabulary (every valid value, location and item it names), so
 a model decoding under it cannot invent actions, yet can still pick a wrong
 value or an action invalid where it stands: the mistakes AgentRefine trains on.
+Values go on the wire in their declared types (values.py): an integer
+parameter's valid values are offered as JSON numbers, a string parameter's as
+text, so the player sends exactly what validation code is written against.
 Every string and list is bounded: small models otherwise return empty lists or
 ramble until max_tokens.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from .script import Script
+from .values import valid_typed
 
 ERROR_TYPES = ["none", "parameter", "location", "logic"]
 
@@ -39,11 +43,13 @@ def from_wire(step: dict[str, Any]) -> dict[str, Any]:
 
 
 def script_vocabulary(script: Script) -> list[str]:
-    """Every value a parameter could sensibly take in this script, sorted."""
+    """Every text a parameter could sensibly take in this script (string parameters'
+    valid values, locations, items), sorted."""
     words: set[str] = set()
     for action in script.actions:
         for param in action.parameters:
-            words.update(param.valid_values)
+            if param.type == "string":
+                words.update(param.valid_values)
     for location in script.environment.locations:
         words.add(location.name)
         words.update(location.items)
@@ -51,16 +57,15 @@ def script_vocabulary(script: Script) -> list[str]:
     return sorted(words)
 
 
-def _with_numbers(values: list[str]) -> list[Any]:
-    """Numeric values may come back as JSON numbers ("2" or 2): accept both forms."""
-    numbers = []
-    for value in values:
-        try:
-            number = float(value)
-        except ValueError:
-            continue
-        numbers.append(int(number) if number.is_integer() else number)
-    return values + sorted(set(numbers))
+def param_values(script: Script, name: str) -> list[Any]:
+    """What the wire offers parameter `name`: the vocabulary (so wrong picks stay possible)
+    and the typed valid values of every parameter of that name."""
+    typed: list[Any] = []
+    for action in script.actions:
+        for param in action.parameters:
+            if param.name == name and param.type != "string":
+                typed.extend(v for v in valid_typed(param) if v not in typed)
+    return script_vocabulary(script) + typed
 
 
 def _bounded_text(max_length: int) -> dict[str, Any]:
@@ -69,10 +74,9 @@ def _bounded_text(max_length: int) -> dict[str, Any]:
 
 def action_schema(script: Script) -> dict[str, Any]:
     param_names = sorted({p.name for a in script.actions for p in a.parameters})
-    vocabulary = _with_numbers(script_vocabulary(script))
     params: dict[str, Any] = {
         "type": "object",
-        "properties": {name: {"enum": vocabulary} for name in param_names},
+        "properties": {name: {"enum": param_values(script, name)} for name in param_names},
         "additionalProperties": False,
     }
     return {

@@ -1,18 +1,23 @@
 """The AgentRefine script: an environment, a task and the actions available.
 
-Each action carries declarative rules the verifier checks without running code
-(parameter types and valid values, preconditions on where the player stands
-and what it holds) and effects that update the world, so a trajectory can be
-replayed and checked step by step. LLM-written validation code, when present,
-runs only in the sandbox; the declarative rules are what make small models
-useful, since they need no code at all.
+The world's state is where the player stands, what it holds, where the items
+lie, and named facts (booleans such as `faucet_installed`, declared in the
+environment with their value at the start). Each action carries declarative
+rules the verifier checks without running code (parameter types and valid
+values, preconditions over place, items and facts) and effects that update the
+world (move, take, drop, set or clear a fact), so a trajectory can be replayed
+and checked step by step. The goal is a list of conditions over the same state:
+a task such as "install the faucet" is a fact its last action sets. Valid
+values are text; every consumer gets them in the declared type (`values.py`).
+LLM-written validation code, when present, runs only in the sandbox; the
+declarative rules are what make small models useful, since they need no code.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StringConstraints, model_validator
+from pydantic import AliasChoices, BaseModel, Field, StringConstraints, model_validator
 
 Name = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z][A-Za-z0-9_ -]*$")
 # Every string the LLM writes has a bound: under constrained decoding a small model
@@ -26,6 +31,13 @@ class Location(BaseModel):
     items: list[Entry] = Field(default_factory=list, max_length=8)
 
 
+class Fact(BaseModel):
+    """A named true/false fact about the world, e.g. `faucet_installed`."""
+
+    name: str = Name
+    initially: bool = False
+
+
 class PlayerState(BaseModel):
     location: str = Name
     inventory: list[Entry] = Field(default_factory=list, max_length=8)
@@ -34,6 +46,7 @@ class PlayerState(BaseModel):
 class Environment(BaseModel):
     locations: list[Location] = Field(min_length=1, max_length=8)
     player: PlayerState
+    facts: list[Fact] = Field(default_factory=list, max_length=8)
 
 
 class Parameter(BaseModel):
@@ -46,18 +59,21 @@ class Parameter(BaseModel):
 class Precondition(BaseModel):
     """`player_at`: the player stands at `value`; `has_item`: holds `value`;
     `param_at_location`: the item named by parameter `value` is where the player stands;
-    `param_in_inventory`: the item named by parameter `value` is held."""
+    `param_in_inventory`: the item named by parameter `value` is held;
+    `fact_true` / `fact_false`: the fact named `value` is true / false."""
 
-    kind: Literal["player_at", "has_item", "param_at_location", "param_in_inventory"]
+    kind: Literal["player_at", "has_item", "param_at_location", "param_in_inventory", "fact_true", "fact_false"]
     value: str = Field(min_length=1, max_length=40)
 
 
 class Effect(BaseModel):
-    """`move_to`: the player goes to the location named by parameter `param`;
-    `take` / `drop`: the item named by `param` moves into / out of the inventory."""
+    """`move_to`: the player goes to the location named by parameter `value`;
+    `take` / `drop`: the item named by parameter `value` moves into / out of the inventory;
+    `set_fact` / `clear_fact`: the fact named `value` becomes true / false.
+    (Scripts written before facts existed say `param`; it is read as `value`.)"""
 
-    kind: Literal["move_to", "take", "drop"]
-    param: str = Field(min_length=1, max_length=40)
+    kind: Literal["move_to", "take", "drop", "set_fact", "clear_fact"]
+    value: str = Field(min_length=1, max_length=40, validation_alias=AliasChoices("value", "param"))
 
 
 class Action(BaseModel):
@@ -70,7 +86,8 @@ class Action(BaseModel):
 
 
 class Goal(BaseModel):
-    """The task is done when every condition holds (same kinds as preconditions)."""
+    """The task is done when every condition holds (`player_at`, `has_item`, `fact_true`,
+    `fact_false`); the action that makes the last of them hold is the task's last action."""
 
     conditions: list[Precondition] = Field(default_factory=list, max_length=4)
 
@@ -114,6 +131,10 @@ class Script(ScriptDraft):
     persona_id: str | None = None
 
 
+PARAM_RULES = ("param_at_location", "param_in_inventory", "move_to", "take", "drop")
+FACT_RULES = ("fact_true", "fact_false", "set_fact", "clear_fact")
+
+
 def script_problems(script: ScriptDraft) -> list[str]:
     """Dangling names: the checks a schema alone cannot express."""
     problems = []
@@ -123,17 +144,41 @@ def script_problems(script: ScriptDraft) -> list[str]:
     names = [a.name for a in script.actions]
     if len(set(names)) != len(names):
         problems.append("action names repeat")
+    facts = [f.name for f in script.environment.facts]
+    if len(set(facts)) != len(facts):
+        problems.append("fact names repeat")
     for action in script.actions:
         params = {p.name for p in action.parameters}
-        for rule in [*action.effects, *action.preconditions]:
-            ref = rule.param if isinstance(rule, Effect) else rule.value
-            if (isinstance(rule, Effect) or rule.kind.startswith("param_")) and ref not in params:
-                problems.append(f"action '{action.name}' refers to missing parameter '{ref}'")
-            if isinstance(rule, Precondition) and rule.kind == "player_at" and ref not in places:
-                problems.append(f"action '{action.name}' requires unknown location '{ref}'")
+        for rule in [*action.preconditions, *action.effects]:
+            if rule.kind in PARAM_RULES and rule.value not in params:
+                problems.append(f"action '{action.name}' refers to missing parameter '{rule.value}'")
+            elif rule.kind in FACT_RULES and rule.value not in facts:
+                problems.append(f"action '{action.name}' uses undeclared fact '{rule.value}'; declare it in environment.facts")
+            elif rule.kind == "player_at" and rule.value not in places:
+                problems.append(f"action '{action.name}' requires unknown location '{rule.value}'")
     for condition in script.goal.conditions:
         if condition.kind.startswith("param_"):
-            problems.append(f"goal condition '{condition.kind}' needs an action's parameters; use player_at or has_item")
+            problems.append(f"goal condition '{condition.kind}' needs an action's parameters; use player_at, has_item or fact_true")
         elif condition.kind == "player_at" and condition.value not in places:
             problems.append(f"goal requires unknown location '{condition.value}'")
+        elif condition.kind in FACT_RULES and condition.value not in facts:
+            problems.append(f"goal uses undeclared fact '{condition.value}'; declare it in environment.facts")
+    return problems + _facts_never_changed(script)
+
+
+def _facts_never_changed(script: ScriptDraft) -> list[str]:
+    """A fact that must become true (or false) but that no action sets (or clears)."""
+    start = {f.name: f.initially for f in script.environment.facts}
+    made = {(e.value, e.kind == "set_fact") for a in script.actions for e in a.effects if e.kind in ("set_fact", "clear_fact")}
+    needed = [c for a in script.actions for c in a.preconditions] + list(script.goal.conditions)
+    problems = []
+    for rule in needed:
+        if rule.kind not in ("fact_true", "fact_false") or rule.value not in start:
+            continue
+        wanted = rule.kind == "fact_true"
+        if start[rule.value] != wanted and (rule.value, wanted) not in made:
+            verb = "sets" if wanted else "clears"
+            problem = f"fact '{rule.value}' must be {str(wanted).lower()} but no action {verb} it"
+            if problem not in problems:
+                problems.append(problem)
     return problems

@@ -1,9 +1,12 @@
 """Can the task be done? A breadth-first search over a script's world.
 
 A script whose goal no sequence of actions reaches yields only `not_done`
-trajectories, so script verification rejects it and feeds the reason back.
-The search enumerates every action with every combination of its valid values,
-bounded in depth and in states visited; the shortest plan it finds also lets
+trajectories, so script verification rejects it and feeds the reason back, as it
+does an action that changes nothing (the world could not tell it happened, so a
+task's last action must change the state the goal is about).
+The search runs the world's own step function (`world.step`, without validation
+code) over every action with every combination of its valid values, bounded in
+depth and in states visited (place, inventory, items and facts); the shortest plan it finds also lets
 the DM (under `dm_evaluation: world`) note what would have worked.
 """
 
@@ -14,15 +17,11 @@ from collections import deque
 from typing import Any
 
 from .script import Script
-from .world import WorldState, apply_action, check_action, format_action, goal_reached
+from .world import WorldState, format_action, goal_reached, step
 
 MAX_DEPTH = 12
 MAX_STATES = 5_000
 MAX_CALLS_PER_ACTION = 64
-
-
-def state_key(state: WorldState) -> tuple:
-    return state.location, tuple(sorted(state.inventory)), tuple(sorted((k, tuple(sorted(v))) for k, v in state.items_at.items()))
 
 
 def candidate_calls(script: Script) -> list[tuple[str, dict[str, Any]]]:
@@ -42,26 +41,33 @@ def shortest_plan(script: Script, start: WorldState | None = None) -> list[tuple
     start = start or WorldState.initial(script)
     calls = candidate_calls(script)
     frontier = deque([(start, [])])
-    seen = {state_key(start)}
+    seen = {start.key()}
+    if goal_reached(script, start):
+        return []
     while frontier and len(seen) < MAX_STATES:
         state, plan = frontier.popleft()
-        if goal_reached(script, state):
-            return plan
         if len(plan) >= MAX_DEPTH:
             continue
         for name, params in calls:
-            if check_action(script, state, name, params).ok:
-                after = apply_action(script, state, name, params)
-                if state_key(after) not in seen:
-                    seen.add(state_key(after))
-                    frontier.append((after, plan + [(name, params)]))
+            moved = step(script, state, name, params)
+            if not moved.check.ok or moved.after.key() in seen:
+                continue
+            if moved.done:
+                return plan + [(name, params)]
+            seen.add(moved.after.key())
+            frontier.append((moved.after, plan + [(name, params)]))
     return None
 
 
 def solvability_problems(script: Script, require_goal: bool) -> list[str]:
     """Why the task cannot be done, for the script writer to fix; [] when it can."""
+    idle = [f"action '{a.name}' changes nothing; give it an effect (e.g. set_fact) so the world records it"
+            for a in script.actions if not a.effects]  # fmt: skip
     if not script.goal.conditions:
-        return ["declare the goal as conditions (player_at / has_item) so completion can be checked"] if require_goal else []
+        missing = ["declare the goal as conditions (e.g. fact_true for what the task achieves) so completion can be checked"]
+        return idle + (missing if require_goal else [])
+    if idle:
+        return idle
     plan = shortest_plan(script)
     if plan is None:
         return [f"no sequence of at most {MAX_DEPTH} valid actions reaches the goal; add the moves and items it needs"]

@@ -1,7 +1,9 @@
 """The trajectory verifier (AgentRefine, Algorithm 1), rule by rule.
 
 Each step is one player move and the DM's answer. The verifier replays the
-script's world and checks, in order, at every step:
+script's world through `world.step` (the declarative rules, then the optional
+extra check such as validation code, with values in their declared types) and
+checks, in order, at every step:
 
   format          the step has the required fields with the right types
   unflagged_error the action is invalid but the DM's evaluation says "none"
@@ -9,6 +11,8 @@ script's world and checks, in order, at every step:
   wrong_error     the DM flagged an error of another type than the real one
   early_done      the DM declares the task done before the last step
   false_done      the DM declares the task done but the script's goal does not hold
+  missed_done     the script's goal holds after this step but the DM goes on: the
+                  step that completes the task must be the trajectory's last
 
 and after the last step:
 
@@ -22,16 +26,12 @@ A failure at step t keeps steps before t: the generator continues from there.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from .script import Script
-from .world import ActionCheck, WorldState, apply_action, check_action, goal_reached
-
-# An extra check of an action, e.g. its validation code run in the sandbox:
-# (action name, params, state) -> (ok, reason); None when it has nothing to say.
-ExtraCheck = Callable[[str, dict[str, Any], WorldState], "tuple[bool, str] | None"]
+from .world import ActionCheck, ExtraCheck, WorldState, step as world_step
 
 
 class PlayerAction(BaseModel):
@@ -74,15 +74,6 @@ class Verdict:
         return self.rule == "too_few_corrections" or self.failed_step == 0
 
 
-def judge_action(script: Script, state: WorldState, step: Step, extra: ExtraCheck | None) -> ActionCheck:
-    checked = check_action(script, state, step.action.name, step.action.params)
-    if checked.ok and extra is not None:
-        outcome = extra(step.action.name, step.action.params, state)
-        if outcome is not None and not outcome[0]:
-            return ActionCheck(False, "logic", outcome[1])
-    return checked
-
-
 def _dm_disagrees(step: Step, truth: ActionCheck) -> tuple[str, str] | None:
     flagged = step.evaluation.error
     if not truth.ok and flagged == "none":
@@ -121,17 +112,18 @@ def _check_one(script: Script, state: WorldState, raw: Any, is_last: bool, extra
     except ValidationError as exc:
         first = exc.errors()[0]
         return "format", f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
-    truth = judge_action(script, state, step, extra)
-    disagreement = _dm_disagrees(step, truth)
+    moved = world_step(script, state, step.action.name, step.action.params, extra)
+    disagreement = _dm_disagrees(step, moved.check)
     if disagreement:
         return disagreement
-    after = apply_action(script, state, step.action.name, step.action.params) if truth.ok else state
     if step.evaluation.task_done:
         if not is_last:
             return "early_done", "the DM declared the task done before the last step"
-        if goal_reached(script, after) is False:
+        if moved.done is False:
             return "false_done", "the DM declared the task done but the goal does not hold"
-    return StepCheck(step, truth, after)
+    elif moved.done:
+        return "missed_done", "the goal holds after this step but the DM did not declare the task done"
+    return StepCheck(step, moved.check, moved.after)
 
 
 def _check_ending(checks: list[StepCheck], min_corrections: int) -> Verdict:

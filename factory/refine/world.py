@@ -1,18 +1,31 @@
-"""Replaying a script's world: is an action valid here and now, and what changes.
+"""Replaying a script's world: one step function, `check -> apply -> goal`.
 
-The verifier uses this to check each player action against the declarative
-rules, and to check the DM's evaluation against the result. Error types follow
-the AgentRefine paper: parameter, location and logic errors.
+`step(script, state, name, params, extra)` is the only place that decides what
+an action does: the verifier (verify.py), the world-judged DM (grounding.py),
+error injection (inject.py), the solvability search (solvable.py, without
+validation code) and `factory eval` (train/evaluate/loop.py) all call it. It
+checks the call (declarative rules, then the optional extra check such as
+validation code in the sandbox, which receives the values in their declared
+types, see values.py), applies the effects of a valid call, and says whether
+the goal holds afterwards. Error types follow the AgentRefine paper:
+parameter, location and logic errors. A refusal's `reason` is what the DM
+tells the player, in the second person (narration.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
+from .narration import display, refusal, rule_words, the
 from .script import Action, Precondition, Script
+from .values import typed_params
 
 ErrorType = Literal["parameter", "location", "logic"]
+
+# An extra check of a valid call, e.g. its validation code run in the sandbox:
+# (action name, typed params, state) -> (ok, reason); None when it has nothing to say.
+ExtraCheck = Callable[[str, dict[str, Any], "WorldState"], "tuple[bool, str] | None"]
 
 
 @dataclass
@@ -20,100 +33,111 @@ class WorldState:
     location: str
     inventory: list[str]
     items_at: dict[str, list[str]] = field(default_factory=dict)
+    facts: set[str] = field(default_factory=set)  # the declared facts that are true now
 
     @classmethod
     def initial(cls, script: Script) -> "WorldState":
         env = script.environment
-        return cls(env.player.location, list(env.player.inventory), {loc.name: list(loc.items) for loc in env.locations})
+        items = {loc.name: list(loc.items) for loc in env.locations}
+        return cls(env.player.location, list(env.player.inventory), items, {f.name for f in env.facts if f.initially})
 
     def copy(self) -> "WorldState":
-        return WorldState(self.location, list(self.inventory), {k: list(v) for k, v in self.items_at.items()})
+        return WorldState(self.location, list(self.inventory), {k: list(v) for k, v in self.items_at.items()}, set(self.facts))
+
+    def key(self) -> tuple:
+        """A hashable identity, for searches and loop detection."""
+        items = tuple(sorted((k, tuple(sorted(v))) for k, v in self.items_at.items()))
+        return self.location, tuple(sorted(self.inventory)), items, tuple(sorted(self.facts))
+
+    def items_here(self) -> list[str]:
+        return list(self.items_at.get(self.location, []))
 
 
 @dataclass
 class ActionCheck:
     ok: bool
     error_type: ErrorType | None = None
-    reason: str = ""
+    reason: str = ""  # what the DM tells the player
+    rule: str = ""  # the rule broken, in plain words, for the DM's own notes
+    params: dict[str, Any] | None = None  # the call's values in their declared types, when they are valid
 
 
-def _coerce(value: Any, kind: str) -> str | None:
-    """The parameter value as the string form used in valid_values, or None if the type is wrong."""
-    if kind == "boolean":
-        return str(value).lower() if isinstance(value, bool) or str(value).lower() in ("true", "false") else None
-    if kind in ("integer", "number"):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return None
-        if kind == "integer" and not number.is_integer():
-            return None
-        return str(int(number)) if number.is_integer() else str(number)
-    return value if isinstance(value, str) else None
+@dataclass
+class Step:
+    """One action through the world: its check, the state after it, and whether the goal
+    holds then (True/False; None when the script declares no goal and only a DM can judge)."""
+
+    check: ActionCheck
+    after: WorldState
+    done: bool | None
 
 
 def check_parameters(action: Action, params: dict[str, Any]) -> ActionCheck:
     expected = {p.name for p in action.parameters}
-    missing, extra = expected - params.keys(), params.keys() - expected
-    if missing or extra:
-        detail = ", ".join([*(f"missing '{m}'" for m in sorted(missing)), *(f"unexpected '{e}'" for e in sorted(extra))])
-        return ActionCheck(False, "parameter", f"{action.name}: {detail}")
-    for spec in action.parameters:
-        value = _coerce(params[spec.name], spec.type)
-        valid = {_coerce(v, spec.type) for v in spec.valid_values}
-        if value is None or value not in valid:
-            return ActionCheck(False, "parameter", f"{action.name}: '{params[spec.name]}' is not a valid {spec.name}")
-    return ActionCheck(True)
+    missing, extra = sorted(expected - params.keys()), sorted(params.keys() - expected)
+    if missing:
+        return ActionCheck(False, "parameter", refusal("missing_param", action=display(action.name), param=display(missing[0])),
+                           f"{action.name} takes {', '.join(sorted(expected))}")  # fmt: skip
+    if extra:
+        return ActionCheck(False, "parameter", refusal("unexpected_param", action=display(action.name).capitalize(),
+                           param=display(extra[0])), f"{action.name} takes {', '.join(sorted(expected)) or 'no parameters'}")  # fmt: skip
+    typed = typed_params(action, params)
+    if isinstance(typed, str):
+        spec = next(p for p in action.parameters if p.name == typed)
+        return ActionCheck(False, "parameter", refusal("invalid_value", value=display(params[typed]), param=display(typed)),
+                           f"valid {typed} values: {', '.join(spec.valid_values)}")  # fmt: skip
+    return ActionCheck(True, params=typed)
 
 
 def _precondition_holds(rule: Precondition, params: dict[str, Any], state: WorldState) -> ActionCheck:
+    here = the(state.location)
     if rule.kind == "player_at" and state.location != rule.value:
-        return ActionCheck(False, "location", f"only possible at {rule.value}; the player is at {state.location}")
+        return ActionCheck(False, "location", refusal("player_at", place=the(rule.value), here=here))
     if rule.kind == "has_item" and rule.value not in state.inventory:
-        return ActionCheck(False, "logic", f"needs {rule.value}, which the player does not hold")
-    if rule.kind == "param_at_location":
-        item = str(params.get(rule.value))
-        if item not in state.items_at.get(state.location, []):
-            return ActionCheck(False, "location", f"there is no {item} at {state.location}")
+        return ActionCheck(False, "logic", refusal("has_item", item=the(rule.value)))
+    if rule.kind == "param_at_location" and str(params.get(rule.value)) not in state.items_here():
+        return ActionCheck(False, "location", refusal("param_at_location", item=display(params.get(rule.value)), here=here))
     if rule.kind == "param_in_inventory" and str(params.get(rule.value)) not in state.inventory:
-        return ActionCheck(False, "logic", f"the player does not hold {params.get(rule.value)}")
+        return ActionCheck(False, "logic", refusal("param_in_inventory", item=the(params.get(rule.value))))
+    if rule.kind in ("fact_true", "fact_false") and (rule.value in state.facts) != (rule.kind == "fact_true"):
+        return ActionCheck(False, "logic", refusal(rule.kind, fact=display(rule.value)))
     return ActionCheck(True)
 
 
 def check_action(script: Script, state: WorldState, name: str, params: dict[str, Any]) -> ActionCheck:
-    """Whether the player may take this action with these parameters, in this state."""
+    """Whether the declarative rules allow this call here and now (no validation code)."""
     action = script.action(name)
     if action is None:
-        return ActionCheck(False, "logic", f"'{name}' is not an available action")
+        return ActionCheck(False, "logic", refusal("unknown_action", action=display(name)), f"'{name}' is not an action")
     checked = check_parameters(action, params)
     if not checked.ok:
         return checked
     for rule in action.preconditions:
-        held = _precondition_holds(rule, params, state)
+        held = _precondition_holds(rule, checked.params, state)
         if not held.ok:
-            return ActionCheck(False, held.error_type, f"{name}: {held.reason}")
-    return ActionCheck(True)
+            held.rule = f"{name} needs {rule_words(rule)}"
+            return held
+    return checked
 
 
 def apply_action(script: Script, state: WorldState, name: str, params: dict[str, Any]) -> WorldState:
-    """The state after a valid action (callers check validity first)."""
+    """The state after a valid call (callers check validity first; `step` does both)."""
     after = state.copy()
     for effect in script.action(name).effects:
-        value = str(params[effect.param])
+        value = str(params.get(effect.value))
         if effect.kind == "move_to":
             after.location = value
-        elif effect.kind == "take" and value in after.items_at.get(after.location, []):
+        elif effect.kind == "take" and value in after.items_here():
             after.items_at[after.location].remove(value)
             after.inventory.append(value)
         elif effect.kind == "drop" and value in after.inventory:
             after.inventory.remove(value)
             after.items_at.setdefault(after.location, []).append(value)
+        elif effect.kind == "set_fact":
+            after.facts.add(effect.value)
+        elif effect.kind == "clear_fact":
+            after.facts.discard(effect.value)
     return after
-
-
-def format_action(name: str, params: dict[str, Any]) -> str:
-    """An action call as the player writes it: name(key=value, ...)."""
-    return f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"
 
 
 def goal_reached(script: Script, state: WorldState) -> bool | None:
@@ -121,3 +145,21 @@ def goal_reached(script: Script, state: WorldState) -> bool | None:
     if not script.goal.conditions:
         return None
     return all(_precondition_holds(rule, {}, state).ok for rule in script.goal.conditions)
+
+
+def step(script: Script, state: WorldState, name: str, params: dict[str, Any], extra: ExtraCheck | None = None) -> Step:
+    """check -> apply -> goal: the one step function every consumer uses."""
+    checked = check_action(script, state, name, params)
+    if checked.ok and extra is not None:
+        outcome = extra(name, checked.params, state)
+        if outcome is not None and not outcome[0]:
+            checked = ActionCheck(False, "logic", outcome[1], "the validation code refuses it")
+    if not checked.ok:
+        return Step(checked, state, False)
+    after = apply_action(script, state, name, checked.params)
+    return Step(checked, after, goal_reached(script, after))
+
+
+def format_action(name: str, params: dict[str, Any]) -> str:
+    """An action call as the player writes it: name(key=value, ...)."""
+    return f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"

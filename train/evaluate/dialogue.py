@@ -15,12 +15,10 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from factory.paths import prompts_dir
 from factory.prompts import render_prompt
-from factory.refine.grounding import feedback_templates
-from factory.refine.output import opening_observation
+from factory.refine.narration import describe_state, opening_observation, words
 from factory.refine.roles import describe_actions
 from factory.refine.script import Script
 from factory.refine.world import WorldState
@@ -87,9 +85,9 @@ def observe(text: str) -> str:
     return f"Observation: {text}"
 
 
-def rejected(call: str, reason: str) -> str:
+def rejected(reason: str) -> str:
     # The same words as grounding.dm_feedback's observation; its private plan note is for the DM only.
-    return observe(feedback_templates()["observation"].format(action=call, reason=reason))
+    return observe(reason)
 
 
 def format_error() -> str:
@@ -99,11 +97,5 @@ def format_error() -> str:
 def accepted(script: Script, state: WorldState, call: str, done: bool) -> str:
     if done:
         return observe(observation_templates()["goal"].format(action=call))
-    here = script.location(state.location)
-    values: dict[str, Any] = {
-        "action": call, "location": state.location, "description": here.description if here else "",
-        "items": ", ".join(state.items_at.get(state.location, [])) or "nothing of note",
-        "held": ", ".join(state.inventory) or "nothing",
-    }  # fmt: skip
-    text = observation_templates()["accepted"].format(**values)
-    return observe(" ".join(text.split()))  # an empty description leaves a double space
+    where = describe_state(script, state.location, state.inventory, state.items_here())
+    return observe(words()["accepted"].format(action=call, state=where))

@@ -1,9 +1,11 @@
 """The DM loop: a player acts in each environment until the goal or the step limit.
 
-Each reply is parsed with the refine path's action syntax, judged as the refine
-verifier judges a step (`world.check_action`, then the action's validation code
-through the sandbox when the script has it), applied, and answered with the
-observation the refine path would give. Nothing here trusts the player: an
+Each reply is parsed with the refine path's action syntax and run through the
+world's one step function, `world.step` (the declarative rules, then the
+action's validation code through the sandbox when the script has it, with
+values in their declared types; the effects; the goal), exactly as the refine
+verifier and world-judged DM run it, and answered with the observation the
+refine path would give. Nothing here trusts the player: an
 unparseable reply is a format error, a failed request ends the episode as a
 `player_error`, and every episode is scored the same way (metrics.py).
 """
@@ -15,9 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from factory.refine.code_check import SandboxCodeChecker
-from factory.refine.solvable import state_key
 from factory.refine.solvable import shortest_plan
-from factory.refine.world import ActionCheck, WorldState, apply_action, check_action, format_action, goal_reached
+from factory.refine.world import ExtraCheck, WorldState, format_action, step
 
 from . import dialogue
 from .environments import Environment, Selection
@@ -41,29 +42,16 @@ class EvalReport:
                 "selection": self.selection, "environments": [e.to_dict() for e in self.episodes]}  # fmt: skip
 
 
-class Judge:
-    """Whether an action is valid here and now, with the refine verifier's two checks."""
-
-    def __init__(self, env: Environment, validation_code: bool):
-        script = env.script
-        has_code = validation_code and any(a.validation_code for a in script.actions)
-        self.script = script
-        self.code_check = SandboxCodeChecker.step_check(script) if has_code else None
-
-    async def __call__(self, state: WorldState, name: str, params: dict[str, Any]) -> ActionCheck:
-        checked = check_action(self.script, state, name, params)
-        if not checked.ok or self.code_check is None:
-            return checked
-        # The sandbox blocks on a child process: keep it off the loop so other episodes play on.
-        outcome = await asyncio.to_thread(self.code_check, name, params, state)
-        if outcome is not None and not outcome[0]:
-            return ActionCheck(False, "logic", outcome[1])
-        return checked
+def code_check(env: Environment, validation_code: bool) -> ExtraCheck | None:
+    """The sandboxed validation-code check for `world.step`, when asked for and present."""
+    if validation_code and any(a.validation_code for a in env.script.actions):
+        return SandboxCodeChecker.step_check(env.script)
+    return None
 
 
 async def play_episode(env: Environment, player: Player, max_steps: int = 20, loop_k: int = 3,
                        validation_code: bool = True) -> EpisodeResult:  # fmt: skip
-    script, judge = env.script, Judge(env, validation_code)
+    script, extra = env.script, code_check(env, validation_code)
     state = WorldState.initial(script)
     messages = [{"role": "user", "content": dialogue.first_turn(script)}]
     tracker, transcript = MistakeTracker(loop_k), []
@@ -79,20 +67,21 @@ async def play_episode(env: Environment, player: Player, max_steps: int = 20, lo
         parsed = dialogue.parse_action(reply)
         if parsed is None:
             format_errors += 1
-            tracker.see(state_key(state), "format:" + " ".join(reply.split()), valid=False)
+            tracker.see(state.key(), "format:" + " ".join(reply.split()), valid=False)
             transcript.append(StepRecord(reply, None, "format"))
             messages.append({"role": "user", "content": dialogue.format_error()})
             continue
         call = format_action(parsed.name, parsed.params)
-        checked = await judge(state, parsed.name, parsed.params)
-        tracker.see(state_key(state), call, valid=checked.ok)
+        # The sandbox blocks on a child process: keep it off the loop so other episodes play on.
+        moved = await asyncio.to_thread(step, script, state, parsed.name, parsed.params, extra)
+        checked = moved.check
+        tracker.see(state.key(), call, valid=checked.ok)
         if not checked.ok:
             invalid[checked.error_type] = invalid.get(checked.error_type, 0) + 1
             transcript.append(StepRecord(reply, call, checked.error_type, checked.reason))
-            messages.append({"role": "user", "content": dialogue.rejected(call, checked.reason)})
+            messages.append({"role": "user", "content": dialogue.rejected(checked.reason)})
             continue
-        state = apply_action(script, state, parsed.name, parsed.params)
-        done = bool(goal_reached(script, state))
+        state, done = moved.after, bool(moved.done)
         transcript.append(StepRecord(reply, call, "ok"))
         messages.append({"role": "user", "content": dialogue.accepted(script, state, call, done)})
         if done:
