@@ -11,12 +11,12 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 from loopback_server import ok
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from factory.llm import LLMClient, Request
 from factory.llm.latex_commands import LATEX_COMMANDS
 from factory.llm.latex_json import repair_latex_escapes
-from factory.llm.structured import LatexAmbiguous, OutputInvalid, output_spec
+from factory.llm.structured import LatexAmbiguous, OutputInvalid, code_fields, output_spec
 from factory.store import Store
 
 TASKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks"
@@ -89,6 +89,7 @@ def test_properly_escaped_json_is_untouched():
         (r"We get \[\tan x = \frac{1}{2}\]", r"We get \[\tan x = \frac{1}{2}\]"),
         (r"So \boxed{\nu}", r"So \boxed{\nu}"),
         (r"Hence $$\ni$$ and \(x \top y\)", r"Hence $$\ni$$ and \(x \top y\)"),
+        (r"\begin{align*}\triangle + \square &= 3\end{align*}", r"\begin{align*}\triangle + \square &= 3\end{align*}"),
     ],
 )
 def test_a_command_that_could_be_a_newline_is_latex_inside_math(think, expected):
@@ -121,6 +122,98 @@ def test_the_command_list_covers_every_escape_letter_and_is_real():
                  "bar", "neq", "nu", "nabla", "not", "newline", "rho", "right", "rightarrow", "forall"):  # fmt: skip
         assert name in LATEX_COMMANDS
     assert len(LATEX_COMMANDS) > 300 and all(name.isalpha() for name in LATEX_COMMANDS)
+
+
+# -- code: valid escapes that only look like LaTeX -------------------------------------------------
+
+
+class CodeStep(BaseModel):
+    think: str
+    code: str
+
+
+# Programs whose identifiers, after a newline or a tab, spell a LaTeX command in the JSON text:
+# "\neq", "\nabla", "\theta", "\times", "\tfrac", "\text" are newline/tab + "eq", "abla", ...
+PROGRAMS = [
+    "a = [1, 2]\neq = a[0] == a[1]\nprint(eq)",
+    "import math\nabla = 3\nprint(abla)",
+    "model = load()\nabla.fit(rows)",
+    "values = read()\neq(values[0], values[1])",
+    "for x in xs:\n\theta = x * 2\n\tprint(heta)",
+    "if big:\n\times[0] = 10",
+    "while n:\n\tfrac += 1\n\tn -= 1",
+    "def suffix(path):\n\text = path.split('.')[-1]\n\treturn ext",
+    "if name:\n\text.strip()",
+    "i = 0\nu_0 = 1\nu_0 += i",
+]
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_a_program_in_a_code_field_is_byte_identical(program):
+    raw = f'{{"think": "Run it.", "code": {as_model_writes(program)}}}'
+    spec = output_spec(CodeStep)
+    assert spec.code_keys == {"code"}
+    assert repair_latex_escapes(raw, spec.code_keys).text == raw
+    parsed = spec.parse(raw)
+    assert parsed.jsonable == orjson.loads(raw) and parsed.jsonable["code"] == program and parsed.notes == ()
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_a_program_in_a_prose_field_without_other_latex_is_byte_identical(program):
+    raw = reply(program, "42")
+    assert repair_latex_escapes(raw).text == raw
+    parsed = SPEC.parse(raw)
+    assert parsed.jsonable == {"think": program, "answer": "42"} and parsed.notes == ()
+
+
+def test_a_code_field_keeps_every_valid_escape_and_repairs_only_invalid_ones():
+    program = "s = s.rstrip('\r')\nprint('\bold', end='\rdone')"  # backspace, CR: what JSON says is meant
+    written = as_model_writes(program).replace("\r", "\\r").replace("\b", "\\b")
+    raw = f'{{"think": "x", "code": {written}}}'
+    assert output_spec(CodeStep).parse(raw).jsonable["code"] == program
+    regex = '{"think": "x", "code": "import re\\nprint(re.findall(\\"\\d+\\", s))"}'  # \d: invalid JSON
+    assert output_spec(CodeStep).parse(regex).jsonable["code"] == 'import re\nprint(re.findall("\\d+", s))'
+
+
+def test_latex_in_prose_is_repaired_next_to_a_program_left_alone():
+    think = r"Let $\theta = \frac{\pi}{2}$ and $\nu \neq 0$; then \times 3 and \nabla f."
+    program = "a = [1, 2]\neq = a[0] == a[1]"
+    parsed = output_spec(CodeStep).parse(f'{{"think": {as_model_writes(think)}, "code": {as_model_writes(program)}}}')
+    assert parsed.jsonable == {"think": think, "code": program}
+    assert "\\theta" in parsed.notes[0] and "\\neq" in parsed.notes[0]
+
+
+def test_a_fenced_program_in_prose_keeps_its_newlines_next_to_latex():
+    think = "Since $\\theta$ is fixed:\n```py\nimport math\nabla = 3\nu = 2\n```"
+    assert read(reply(think, "3"))["think"] == think
+
+
+def test_code_shape_outside_math_next_to_other_latex_is_asked_again():
+    raw = '{"think": "We need \\frac{1}{2} here.\\nabla = 3", "answer": "1"}'
+    with pytest.raises(LatexAmbiguous, match=r'\\nabla in "think"'):
+        SPEC.parse(raw)
+    assert SPEC.parse(raw, settle=True).jsonable["think"] == "We need \\frac{1}{2} here.\nabla = 3"
+
+
+def test_code_fields_come_from_names_and_content_media_type():
+    class Tool(BaseModel):
+        argument: str = Field(json_schema_extra={"contentMediaType": "text/x-python"})
+        note: str = Field(json_schema_extra={"contentMediaType": "text/markdown"})
+        validation_code: str | None = None
+        program: str = ""
+        answer: str = ""
+
+    assert output_spec(Tool).code_keys == {"argument", "validation_code", "program"}
+    nested = {"type": "object", "properties": {"steps": {"type": "array", "items": {
+        "type": "object", "properties": {"snippet": {"type": "string"}, "thought": {"type": "string"}}}}}}  # fmt: skip
+    assert code_fields(nested) == {"snippet"}
+    assert code_fields({"type": "object", "properties": {"encode": {"type": "string"}}}) == set()
+
+
+def test_a_string_takes_the_key_of_its_own_member_not_the_last_key_seen():
+    raw = '{"steps": [{"code": "a\\neq = 1"}, "\\theta"], "think": "\\text{ok}"}'
+    scan = repair_latex_escapes(raw, frozenset({"code"}))
+    assert orjson.loads(scan.text) == {"steps": [{"code": "a\neq = 1"}, "\\theta"], "think": "\\text{ok}"}
 
 
 # -- real math tasks -----------------------------------------------------------------------------

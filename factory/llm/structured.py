@@ -5,7 +5,8 @@ sent as `response_format` json_schema where the backend supports it (llama.cpp,
 vLLM and SGLang decode under it), as JSON mode plus the schema in the prompt, or
 as the schema in the prompt alone; the reply is always validated here.
 LaTeX written with single backslashes inside its strings is repaired first
-(latex_json.py); where that is ambiguous the model is asked again.
+(latex_json.py), never in fields the schema marks as code (code_fields); where
+that is ambiguous the model is asked again.
 """
 
 from __future__ import annotations
@@ -78,25 +79,51 @@ def _walk_strings(node: Any):
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def load_reply(text: str) -> tuple[Any, Scan]:
+def load_reply(text: str, code_fields: frozenset[str] = frozenset()) -> tuple[Any, Scan]:
     """Parse a reply as JSON, tolerating code fences and prose around one object, after
-    LaTeX backslashes in its strings are repaired (the Scan says which)."""
+    LaTeX backslashes in its strings are repaired (the Scan says which); strings under a
+    key in `code_fields` keep every valid JSON escape."""
     stripped = text.strip()
     fenced = _FENCE.match(stripped)
     if fenced:
         stripped = fenced.group(1)
-    scan = repair_latex_escapes(stripped)
+    scan = repair_latex_escapes(stripped, code_fields)
     try:
         return orjson.loads(scan.text), scan
     except orjson.JSONDecodeError as first_error:
         start, end = stripped.find("{"), stripped.rfind("}")
         if 0 <= start < end:
-            scan = repair_latex_escapes(stripped[start : end + 1])
+            scan = repair_latex_escapes(stripped[start : end + 1], code_fields)
             try:
                 return orjson.loads(scan.text), scan
             except orjson.JSONDecodeError:
                 pass
         raise OutputInvalid(f"not valid JSON ({first_error})") from None
+
+
+# Fields whose strings are programs: a newline before "eq = 1" there is meant, never `\\neq`.
+# A property is code when its schema gives a `contentMediaType` other than prose or TeX
+# (JSON Schema's keyword; on a pydantic field: json_schema_extra={"contentMediaType": "text/x-python"}),
+# or when its name says so: code, program, script, snippet, source_code, or *_code, *_program, *_script.
+_CODE_NAME = re.compile(r"(?:^|_)(?:code|program|script)$|^(?:snippet|source_code)$")
+_PROSE_MEDIA = frozenset({"text/plain", "text/markdown", "text/x-tex", "text/x-latex", "application/x-latex"})
+
+
+def code_fields(schema: Any) -> frozenset[str]:
+    """The property names, anywhere in a JSON schema, whose string values are code."""
+    names: set[str] = set()
+    if isinstance(schema, dict):
+        properties = schema.get("properties")
+        for name, sub in properties.items() if isinstance(properties, dict) else ():
+            media = sub.get("contentMediaType") if isinstance(sub, dict) else None
+            if _CODE_NAME.search(name.lower()) or (isinstance(media, str) and media.lower() not in _PROSE_MEDIA):
+                names.add(name)
+        for value in schema.values():
+            names |= code_fields(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            names |= code_fields(item)
+    return frozenset(names)
 
 
 def latex_notes(scan: Scan) -> tuple[str, ...]:
@@ -122,16 +149,18 @@ class OutputSpec:
     schema: dict[str, Any]
     model: type[BaseModel] | None
     schema_json: str = ""  # canonical JSON of the schema, for hashing and logging
+    code_keys: frozenset[str] = frozenset()  # properties whose strings are code: no LaTeX repair
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "schema_json", orjson.dumps(self.schema, option=orjson.OPT_SORT_KEYS).decode())
+        object.__setattr__(self, "code_keys", code_fields(self.schema))
 
     def parse(self, text: str | None, settle: bool = False) -> Parsed:
         """Read and check a reply. Ambiguous LaTeX escapes raise LatexAmbiguous (ask again),
         unless `settle`: then they keep their JSON meaning (the last try, or a reply already accepted)."""
         if not text or not text.strip():
             raise OutputInvalid("the reply was empty")
-        data, scan = load_reply(text)
+        data, scan = load_reply(text, self.code_keys)
         if scan.ambiguous and not settle:
             raise LatexAmbiguous(latex_feedback(scan))
         value, jsonable = self.check(data)
