@@ -55,3 +55,10 @@ def test_the_search_is_bounded(monkeypatch):
     assert shortest_plan(script) is None and "at most 2" in solvability_problems(script, True)[0]
     monkeypatch.setattr(solvable, "MAX_DEPTH", 3)
     assert len(shortest_plan(script)) == 3
+
+
+def test_a_valid_value_not_of_its_type_is_a_problem():
+    data = copy.deepcopy(GARDEN)
+    data["actions"][2]["parameters"][0]["valid_values"] = ["1", "two"]
+    problems = solvability_problems(Script.model_validate(data), require_goal=True)
+    assert problems == ["action 'water': valid value 'two' of 'litres' is not of type integer"]

@@ -168,3 +168,17 @@ def test_trajectory_stats_count_errors_and_corrections():
     stats = Trajectory(id="t", source="refine", turns=turns).stats()
     assert stats["errors"] == 3 and stats["errors_by_type"] == {"parameter": 1, "logic": 2}
     assert stats["corrections"] == 2 and stats["assistant_turns"] == 5
+
+
+def test_items_in_hand_and_dropped():
+    import json
+
+    from factory.paths import prompts_dir
+
+    library = Script.model_validate(json.loads((prompts_dir() / "refine" / "script_examples.json").read_text())[1])
+    state = WorldState("stacks", [], {"front_desk": ["returned_book"]}, {"return_logged"})
+    refused = check_action(library, state, "shelve", {"book": "returned_book", "shelf": 12})
+    assert not refused.ok and refused.error_type == "logic" and refused.reason == "You are not carrying the returned book."
+    held = WorldState("stacks", ["returned_book"], {"stacks": []}, {"return_logged"})
+    shelved = step(library, held, "shelve", {"book": "returned_book", "shelf": "14"})
+    assert shelved.done and shelved.after.inventory == [] and shelved.after.items_at["stacks"] == ["returned_book"]

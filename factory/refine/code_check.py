@@ -93,8 +93,9 @@ class SandboxCodeChecker:
         start = script.environment.player.location
         facts = {f.name: f.initially for f in script.environment.facts}
         for action in script.actions:
-            if action.validation_code:
-                problems.extend(values_problems(action) or self._action_problems(action, start, facts))
+            # Mistyped valid values are reported by solvable.solvability_problems, once.
+            if action.validation_code and not values_problems(action):
+                problems.extend(self._action_problems(action, start, facts))
         return problems
 
     @staticmethod

@@ -64,17 +64,16 @@ def opening_observation(script: ScriptDraft) -> str:
 
 def rule_words(rule: Precondition | Effect) -> str:
     """One precondition, effect or goal condition in plain words."""
-    value = rule.value
-    shown = display(value) if rule.kind.startswith("param_") or rule.kind in ("move_to", "take", "drop") else the(value)
-    return words()["rules"][rule.kind].format(value=shown, fact=value)
+    return words()["rules"][rule.kind].format(value=the(rule.value), fact=rule.value, param=rule.value)
 
 
 def describe_rules(action: Action) -> str:
     """When an action is allowed and what it changes, for the DM."""
     params = ", ".join(p.name for p in action.parameters)
-    allowed = " and ".join(rule_words(r) for r in action.preconditions) or "always"
-    changes = "; ".join(rule_words(e) for e in action.effects) or "nothing changes"
-    return f"- {action.name}({params}): allowed when {allowed}; then {changes}."
+    conditions = " and ".join(rule_words(r) for r in action.preconditions)
+    allowed = words()["allowed"].format(conditions=conditions) if conditions else words()["always"]
+    changes = "; ".join(rule_words(e) for e in action.effects) or words()["unchanged"]
+    return f"- {action.name}({params}): {allowed}; then {changes}."
 
 
 def describe_goal(script: ScriptDraft) -> str:

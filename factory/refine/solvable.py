@@ -17,6 +17,7 @@ from collections import deque
 from typing import Any
 
 from .script import Script
+from .values import values_problems
 from .world import WorldState, format_action, goal_reached, step
 
 MAX_DEPTH = 12
@@ -63,6 +64,7 @@ def solvability_problems(script: Script, require_goal: bool) -> list[str]:
     """Why the task cannot be done, for the script writer to fix; [] when it can."""
     idle = [f"action '{a.name}' changes nothing; give it an effect (e.g. set_fact) so the world records it"
             for a in script.actions if not a.effects]  # fmt: skip
+    idle += [problem for a in script.actions for problem in values_problems(a)]
     if not script.goal.conditions:
         missing = ["declare the goal as conditions (e.g. fact_true for what the task achieves) so completion can be checked"]
         return idle + (missing if require_goal else [])
