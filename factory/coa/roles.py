@@ -92,7 +92,10 @@ def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...]
         argument_chars = limits.code if "code" in tools else SEARCH_ARGUMENT_CHARS
         fields["tool"] = (Literal[tools], ...)
         described = ", or ".join(ARGUMENTS.get(tool, tool) for tool in tools)  # the schema names no tool not offered
-        fields["argument"] = (str, Field(min_length=1, max_length=argument_chars, description=described))
+        # A program when code is offered: marked as code, the LaTeX repair (factory.llm) leaves its escapes alone.
+        code = {"contentMediaType": "text/x-python"} if "code" in tools else None
+        fields["argument"] = (str, Field(min_length=1, max_length=argument_chars, description=described,
+                                         json_schema_extra=code))  # fmt: skip
     return create_model(base.__name__, __base__=base, **fields)
 
 
