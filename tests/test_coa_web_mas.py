@@ -116,6 +116,18 @@ def test_a_run_with_no_tool_for_its_variant_stops_with_one_line(fast_config, tmp
         run_coa(config, progress=False)
 
 
+def test_a_code_run_where_the_sandbox_cannot_hold_stops_before_any_llm_call(fast_config, tmp_path, monkeypatch,
+                                                                             server):  # fmt: skip
+    from factory.sandbox import api
+
+    monkeypatch.setattr(api, "landlock_abi", lambda: 0)  # a kernel without Landlock, as the sandbox probes it
+    monkeypatch.delenv("FACTORY_SANDBOX_UNCONTAINED", raising=False)
+    config = make_config(tmp_path, fast_config, math_task(tmp_path))
+    with pytest.raises(FactoryError, match="^coa: the code tool cannot run here: .*Landlock"):
+        run_coa(config, progress=False)
+    assert not server.requests
+
+
 # --- one agent's voice ------------------------------------------------------------------------------
 
 

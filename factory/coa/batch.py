@@ -25,6 +25,7 @@ from .. import checks  # a module, not its names: factory.checks imports factory
 from ..errors import FactoryError
 from ..records import Trajectory
 from ..run import open_run
+from ..sandbox import sandbox_refusal
 from ..store import Store
 from .config import CoaConfig
 from .distill import distill, distill_prompt
@@ -111,9 +112,13 @@ def check_tools(tasks: list[Task], settings: CoaConfig) -> None:
     toolbox = ToolBox.from_config(settings.tools)
     try:
         for variant in sorted({choose_variant(settings.variant, task.domain) for task in tasks}):
-            if not offered_tools(variant, settings, toolbox):
+            offered = offered_tools(variant, settings, toolbox)
+            if not offered:
                 needs = "tools.web_search or tools.crawl_page" if variant == "mas" else "tools.code"
                 raise FactoryError(f"coa: the {variant} variant has no tool to call: turn on {needs}")
+            refused = sandbox_refusal() if "code" in offered else None
+            if refused:  # every code call would fail and every code task go unjudged: say so before any LLM call
+                raise FactoryError(f"coa: the code tool cannot run here: {refused}")
     finally:
         toolbox.close()
 
