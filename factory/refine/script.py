@@ -19,7 +19,9 @@ from typing import Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, Field, StringConstraints, model_validator
 
-Name = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z][A-Za-z0-9_ -]*$")
+# The repeat is bounded in the pattern itself: llama.cpp's grammar honours a pattern and ignores
+# maxLength beside it, so `*` let a small model write a 5,000-character name.
+Name = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z][A-Za-z0-9_ -]{0,39}$")
 # Every string the LLM writes has a bound: under constrained decoding a small model
 # can run on inside an unbounded string until max_tokens cuts the reply off.
 Entry = Annotated[str, StringConstraints(max_length=60)]
