@@ -113,6 +113,15 @@ def test_refusals_speak_to_the_player_with_display_names(script):
     assert check_action(script, garden, "take", {"item": "watering_can"}).reason == "There is no watering can here in the garden."
 
 
+def test_a_fact_an_action_sets_needs_no_declaration():
+    data = copy.deepcopy(GARDEN)
+    del data["environment"]["facts"]  # tomatoes_watered: set by water, false at the start
+    script = Script.model_validate(data)
+    assert script.fact_names() == ["tomatoes_watered"] and WorldState.initial(script).facts == set()
+    state = WorldState("garden", ["watering_can"], {})
+    assert step(script, state, "water", {"litres": 1}).done is True
+
+
 def test_scripts_written_before_facts_still_load():
     old = copy.deepcopy(GARDEN)
     del old["environment"]["facts"]
@@ -140,9 +149,9 @@ def test_preconditions_track_the_world(script):
         (lambda s: s["actions"].append(dict(s["actions"][0])), "action names repeat"),
         (lambda s: s["goal"]["conditions"].append({"kind": "player_at", "value": "moon"}), "unknown location 'moon'"),
         (lambda s: s["goal"]["conditions"].append({"kind": "fact_true", "value": "roses_cut"}),
-         "goal uses undeclared fact 'roses_cut'"),
-        (lambda s: s["actions"][2]["effects"].append({"kind": "set_fact", "value": "pots_full"}),
-         "action 'water' uses undeclared fact 'pots_full'"),
+         "goal uses fact 'roses_cut', which no action sets and environment.facts does not declare"),
+        (lambda s: s["actions"][2]["preconditions"].append({"kind": "fact_false", "value": "pots_full"}),
+         "action 'water' uses fact 'pots_full', which no action sets"),
         (lambda s: s["actions"][2]["effects"].clear(), "fact 'tomatoes_watered' must be true but no action sets it"),
         (lambda s: s["environment"]["facts"].append({"name": "tomatoes_watered"}), "fact names repeat"),
     ],

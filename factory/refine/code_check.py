@@ -28,7 +28,7 @@ LIMITS = SandboxLimits(wall_s=10, cpu_s=5, memory_mb=256)
 
 
 def state_dict(script: Script, state: WorldState) -> dict[str, Any]:
-    facts = {f.name: f.name in state.facts for f in script.environment.facts}
+    facts = {name: name in state.facts for name in script.fact_names()}
     return {"location": state.location, "inventory": list(state.inventory), "items_here": state.items_here(),
             "facts": facts}  # fmt: skip
 
@@ -91,7 +91,8 @@ class SandboxCodeChecker:
     def script_problems(self, script: Script) -> list[str]:
         problems = []
         start = script.environment.player.location
-        facts = {f.name: f.initially for f in script.environment.facts}
+        true_at_start = {f.name for f in script.environment.facts if f.initially}
+        facts = {name: name in true_at_start for name in script.fact_names()}
         for action in script.actions:
             # Mistyped valid values are reported by solvable.solvability_problems, once.
             if action.validation_code and not values_problems(action):

@@ -1,8 +1,9 @@
 """The AgentRefine script: an environment, a task and the actions available.
 
 The world's state is where the player stands, what it holds, where the items
-lie, and named facts (booleans such as `faucet_installed`, declared in the
-environment with their value at the start). Each action carries declarative
+lie, and named facts (booleans such as `faucet_installed`: declared in the
+environment with their value at the start, or simply set by an action's effect,
+then false at the start). Each action carries declarative
 rules the verifier checks without running code (parameter types and valid
 values, preconditions over place, items and facts) and effects that update the
 world (move, take, drop, set or clear a fact), so a trajectory can be replayed
@@ -115,6 +116,14 @@ class ScriptDraft(BaseModel):
     def location(self, name: str) -> Location | None:
         return next((loc for loc in self.environment.locations if loc.name == name), None)
 
+    def fact_names(self) -> list[str]:
+        """Every fact the world knows: declared in the environment, or set or cleared by an
+        action (then false at the start, so only facts true at the start need declaring)."""
+        names = [f.name for f in self.environment.facts]
+        for action in self.actions:
+            names += [e.value for e in action.effects if e.kind in ("set_fact", "clear_fact") and e.value not in names]
+        return names
+
 
 class DeclarativeScriptDraft(ScriptDraft):
     """A draft whose wire schema leaves out validation code: for models too small to
@@ -146,16 +155,17 @@ def script_problems(script: ScriptDraft) -> list[str]:
     names = [a.name for a in script.actions]
     if len(set(names)) != len(names):
         problems.append("action names repeat")
-    facts = [f.name for f in script.environment.facts]
-    if len(set(facts)) != len(facts):
+    declared = [f.name for f in script.environment.facts]
+    if len(set(declared)) != len(declared):
         problems.append("fact names repeat")
+    facts = set(script.fact_names())
     for action in script.actions:
         params = {p.name for p in action.parameters}
         for rule in [*action.preconditions, *action.effects]:
             if rule.kind in PARAM_RULES and rule.value not in params:
                 problems.append(f"action '{action.name}' refers to missing parameter '{rule.value}'")
             elif rule.kind in FACT_RULES and rule.value not in facts:
-                problems.append(f"action '{action.name}' uses undeclared fact '{rule.value}'; declare it in environment.facts")
+                problems.append(f"action '{action.name}' uses fact '{rule.value}', which no action sets and environment.facts does not declare")
             elif rule.kind == "player_at" and rule.value not in places:
                 problems.append(f"action '{action.name}' requires unknown location '{rule.value}'")
     for condition in script.goal.conditions:
@@ -164,13 +174,14 @@ def script_problems(script: ScriptDraft) -> list[str]:
         elif condition.kind == "player_at" and condition.value not in places:
             problems.append(f"goal requires unknown location '{condition.value}'")
         elif condition.kind in FACT_RULES and condition.value not in facts:
-            problems.append(f"goal uses undeclared fact '{condition.value}'; declare it in environment.facts")
+            problems.append(f"goal uses fact '{condition.value}', which no action sets and environment.facts does not declare")
     return problems + _facts_never_changed(script)
 
 
 def _facts_never_changed(script: ScriptDraft) -> list[str]:
     """A fact that must become true (or false) but that no action sets (or clears)."""
-    start = {f.name: f.initially for f in script.environment.facts}
+    true_at_start = {f.name for f in script.environment.facts if f.initially}
+    start = {name: name in true_at_start for name in script.fact_names()}
     made = {(e.value, e.kind == "set_fact") for a in script.actions for e in a.effects if e.kind in ("set_fact", "clear_fact")}
     needed = [c for a in script.actions for c in a.preconditions] + list(script.goal.conditions)
     problems = []
