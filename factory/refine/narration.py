@@ -3,24 +3,58 @@
 Identifiers become display names (`med_bay` -> "the med bay"); what the player
 reads is in the second person and the DM's voice ("You need the station map,
 but you are not carrying it."); the DM's rules are the script's preconditions,
-effects and goal in plain words. The wording lives in
-`prompts/refine/narration.json`. Only the DM's rules name the facts as written
-in the script: the player learns about the world from observations alone.
+effects and goal in plain words. Only the DM's rules name the facts as
+written in the script: the player learns about the world from observations
+alone. The wording is the `WORDS` table below (the world's own sentences, not
+an LLM prompt).
 """
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from typing import Any
 
-from ..paths import prompts_dir
 from .script import Action, Effect, Precondition, ScriptDraft
 
+WORDS: dict[str, Any] = {
+    "refusals": {
+        "unknown_action": "You cannot {action} here: it is not one of the actions you can take.",
+        "missing_param": "To {action} you need to say which {param}.",
+        "unexpected_param": "{action} takes no {param}.",
+        "invalid_value": "{value} is not a valid {param}.",
+        "player_at": "You can only do that in {place}, and you are in {here}.",
+        "has_item": "You need {item}, but you are not carrying it.",
+        "param_at_location": "There is no {item} here in {here}.",
+        "param_in_inventory": "You are not carrying {item}.",
+        "fact_true": "Not yet: {fact} has not happened.",
+        "fact_false": "Too late: {fact} has already happened.",
+        "code": "That does not work here; try something else."
+    },
+    "state": "You are in {place}. {description} You see {items}. You are carrying {held}.",
+    "nothing_here": "nothing of note",
+    "nothing_held": "nothing",
+    "rules": {
+        "player_at": "the player is in {value}",
+        "has_item": "the player carries {value}",
+        "param_at_location": "the item given as '{param}' is where the player stands",
+        "param_in_inventory": "the player carries the item given as '{param}'",
+        "fact_true": "'{fact}' is true",
+        "fact_false": "'{fact}' is false",
+        "move_to": "the player moves to the place given as '{param}'",
+        "take": "the item given as '{param}' goes into the player's inventory",
+        "drop": "the item given as '{param}' is left where the player stands",
+        "set_fact": "'{fact}' becomes true",
+        "clear_fact": "'{fact}' becomes false"
+    },
+    "dm_rejects": "The player tries {action}, which the rules refuse ({rule}). I tell the player: {reason}",
+    "accepted": "{action} worked. {state}",
+    "always": "always allowed",
+    "allowed": "allowed when {conditions}",
+    "unchanged": "nothing changes"
+}
 
-@lru_cache(maxsize=1)
+
 def words() -> dict[str, Any]:
-    return json.loads((prompts_dir() / "refine" / "narration.json").read_text())
+    return WORDS
 
 
 def display(name: Any) -> str:
