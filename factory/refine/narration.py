@@ -76,8 +76,9 @@ def listing(names: list[Any], empty: str) -> str:
 
 
 def refusal(kind: str, **values: Any) -> str:
-    """What the DM tells the player when the world refuses an action."""
-    return words()["refusals"][kind].format(**values)
+    """What the DM tells the player when the world refuses an action, as a sentence."""
+    text = words()["refusals"][kind].format(**values)
+    return text[:1].upper() + text[1:]
 
 
 def describe_state(script: ScriptDraft, location: str, inventory: list[str], items_here: list[str]) -> str:

@@ -79,7 +79,7 @@ def check_parameters(action: Action, params: dict[str, Any]) -> ActionCheck:
         return ActionCheck(False, "parameter", refusal("missing_param", action=display(action.name), param=display(missing[0])),
                            f"{action.name} takes {', '.join(sorted(expected))}")  # fmt: skip
     if extra:
-        return ActionCheck(False, "parameter", refusal("unexpected_param", action=display(action.name).capitalize(),
+        return ActionCheck(False, "parameter", refusal("unexpected_param", action=display(action.name),
                            param=display(extra[0])), f"{action.name} takes {', '.join(sorted(expected)) or 'no parameters'}")  # fmt: skip
     typed = typed_params(action, params)
     if isinstance(typed, str):
