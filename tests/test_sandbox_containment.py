@@ -140,3 +140,15 @@ def test_truncate_by_path_is_denied_by_seccomp_alone(no_landlock, monkeypatch, t
 def test_dunders_by_import_alias_and_match_pattern_are_refused(source):
     issue = check_source(source, DEFAULT_ALLOWED_IMPORTS)
     assert issue and (issue.status, issue.reason) == ("rejected", "dunder") and issue.line in (1, 2)
+
+
+def test_refine_with_validation_code_stops_up_front_where_the_sandbox_cannot_hold(monkeypatch):
+    """Not a run of scripts whose every validation function reads "not run" as the script's flaw."""
+    from factory.errors import FactoryError
+    from factory.refine.code_check import SandboxCodeChecker
+    from factory.sandbox import api
+
+    monkeypatch.setattr(api, "landlock_abi", lambda: 0)
+    monkeypatch.delenv("FACTORY_SANDBOX_UNCONTAINED", raising=False)
+    with pytest.raises(FactoryError, match="^refine: validation code cannot run here: .*Landlock.*--no-code$"):
+        SandboxCodeChecker()

@@ -17,7 +17,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ..sandbox import SandboxLimits, run_function
+from ..errors import FactoryError
+from ..sandbox import SandboxLimits, run_function, sandbox_refusal
 from .narration import refusal
 from .script import Action, Script
 from .values import invalid_value, valid_typed, values_problems
@@ -88,6 +89,13 @@ def probe_calls(action: Action, start: str, facts: dict[str, bool] | None = None
 
 
 class SandboxCodeChecker:
+    def __init__(self) -> None:
+        # Where generated code may not run (no Landlock/seccomp), every validation function would come back
+        # "not run" and read as a flaw of the script: stop the run up front instead, naming the missing layer.
+        refused = sandbox_refusal()
+        if refused:
+            raise FactoryError(f"refine: validation code cannot run here: {refused}; run with --no-code")
+
     def script_problems(self, script: Script) -> list[str]:
         problems = []
         start = script.environment.player.location
