@@ -3,10 +3,10 @@
 The player was trained on `factory.refine.output.build_trajectory`'s turns: a
 first user turn from `prompts/refine/player_instruction.md`, then assistant
 turns `Thought: ...\\nAction: name(key=value, ...)` (`world.format_action`)
-answered by user turns `Observation: ...`. A rejected action gets the refine
-DM's own wording (`prompts/refine/injected_step.json`); an accepted one gets a
-description of the new state (`prompts/eval/observations.json`), since there is
-no LLM narrator here.
+answered by user turns `Observation: ...`. Both a rejected and an accepted
+action get the refine world's own words (`factory.refine.narration`, as in
+the training data), since there is no LLM narrator here; the goal and an
+unparseable reply get `prompts/eval/observations.json`.
 """
 
 from __future__ import annotations
