@@ -4,6 +4,8 @@ Under constrained decoding a small model can keep writing inside an unbounded
 string until max_tokens cuts the reply off, so every request fails the same way.
 """
 
+import re
+
 import pytest
 from test_refine_world import GARDEN
 
@@ -23,14 +25,17 @@ def unbounded_strings(node, path=""):
         return [p for i, item in enumerate(node) for p in unbounded_strings(item, f"{path}[{i}]")]
     if not isinstance(node, dict):
         return []
-    free = node.get("type") == "string" and not any(k in node for k in ("maxLength", "enum", "const"))
-    free = free and not _bounded_pattern(node.get("pattern"))
+    free = False
+    if node.get("type") == "string" and not any(k in node for k in ("enum", "const")):
+        # llama.cpp's grammar ignores maxLength beside a pattern: then the pattern alone must be bounded.
+        free = not _bounded_pattern(node["pattern"]) if node.get("pattern") else "maxLength" not in node
     return ([path] if free else []) + [p for k, v in node.items() for p in unbounded_strings(v, f"{path}/{k}")]
 
 
 def _bounded_pattern(pattern):
-    """An anchored pattern with no open repeat (`*`, `+`) matches strings of bounded length."""
-    return bool(pattern) and pattern.startswith("^") and pattern.endswith("$") and not set("*+") & set(pattern)
+    """An anchored pattern with no open repeat (`*`, `+`, `{n,}`) matches strings of bounded length."""
+    open_repeat = set("*+") & set(pattern) or re.search(r"\{\d*,\}", pattern)
+    return pattern.startswith("^") and pattern.endswith("$") and not open_repeat
 
 
 WEB_TOOLS = ("web_search", "crawl_page")
@@ -58,5 +63,8 @@ def test_the_check_sees_an_unbounded_list_item_or_pattern():
         "xs": {"type": "array", "items": {"type": "string"}},
         "name": {"type": "string", "pattern": "^[a-z]+$"},
         "code": {"type": "string", "pattern": "^[a-z]{1,8}$"},
+        "capped": {"type": "string", "pattern": "^[a-z]*$", "maxLength": 8},  # llama.cpp ignores maxLength here
+        "open": {"type": "string", "pattern": "^[a-z]{2,}$"},
     }}  # fmt: skip
-    assert unbounded_strings(schema) == ["/properties/xs/items", "/properties/name"]
+    assert unbounded_strings(schema) == ["/properties/xs/items", "/properties/name", "/properties/capped",
+                                         "/properties/open"]
