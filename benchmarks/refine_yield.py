@@ -3,6 +3,7 @@
     python benchmarks/refine_yield.py                              # embedded SmolLM2, 4 personas, --dm world
     python benchmarks/refine_yield.py --count 8 --dm llm --budget 4
     python benchmarks/refine_yield.py --model openai/gpt-4o-mini --count 20 --with-code
+    python benchmarks/refine_yield.py --replay benchmarks/data/refine_replay/capable_v1   # recorded capable model
 
 Runs `factory refine` in-process into a fresh run folder (cache off unless
 --cache) and reads the store afterwards:
@@ -18,6 +19,11 @@ Runs `factory refine` in-process into a fresh run folder (cache off unless
   mistakes per row, whether the first move trains, distinct actions per row,
   repeated or templated mistake thoughts, diversity across environments.
 
+With --replay DIR the model is a recorded set of capable-model replies served over
+loopback HTTP (tests/refine_replay.py): its own personas, the LLM as DM and no
+validation code unless told otherwise, as the set was written (see its README);
+tokens are then estimates (4 characters a token) and seconds measure the factory alone.
+
 Figures are printed and merged into benchmarks/results/refine_yield.json under
 a key naming the model and settings, so runs on several models sit side by side.
 """
@@ -26,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import tempfile
 from pathlib import Path
 
 from results_file import per, report, timed_run
@@ -36,6 +44,7 @@ from factory.settings import FactoryConfig
 from factory.store import Store
 
 RESULTS = Path(__file__).parent / "results" / "refine_yield.json"
+TESTS = Path(__file__).parent.parent / "tests"
 
 
 def parse_args() -> argparse.Namespace:
@@ -45,19 +54,25 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=4, help="personas (one trajectory each)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=int, default=4, help="LLM calls per trajectory, script included")
-    parser.add_argument("--dm", choices=["llm", "world"], default="world")
+    parser.add_argument("--dm", choices=["llm", "world"], help="who judges moves (default: world; llm with --replay)")
     parser.add_argument("--with-code", action="store_true", help="ask for validation code (needs a capable model)")
     parser.add_argument("--no-injection", action="store_true")
     parser.add_argument("--cache", action="store_true", help="reuse cached calls (default: every call is fresh)")
     parser.add_argument("--run-dir", help="keep the run here (default: a temporary folder)")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    return parser.parse_args()
+    parser.add_argument("--replay", type=Path, help="serve this recorded set of replies instead of a model")
+    parser.add_argument("--pending", type=Path, help="with --replay: write requests the set cannot answer here")
+    args = parser.parse_args()
+    args.dm = args.dm or ("llm" if args.replay else "world")
+    return args
 
 
-def build_config(args: argparse.Namespace, run_dir: str) -> FactoryConfig:
+def build_config(args: argparse.Namespace, run_dir: str, personas: Path | None = None) -> FactoryConfig:
     llm = {"model": args.model, "cache": args.cache, **({"base_url": args.base_url} if args.base_url else {})}
     refine = {"count": args.count, "seed": args.seed, "budget": args.budget, "dm_evaluation": args.dm,
               "with_code": args.with_code, "injection": not args.no_injection}  # fmt: skip
+    if personas:
+        refine["personas"] = str(personas)
     return FactoryConfig.model_validate({"run_dir": run_dir, "llm": llm, "refine": refine})
 
 
@@ -100,18 +115,43 @@ def measure(store: Store, funnel: dict[str, int], losses: dict[str, int], second
     }
 
 
-def main() -> None:
-    args = parse_args()
+def settings_key(args: argparse.Namespace) -> str:
+    return (f"{args.model} dm={args.dm} code={args.with_code} injection={not args.no_injection} "
+            f"budget={args.budget} count={args.count} seed={args.seed}")  # fmt: skip
 
+
+def run_replay(args: argparse.Namespace) -> tuple[str, dict]:
+    """Serve the recorded set on loopback HTTP and run `factory refine` against it."""
+    sys.path.insert(0, str(TESTS))
+    from refine_replay import ReplayServer, load_replay_set, write_personas
+
+    recordings = load_replay_set(args.replay)
+    server = ReplayServer(recordings, pending_dir=args.pending)
+    args.model, args.base_url, args.count = "replay", server.start_in_thread(), len(recordings)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            personas = write_personas(recordings, Path(folder) / "personas.jsonl")
+            figures = measure_run(args, personas)
+    finally:
+        server.stop()
+    figures["replay_missing_replies"] = len(server.missing)
+    figures["tokens_are_estimates"] = True
+    return f"replay:{args.replay.name} " + settings_key(args).split(" ", 1)[1], figures
+
+
+def measure_run(args: argparse.Namespace, personas: Path | None = None) -> dict:
     def run(run_dir: str):
-        return run_refine(build_config(args, run_dir), progress=True)
+        return run_refine(build_config(args, run_dir, personas), progress=True)
 
     def measured(store: Store, outcome, seconds: float) -> dict:
         return measure(store, outcome.funnel, outcome.rule_losses, seconds)
 
-    figures = timed_run(args.run_dir, "refine_yield_", run, measured)
-    key = (f"{args.model} dm={args.dm} code={args.with_code} injection={not args.no_injection} "
-           f"budget={args.budget} count={args.count} seed={args.seed}")  # fmt: skip
+    return timed_run(args.run_dir, "refine_yield_", run, measured)
+
+
+def main() -> None:
+    args = parse_args()
+    key, figures = run_replay(args) if args.replay else (settings_key(args), measure_run(args))
     report(args.output, key, figures)
 
 

@@ -1,0 +1,140 @@
+"""Replay a recorded set of capable-model replies to the refine prompts over loopback HTTP.
+
+A replay set is a folder of JSON files, one per persona (see
+benchmarks/data/refine_replay/README.md):
+
+    {"persona_id": "p0123", "persona": "...",
+     "replies": [{"stage": "script", "attempt": 0, "reply": {...}},
+                 {"stage": "trajectory", "attempt": 0, "reply": {"steps": [...]}}]}
+
+The server answers each chat request from the set, matched by stage (from the
+response schema's name), persona (its text in a script request, its script's
+task in a trajectory request) and attempt (the n-th request of that stage for
+that persona), never by an exact prompt hash, so small prompt edits keep the
+set usable. A request with no recording, or a schema-repair re-ask (the set
+holds first answers only), gets an HTTP 400 naming what is missing, which the
+pipeline records as a failed call. With `pending_dir`, such requests are also
+written there as JSON, ready to be answered and added to the set.
+
+    python tests/refine_replay.py DIR   # serve DIR; prints the base URL
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from loopback_server import Action, LoopbackServer  # noqa: E402
+
+STAGES = {"script": "script", "trajectory": "trajectory"}  # substring of the schema name -> stage
+
+
+def load_replay_set(folder: str | Path) -> list[dict[str, Any]]:
+    """Every recording of the set, sorted by persona id."""
+    files = sorted(Path(folder).glob("*.json"))
+    if not files:
+        raise FileNotFoundError(f"{folder}: no recorded replies (*.json)")
+    return [json.loads(f.read_text()) for f in files]
+
+
+def write_personas(recordings: list[dict[str, Any]], path: str | Path) -> Path:
+    """The set's personas as a JSONL file `factory refine` can read (ids kept)."""
+    rows = [json.dumps({"id": r["persona_id"], "persona": r["persona"]}) for r in recordings]
+    Path(path).write_text("\n".join(rows) + "\n")
+    return Path(path)
+
+
+def request_stage(body: dict[str, Any]) -> str | None:
+    fmt = body.get("response_format") or {}
+    name = ((fmt.get("json_schema") or {}).get("name") or "").lower()
+    return next((stage for needle, stage in STAGES.items() if needle in name), name or None)
+
+
+def _text(body: dict[str, Any], role: str) -> str:
+    return "\n".join(str(m.get("content", "")) for m in body.get("messages") or [] if m.get("role") == role)
+
+
+def _tasks(recording: dict[str, Any]) -> list[str]:
+    return [r["reply"]["task"] for r in recording["replies"] if r["stage"] == "script" and "task" in r["reply"]]
+
+
+def _usage_estimate(prompt: str, content: str) -> dict[str, int]:
+    # The replies were not metered by a provider: about 4 characters a token, labelled an estimate.
+    prompt_tokens, completion_tokens = len(prompt) // 4, len(content) // 4
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+
+
+class ReplayServer(LoopbackServer):
+    def __init__(self, recordings: list[dict[str, Any]], pending_dir: str | Path | None = None):
+        super().__init__()
+        self.recordings = recordings
+        self.pending_dir = Path(pending_dir) if pending_dir else None
+        self.asked: dict[tuple[str, str], int] = {}  # (stage, persona id) -> requests answered so far
+        self.missing: list[str] = []
+        self._count_lock = threading.Lock()
+
+    def _persona(self, stage: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        user = _text(body, "user")
+        if stage == "script":
+            return next((r for r in self.recordings if r["persona"].strip() in user), None)
+        return next((r for r in self.recordings if any(task in user for task in _tasks(r))), None)
+
+    def _next_action(self, body: dict[str, Any]) -> Action:
+        stage = request_stage(body)
+        recording = self._persona(stage, body) if stage else None
+        if recording is None:
+            return self._missing(body, f"stage={stage} for an unknown persona")
+        if _text(body, "assistant"):
+            return self._missing(body, f"a schema-repair re-ask, stage={stage} persona={recording['persona_id']}")
+        with self._count_lock:
+            key = (stage, recording["persona_id"])
+            attempt = self.asked.get(key, 0)
+            self.asked[key] = attempt + 1
+        reply = next((r["reply"] for r in recording["replies"] if r["stage"] == stage and r["attempt"] == attempt), None)
+        if reply is None:
+            return self._missing(body, f"stage={stage} persona={recording['persona_id']} attempt={attempt}")
+        return self._answer(body, json.dumps(reply))
+
+    def _answer(self, body: dict[str, Any], content: str) -> Action:
+        prompt = _text(body, "system") + _text(body, "user")
+        completion = {
+            "id": "chatcmpl-replay", "object": "chat.completion", "created": int(time.time()), "model": "replay",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": _usage_estimate(prompt, content),
+        }  # fmt: skip
+        return Action(body=json.dumps(completion), headers={"Content-Type": "application/json"})
+
+    def _missing(self, body: dict[str, Any], what: str) -> Action:
+        message = f"replay: no recorded reply for {what}"
+        with self._count_lock:
+            self.missing.append(message)
+            if self.pending_dir:
+                self.pending_dir.mkdir(parents=True, exist_ok=True)
+                name = f"{len(self.missing):03d}_{what.replace(' ', '_').replace('=', '-')[:80]}.json"
+                (self.pending_dir / name).write_text(json.dumps(body, indent=1))
+        return Action(status=400, body=json.dumps({"error": {"message": message, "code": 400}}))
+
+
+def main() -> None:
+    import asyncio
+
+    server = ReplayServer(load_replay_set(sys.argv[1]), pending_dir=sys.argv[2] if len(sys.argv) > 2 else None)
+
+    async def run() -> None:
+        print(await server.start_async(), flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
