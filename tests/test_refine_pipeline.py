@@ -32,23 +32,40 @@ def go(config, store, settings, persona="p1", checker=None):
     return asyncio.run(run())
 
 
-def test_injected_mistake_then_a_verified_trajectory(server, fast_config, tmp_path):
-    server.route(SCRIPT_MARK, ok(GARDEN))
-    server.route(TRAJ_MARK, replies(GOOD[1:]))
-    store = Store(tmp_path / "r.duckdb")
-    assert go(fast_config(), store, RefineConfig(with_code=False, seed=3))
+# GOOD as a model can write it (its 'attic' is not in the wire's vocabulary): two mistakes of its own.
+PLAYED = [step("go", {"place": "watering_can"}, error="parameter"), *GOOD[1:]]
+CLEAN = [step("take", {"item": "watering_can"}), step("go", {"place": "garden"}), step("water", {"litres": 2}, done=True)]
 
-    prompt = server.requests[1]["body"]["messages"][1]["content"]
-    assert "The story so far" in prompt  # the LLM continued after the injected mistake
+
+def test_a_clean_play_gets_mistakes_injected_inside_it_and_continues(server, fast_config, tmp_path):
+    from test_refine_inject import WorldPlayer
+
+    from factory.refine.script import Script
+
+    player = WorldPlayer(Script.model_validate(GARDEN))
+    server.content = player  # the continuation is played from wherever the injection leaves the world
+    server.route(SCRIPT_MARK, ok(GARDEN))
+    server.route(TRAJ_MARK, replies(CLEAN))  # the model's own play: right, but with no mistake
+    store = Store(tmp_path / "r.duckdb")
+    settings = RefineConfig(with_code=False, seed=3, mistake_counts={2: 1}, first_move_mistakes=0.0)
+    assert go(fast_config(), store, settings)
+
+    prompt = server.requests[2]["body"]["messages"][1]["content"]
+    assert "The story so far" in prompt and "<missing thought 1: why the player tries this move>" in prompt
     (turns, conversations, calls, corrections) = store.query(
         "SELECT turns, conversations, llm_calls, n_corrections FROM trajectories WHERE verified"
     )[0]
+    steps = json.loads(store.query("SELECT steps FROM trajectories")[0][0])
     conversations = json.loads(conversations)
-    assert calls == 2 and corrections == 2
+    assert calls == 3 and corrections == 2  # script, the play, one continuation for both mistakes
     assert conversations[0]["from"] == "human" and "Task: Water the tomatoes" in conversations[0]["value"]
     gpt = [c for c in conversations if c["from"] == "gpt"]
-    assert [c["loss"] for c in gpt] == [False, True, False, True, True]
-    assert gpt[0]["error"]["type"] in ("parameter", "location", "logic") and gpt[0]["error"]["feedback"]
+    injected = [bool(s.get("injected")) for s in steps]
+    assert injected == [False, True, False, True, False]  # inside the play: after take and after go
+    assert [c["loss"] for c in gpt] == [not i for i in injected]  # the first move trains, no mistake does
+    assert gpt[1]["error"]["type"] in ("parameter", "location", "logic") and gpt[1]["error"]["feedback"]
+    assert steps[0]["thought"] == "I will take." and steps[2].get("rewritten_thought")  # the correction's new thought
+    assert {steps[1]["thought"], steps[2]["thought"], steps[3]["thought"]} <= set(player.written)
     assert all(not c["loss"] for c in conversations if c["from"] == "human")
     assert refine_funnel(store) == {"personas": 1, "scripts": 1, "verified_scripts": 1, "trajectories": 1, "verified": 1}
 
@@ -56,14 +73,31 @@ def test_injected_mistake_then_a_verified_trajectory(server, fast_config, tmp_pa
 def test_a_failed_check_continues_from_the_verified_prefix(server, fast_config, tmp_path):
     unflagged = step("water", {"litres": 2})  # at the kitchen: a location error the DM misses
     server.route(SCRIPT_MARK, ok(GARDEN))
-    server.route(TRAJ_MARK, replies([GOOD[1], unflagged]),
-                 replies([step("go", {"place": "garden"}), step("water", {"litres": 2}, done=True)]))
+    server.route(TRAJ_MARK, replies([PLAYED[0], PLAYED[1], unflagged]), replies(PLAYED[2:]))
     store = Store(tmp_path / "r.duckdb")
-    assert go(fast_config(), store, RefineConfig(with_code=False, seed=1))
+    assert go(fast_config(), store, RefineConfig(with_code=False, injection=False))
     verdicts = store.query("SELECT attempt, ok, rule, failed_step FROM verdicts ORDER BY attempt")
     assert verdicts == [(0, False, "unflagged_error", 2), (1, True, None, None)]
+    assert "The story so far" in server.requests[2]["body"]["messages"][1]["content"]
     steps = json.loads(store.query("SELECT steps FROM trajectories")[0][0])
-    assert [s.get("injected") is not None for s in steps] == [True, False, True, False, False]
+    assert [s["action"]["name"] for s in steps] == ["go", "take", "water", "go", "water"]
+
+
+def test_after_a_failed_check_mistakes_go_inside_the_verified_prefix(server, fast_config, tmp_path):
+    from test_refine_inject import WorldPlayer
+
+    from factory.refine.script import Script
+
+    server.content = WorldPlayer(Script.model_validate(GARDEN))
+    server.route(SCRIPT_MARK, ok(GARDEN))
+    server.route(TRAJ_MARK, replies([CLEAN[0], CLEAN[1], step("take", {"item": "watering_can"})]))  # not here: unflagged
+    store = Store(tmp_path / "r.duckdb")
+    settings = RefineConfig(with_code=False, seed=1, mistake_counts={2: 1}, first_move_mistakes=0.0)
+    assert go(fast_config(), store, settings)
+    assert store.query("SELECT attempt, ok, rule FROM verdicts ORDER BY attempt")[0] == (0, False, "unflagged_error")
+    steps = json.loads(store.query("SELECT steps FROM trajectories")[0][0])
+    assert [s.get("injected") is not None for s in steps[:4]] == [False, True, False, True]  # take, ✗, go, ✗
+    assert [s["action"]["name"] for s in steps if not s.get("injected")] == ["take", "go", "water"]
 
 
 def test_budget_runs_out_on_garbage_and_the_failure_is_recorded(server, fast_config, tmp_path):
@@ -92,9 +126,10 @@ def test_validation_code_is_verified_in_the_sandbox_and_bad_code_is_fed_back(ser
     lenient = copy.deepcopy(with_code)
     lenient["actions"][0]["validation_code"] = "def validate(params, state):\n    return True"
     server.route(SCRIPT_MARK, ok(lenient), ok(with_code))
-    server.route(TRAJ_MARK, replies(GOOD[1:]))
+    server.route(TRAJ_MARK, replies(PLAYED))
     store = Store(tmp_path / "r.duckdb")
-    assert go(fast_config(), store, RefineConfig(with_code=True, seed=3), checker=SandboxCodeChecker())
+    settings = RefineConfig(with_code=True, seed=3, mistake_counts={2: 1})  # the model's own two mistakes suffice
+    assert go(fast_config(), store, settings, checker=SandboxCodeChecker())
     scripts = store.query("SELECT attempt, verified, problems FROM scripts ORDER BY attempt")
     assert scripts[0][:2] == (0, False) and "accepts invalid place" in scripts[0][2]
     assert scripts[1][:2] == (1, True)
@@ -119,7 +154,7 @@ def test_factory_refine_and_show_from_the_command_line(server, tmp_path):
     import sys
 
     server.route(SCRIPT_MARK, *[ok(GARDEN)] * 3)
-    server.route(TRAJ_MARK, *[replies(GOOD[1:])] * 3)
+    server.route(TRAJ_MARK, *[replies(PLAYED)] * 3)
     run_dir = tmp_path / "run"
     args = [sys.executable, "-m", "factory.cli", "refine", "-q", "--count", "2", "--no-code", "--model", "m",
             "--base-url", server.base_url, "--run-dir", str(run_dir)]  # fmt: skip

@@ -2,12 +2,14 @@
 
 Per persona, within a budget of LLM calls (4 by default, the script included):
 write a script and verify it (regenerating with the problems fed back), then
-simulate a trajectory and verify it; on a failure continue from the verified
-prefix, or start over when the story is too clean. With injection on, a
-corrupted action is placed at the end of the prefix whenever the trajectory
-still lacks mistakes, so corrections are guaranteed rather than hoped for.
-Every attempt's verdict is stored; reruns skip finished personas and replay
-cached LLM calls.
+let the LLM play the whole trajectory and verify it; on a failure continue from
+the verified prefix, or start over when the story fails at its first step.
+With injection on, each row aims for a number of corrected mistakes drawn from
+`mistake_counts`; when the verified steps hold fewer (the LLM's own mistakes
+count), mistakes are injected at drawn positions inside them (inject.py) and
+the next call writes the open thoughts and continues from the last one. A
+verified trajectory is kept even if that extra call fails. Every attempt's
+verdict is stored; reruns skip finished personas and replay cached LLM calls.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from typing import Any, Protocol
 from ..llm import LLMClient
 from ..settings import RefineConfig
 from ..store import Store
-from .grounding import ground_steps, state_after
-from .inject import injected_step
+from .grounding import ground_steps
+from .inject import corrections_before, draw_target, fill_thoughts, inject_mistakes
 from .output import build_trajectory
 from .roles import ScriptWriter, TrajectorySimulator
 from .script import Script
@@ -83,22 +85,22 @@ async def write_script(llm: LLMClient, store: Store, persona_id: str, text: str,
     return None, None
 
 
-def _maybe_inject(script: Script, steps: list[dict], settings: RefineConfig, rng: random.Random) -> list[dict]:
-    mistakes = sum(1 for s in steps if s["evaluation"]["error"] != "none")
-    if not settings.injection or mistakes >= settings.min_corrections:
-        return steps
-    if steps and steps[-1]["evaluation"]["error"] != "none":
-        return steps  # the last mistake is not corrected yet
-    step = injected_step(script, state_after(script, steps), rng)
-    return steps + [step] if step else steps
+def _base(steps: list[dict], verdict: Verdict, settings: RefineConfig) -> list[dict]:
+    """The verified steps to build on: all of them when the story held (too few mistakes, or it
+    stops short), those before the failed step otherwise; none for a restart without injection."""
+    if verdict.ok or verdict.rule in ("too_few_corrections", "not_done"):
+        return steps if settings.injection or verdict.rule == "not_done" else []
+    return [] if verdict.restart else steps[: verdict.failed_step]
 
 
-def _next_prefix(steps: list[dict], verdict: Verdict, settings: RefineConfig) -> list[dict]:
-    if verdict.rule == "too_few_corrections" and settings.injection:
-        return steps[:-1]  # drop the final step; an injected mistake goes there instead
-    if verdict.restart:
-        return []
-    return steps[: verdict.failed_step]
+def _next_prefix(script: Script, base: list[dict], target: int, settings: RefineConfig, rng: random.Random) -> list[dict] | None:
+    """Where the next call starts: the base with the mistakes it still lacks injected and cut after
+    the last one; the base itself when it has enough, or None when mistakes are needed but none fits."""
+    if not settings.injection or not base or corrections_before(base, len(base)) >= target:
+        if base and base[-1]["evaluation"]["task_done"]:
+            return None if settings.injection else []  # a finished story with nothing to add: start over
+        return base
+    return inject_mistakes(script, base, target, settings.error_mix, settings.first_move_mistakes, rng)
 
 
 async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, settings: RefineConfig,
@@ -113,17 +115,17 @@ async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, s
         return False
     simulator = TrajectorySimulator(settings.min_corrections, max_steps=settings.max_steps)
     extra = checker.step_check(script) if checker and settings.with_code else None
+    target = draw_target(settings.mistake_counts, settings.min_corrections, random.Random(f"{settings.seed}:{persona_id}:mistakes"))
     state = Attempts()
-    last_reason, last_steps = "budget exhausted before any trajectory", None
+    last_reason, last_steps, held = "budget exhausted before any trajectory", None, None
     while spend.calls < settings.budget:
-        rng = random.Random(f"{settings.seed}:{persona_id}:{state.attempt}")
-        prefix = _maybe_inject(script, state.prefix, settings, rng)
-        result = await llm.run(simulator.request(script, prefix, state.attempt, trajectory_id))
+        result = await llm.run(simulator.request(script, state.prefix, state.attempt, trajectory_id))
         spend.add(result)
-        if not result.ok:
-            last_reason = f"llm {result.error_kind}: {result.error}"
-            save_verdict(store, trajectory_id, state.attempt, None, last_reason, len(prefix))
-            state.attempt += 1
+        prefix = fill_thoughts(state.prefix, simulator.missing_thoughts(result.parsed)) if result.ok else None
+        if prefix is None:
+            last_reason = f"llm {result.error_kind}: {result.error}" if not result.ok else "format: a missing thought left empty"
+            save_verdict(store, trajectory_id, state.attempt, None, last_reason, len(state.prefix))
+            state = Attempts(state.prefix, state.attempt + 1)
             continue
         new_steps = simulator.parse(result.parsed)
         if settings.dm_evaluation == "world":
@@ -132,15 +134,29 @@ async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, s
         verdict = await asyncio.to_thread(verify_steps, script, steps, settings.min_corrections, extra)
         save_verdict(store, trajectory_id, state.attempt, verdict, verdict.reason, len(steps))
         if verdict.ok:
-            trajectory = build_trajectory(trajectory_id, script, verdict.checks, {"llm_calls": spend.calls, "dm_evaluation": settings.dm_evaluation})
-            row = {**base, "verified": True, "reason": None, "steps": json.dumps(steps), **_spend_row(spend)}
-            save_trajectory(store, row, trajectory)
-            return True
-        last_reason, last_steps = f"{verdict.rule}: {verdict.reason}", steps
-        state = Attempts(_next_prefix(steps, verdict, settings), state.attempt + 1)
+            held = (steps, verdict)
+            if not settings.injection or verdict.corrections >= target or spend.calls >= settings.budget:
+                break
+        else:
+            last_reason, last_steps = f"{verdict.rule}: {verdict.reason}", steps
+        rng = random.Random(f"{settings.seed}:{persona_id}:{state.attempt}")
+        following = _next_prefix(script, _base(steps, verdict, settings), target, settings, rng)
+        if following is None and verdict.ok:
+            break  # verified, and no mistake can be added: keep it
+        state = Attempts(following or [], state.attempt + 1)  # None: nothing to add to a finished story, play again
+    if held is not None:  # verified, possibly before an attempt to add mistakes that did not verify
+        _save_verified(store, base, trajectory_id, script, *held, spend, settings)
+        return True
     steps_json = json.dumps(last_steps) if last_steps else None
     save_trajectory(store, {**base, "verified": False, "reason": last_reason, "steps": steps_json, **_spend_row(spend)}, None)
     return False
+
+
+def _save_verified(store: Store, base: dict, trajectory_id: str, script: Script, steps: list[dict], verdict: Verdict,
+                   spend: Spend, settings: RefineConfig) -> None:  # fmt: skip
+    provenance = {"llm_calls": spend.calls, "dm_evaluation": settings.dm_evaluation}
+    trajectory = build_trajectory(trajectory_id, script, verdict.checks, provenance)
+    save_trajectory(store, {**base, "verified": True, "reason": None, "steps": json.dumps(steps), **_spend_row(spend)}, trajectory)
 
 
 def _spend_row(spend: Spend) -> dict[str, Any]:

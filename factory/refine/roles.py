@@ -13,7 +13,8 @@ from ..llm import Request
 from ..paths import prompts_dir
 from ..prompts import load_prompt, render_prompt
 from .narration import describe_goal, describe_rules
-from .schemas import from_wire, to_wire, trajectory_schema
+from .inject import open_slots
+from .schemas import MISSING_THOUGHTS, WIRE_KEYS, from_wire, to_wire, trajectory_schema
 from .script import DeclarativeScriptDraft, Script, ScriptDraft
 from .values import valid_typed
 
@@ -92,18 +93,35 @@ class TrajectorySimulator:
         example = {"steps": [to_wire(s) for s in _example("trajectory_example.json")["steps"]]}
         example = json.dumps(example, separators=(",", ":"))
         system = render_prompt("refine/trajectory_system", min_corrections=self.min_corrections, example=example)
-        progress = ""
+        progress, open_thoughts = "", 0
         if prefix:
-            shown = "\n".join(json.dumps(to_wire(step), separators=(",", ":")) for step in prefix)
+            numbers = {index: n for n, index in enumerate(open_slots(prefix), start=1)}
+            shown = "\n".join(json.dumps(_shown(s, numbers.get(i)), separators=(",", ":")) for i, s in enumerate(prefix))
             progress = render_prompt("refine/trajectory_continue", steps=shown)
+            open_thoughts = len(numbers)
+            if open_thoughts:
+                progress += "\n" + render_prompt("refine/trajectory_thoughts", count=open_thoughts)
         user = render_prompt(
             "refine/trajectory_user", environment=describe_environment(script), task=script.task,
             actions=describe_actions(script), rules=dm_rules(script), progress=progress,
         )  # fmt: skip
-        schema = trajectory_schema(script, self.min_steps if not prefix else 1, self.max_steps)
+        schema = trajectory_schema(script, self.min_steps if not prefix else 1, self.max_steps, open_thoughts)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         return Request(messages, schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)
 
     @staticmethod
     def parse(parsed: dict) -> list[dict]:
         return [from_wire(step) for step in parsed["steps"]]
+
+    @staticmethod
+    def missing_thoughts(parsed: dict) -> list[str]:
+        """The thoughts written for the story's open slots (inject.py), in order."""
+        return list(parsed.get(MISSING_THOUGHTS) or [])
+
+
+def _shown(step: dict, number: int | None) -> dict:
+    """A step of the story so far as the model reads it; an open thought shows as its numbered marker."""
+    wire = to_wire(step)
+    if number is not None:
+        wire[WIRE_KEYS["thought"]] = _example("injected_step.json")[step["open_thought"]].format(n=number)
+    return wire

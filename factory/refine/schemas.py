@@ -31,6 +31,7 @@ ERROR_TYPES = ["none", "parameter", "location", "logic"]
 WIRE_KEYS = {"thought": "1_thought", "action": "2_action", "dm_thinking": "3_dm_thinking",
              "observation": "4_observation", "evaluation": "5_evaluation"}  # fmt: skip
 FROM_WIRE = {wire: name for name, wire in WIRE_KEYS.items()}
+MISSING_THOUGHTS = "missing_thoughts"  # the reply's field for the thoughts the story so far leaves open
 
 
 def to_wire(step: dict[str, Any]) -> dict[str, Any]:
@@ -110,13 +111,19 @@ def step_schema(script: Script) -> dict[str, Any]:
     }
 
 
-def trajectory_schema(script: Script, min_steps: int = 3, max_steps: int = 10) -> dict[str, Any]:
+def trajectory_schema(script: Script, min_steps: int = 3, max_steps: int = 10, missing_thoughts: int = 0) -> dict[str, Any]:
+    """The reply: the next steps; with `missing_thoughts`, first the player's thoughts that the story
+    so far leaves open (injected mistakes and the steps after them, inject.py), one per open slot, in order.
+    `missing_thoughts` sorts before `steps`, so llama.cpp writes them first, as the story reads."""
+    properties: dict[str, Any] = {}
+    if missing_thoughts:
+        properties[MISSING_THOUGHTS] = {"type": "array", "items": _bounded_text(300),
+                                        "minItems": missing_thoughts, "maxItems": missing_thoughts}  # fmt: skip
+    properties["steps"] = {"type": "array", "items": step_schema(script), "minItems": min_steps, "maxItems": max_steps}
     return {
         "title": "Trajectory",
         "type": "object",
-        "properties": {
-            "steps": {"type": "array", "items": step_schema(script), "minItems": min_steps, "maxItems": max_steps}
-        },
-        "required": ["steps"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
