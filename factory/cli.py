@@ -25,7 +25,7 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
 
 
 SECTION_FLAGS = {
-    "refine": ("count", "seed", "personas", "min_corrections", "budget"),
+    "refine": ("count", "seed", "personas", "min_corrections", "budget", "scripts"),
     "coa": ("tasks", "count", "seed", "domain", "variant", "max_steps"),
 }
 
@@ -168,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     refine.add_argument("--no-injection", action="store_true", help="rely on the prompt alone for mistakes")
     refine.add_argument("--dm", choices=["llm", "world"],
                         help="who judges actions: the LLM as DM (default, the paper) or the script's world")
+    refine.add_argument("--scripts", choices=["auto", "llm", "procedural"],
+                        help="who writes the worlds: the LLM (the paper), a seeded procedural builder, or auto "
+                             "(default: procedural for the embedded 'local' model, the LLM otherwise)")
     refine.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine", section="refine")
 

@@ -56,6 +56,10 @@ class RefineConfig(StrictModel):
     dm_evaluation: Literal["llm", "world"] = Field(
         "llm", description="who judges each action: the LLM as DM (the paper), or the script's world (small models)"
     )
+    scripts: Literal["auto", "llm", "procedural"] = Field(
+        "auto", description="who writes the world: the LLM (the paper), a seeded procedural builder "
+        "(small models), or auto: procedural for the embedded 'local' model, the LLM otherwise",
+    )
 
 
 class FactoryConfig(StrictModel):

@@ -38,10 +38,18 @@ async def _one(llm: LLMClient, store: Store, persona: Persona, settings: RefineC
         save_trajectory(store, row, None)
 
 
+def script_source(config: FactoryConfig) -> str:
+    """Who writes the worlds: `auto` means procedural on the embedded model, which cannot
+    write a consistent script, and the paper's LLM-written scripts for every other model."""
+    if config.refine.scripts != "auto":
+        return config.refine.scripts
+    return "procedural" if config.llm.model == "local" else "llm"
+
+
 async def run_refine_async(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
     personas = choose_personas(config.refine)
-    settings = config.refine
-    checker = SandboxCodeChecker() if config.refine.with_code else None
+    settings = config.refine.model_copy(update={"scripts": script_source(config)})
+    checker = SandboxCodeChecker() if settings.with_code else None
     with open_run(config.run_dir, "refine", config) as run:
         save_personas(run.store, personas)
         done = finished_ids(run.store)

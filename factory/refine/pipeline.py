@@ -64,6 +64,13 @@ class Attempts:
 
 async def write_script(llm: LLMClient, store: Store, persona_id: str, text: str, settings: RefineConfig,
                        checker: CodeChecker | None, spend: Spend) -> tuple[Script | None, str | None]:  # fmt: skip
+    if settings.scripts == "procedural":  # batch.py resolves "auto"; no LLM call, the same checks
+        from .procedural import SCRIPT_SUFFIX, build_script
+
+        script, script_id = build_script(persona_id, text, settings.seed), f"{persona_id}:{SCRIPT_SUFFIX}"
+        problems = solvability_problems(script, require_goal=True)
+        save_script(store, script_id, persona_id, 0, script, problems)
+        return (None, None) if problems else (script, script_id)
     writer = ScriptWriter(with_code=settings.with_code)
     feedback: list[str] | None = None
     for attempt in range(min(settings.script_tries, settings.budget)):
