@@ -30,10 +30,13 @@ def test_a_persona_through_the_refine_path_on_the_embedded_model(tmp_path):
     with Store.open(config.run_dir, read_only=True) as store:
         rows = store.query("SELECT verified, reason, llm_calls, steps, conversations FROM trajectories")
         scripts = store.query("SELECT verified, problems FROM scripts")
+        script_ids = [r[0] for r in store.query("SELECT script_id FROM trajectories")]
         calls = store.query("SELECT count(*), count(*) FILTER (status = 'ok') FROM llm_calls")[0]
     assert len(rows) == 1 and all(1 <= r[2] <= 3 for r in rows)  # the budget holds, script included
     assert calls[0] == sum(r[2] for r in rows)  # every call the budget counted has its log row
     assert all(ok or json.loads(problems) for ok, problems in scripts)  # a rejected script says why
+    # scripts: auto on the embedded model is the procedural source, labelled, verified, no LLM call
+    assert scripts == [(True, "[]")] and script_ids[0].endswith(":procedural")
     for verified, reason, _, steps, conversations in rows:
         assert verified == (reason is None)
         if verified:

@@ -25,7 +25,7 @@ def test_every_library_persona_gets_a_script_that_passes_the_llm_scripts_checks(
 def test_the_task_ends_with_the_action_that_completes_it():
     script = build_script("p1", "An auto mechanic in Mumbai, 43 years old, whose work means diagnosing engine faults.")
     plan = shortest_plan(script)
-    assert len(plan) == 6
+    assert len(plan) == 4
     last = script.action(plan[-1][0])
     assert [e.kind for e in last.effects] == ["set_fact"]
     assert script.goal.conditions[0].value == last.effects[0].value

@@ -10,12 +10,13 @@ trajectory; only the world is not its own. Scripts from here are labelled
 (script id `PERSONA:procedural`) so a dataset can keep or drop them.
 
 The world always has the same shape, which is what a task needs: the player
-starts in one place holding nothing; a material lies there, a tool in a second
-place; the job happens at a third place, in two steps: a preparing action (needs
-the tool, sets `<object>_<prepared>`) and the task's own action (needs the
-material and the prepared fact, sets `<object>_<done>`, the goal). So the
-action that completes the task is the task's last action, and the shortest plan
-is six steps: take, go, take, go, prepare, act.
+starts in one place holding a material, with a tool lying there; a second place
+is a distractor; the job happens at a third place, in two steps: a preparing
+action (needs the tool, sets `<object>_<prepared>`) and the task's own action
+(needs the material and the prepared fact, sets `<object>_<done>`, the goal).
+So the action that completes the task is the task's last action, and the
+shortest plan is four steps: take, go, prepare, act (six was too long for
+SmolLM2, which writes one or two steps per call).
 """
 
 from __future__ import annotations
@@ -101,16 +102,15 @@ def build_script(persona_id: str, text: str, seed: int = 0) -> Script:
     role = persona_role(text)
     opener = f"You are {'an' if (role or 'x')[0].lower() in 'aeiou' else 'a'} {role}. " if role else ""
     # The task names its steps in order: a small model follows a plan it reads far better than one it must find.
-    task = (f"{opener}{display(act).capitalize()} {the(thing)} in {the(site)}: take {the(material)} here, go to "
-            f"{the(store)} and take {the(tool)}, go to {the(site)}, {display(prep)} {the(thing)}, then "
-            f"{display(act)} it.")  # fmt: skip
+    task = (f"{opener}{display(act).capitalize()} {the(thing)} in {the(site)}: take {the(tool)} here, go to "
+            f"{the(site)}, {display(prep)} {the(thing)}, then {display(act)} it.")  # fmt: skip
     locations = [
-        {"name": start, "description": f"Where your day starts. {display(material).capitalize()} lies here.", "items": [material]},
-        {"name": store, "description": f"Shelves of supplies; {the(tool)} is kept here.", "items": [tool]},
+        {"name": start, "description": f"Where your day starts; {the(tool)} is kept here.", "items": [tool]},
+        {"name": store, "description": "Shelves of supplies, none of them needed today.", "items": []},
         {"name": site, "description": f"Where {the(thing)} waits to be {display(done)}.", "items": []},
     ]  # fmt: skip
     draft = {
-        "environment": {"locations": locations, "player": {"location": start, "inventory": []},
+        "environment": {"locations": locations, "player": {"location": start, "inventory": [material]},
                         "facts": [{"name": ready, "initially": False}, {"name": finished, "initially": False}]},
         "task": task, "actions": actions,
         "goal": {"conditions": [{"kind": "fact_true", "value": finished}]},
