@@ -22,7 +22,7 @@ from factory.llm import LLMClient
 from factory.paths import prompts_dir
 from factory.refine.grounding import state_after
 from factory.refine.inject import (
-    choose_positions, draw_target, eligible_positions, fill_thoughts, inject_mistakes, injected_step, open_slots,
+    candidate_positions, draw_target, eligible_positions, fill_thoughts, inject_mistakes, injected_step, open_slots,
 )  # fmt: skip
 from factory.refine.pipeline import refine_one
 from factory.refine.quality import refine_quality
@@ -194,12 +194,12 @@ def test_positions_avoid_the_finished_step_and_neighbours_of_mistakes():
     assert eligible_positions(CLEAN[:2]) == [0, 1, 2]  # an unfinished story can take one at its end
 
 
-def test_the_first_move_is_chosen_at_its_configured_share():
+def test_the_first_move_is_tried_first_at_its_configured_share():
     rng = random.Random(0)
-    firsts = sum(0 in choose_positions(CLEAN, 1, 0.2, rng) for _ in range(2000))
+    firsts = sum(candidate_positions(CLEAN, 0.2, rng)[0] == 0 for _ in range(2000))
     assert 300 <= firsts <= 500
-    assert all(choose_positions(CLEAN, 1, 0.0, rng) != [0] for _ in range(200))
-    assert choose_positions(CLEAN[2:], 1, 0.0, rng) == [0]  # nowhere else to go
+    assert all(candidate_positions(CLEAN, 0.0, rng)[0] != 0 for _ in range(200))
+    assert candidate_positions(CLEAN[2:], 0.0, rng) == [0]  # nowhere else to go
 
 
 def test_draw_target_follows_the_weights_and_the_minimum():

@@ -190,13 +190,13 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
     steps = json.loads(store.query("SELECT steps FROM trajectories WHERE verified")[0][0])
     assert [s["evaluation"]["error"] for s in steps] == ["parameter", "none", "location", "none", "none"]
     assert steps[-1]["action"]["name"] == "water" and steps[-1]["evaluation"]["task_done"]
-    assert steps[0]["observation"] == "Watering can is not a valid place."  # the DM's voice, to the player
+    assert steps[0]["observation"] == "That will not work: the place cannot be watering can."  # the DM's voice
     assert steps[2]["observation"] == "You can only do that in the garden, and you are in the kitchen."
     assert "the rules refuse" in steps[2]["dm_thinking"] and "go(place=garden)" in steps[2]["dm_thinking"]
     conversations = json.loads(store.query("SELECT conversations FROM trajectories")[0][0])
     assert conversations[0]["value"].endswith("You are in the kitchen. A small kitchen. You see the watering can. "
                                               "You are carrying nothing.")  # fmt: skip
-    assert "not a valid place" in conversations[2]["value"]  # the world's feedback is what the player reads
+    assert "the place cannot be" in conversations[2]["value"]  # the world's feedback is what the player reads
 
 
 def test_the_llm_judges_by_default_and_its_misjudgements_fail(server, fast_config, tmp_path):

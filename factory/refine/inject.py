@@ -23,7 +23,8 @@ import random
 from typing import Any
 
 from .grounding import dm_feedback, state_after
-from .script import Script
+from .script import Parameter, Script
+from .values import valid_typed
 from .world import WorldState, check_action, format_action, step
 
 KINDS = ("parameter", "location", "logic", "unknown_action")
@@ -32,24 +33,34 @@ MAX_TRIES = 40  # random calls tried per kind before it counts as impossible in 
 
 
 def _random_call(script: Script, rng: random.Random) -> tuple[str, dict[str, Any]]:
+    """Any action with valid values of their declared types (the player sends 15, not "15")."""
     action = rng.choice(script.actions)
-    return action.name, {p.name: rng.choice(p.valid_values) for p in action.parameters}
+    return action.name, {p.name: rng.choice(valid_typed(p)) for p in action.parameters if valid_typed(p)}
+
+
+def _confusions(script: Script, target: Parameter) -> list[Any]:
+    """Wrong values a player could mistake for the right one: a number past the valid ones; another place
+    of the world for a place, another thing of the world for a thing (never a value of another kind,
+    such as a number for a destination)."""
+    if target.type in ("integer", "number"):
+        numbers = [v for v in valid_typed(target) if isinstance(v, (int, float))]
+        return [int(max(numbers, default=0)) + k for k in range(1, 10)]
+    if target.type == "boolean":
+        return []
+    valid = set(target.valid_values)
+    places = {loc.name for loc in script.environment.locations}
+    things = {i for loc in script.environment.locations for i in loc.items} | set(script.environment.player.inventory)
+    kind = places if valid & places else things if valid & things else set()
+    return sorted(kind - valid)
 
 
 def _wrong_value(script: Script, state: WorldState, rng: random.Random):
-    candidates = [a for a in script.actions if a.parameters]
+    candidates = [(a, p) for a in script.actions for p in a.parameters if _confusions(script, p)]
     if not candidates:
         return None
-    action = rng.choice(candidates)
-    params = {p.name: rng.choice(p.valid_values) for p in action.parameters}
-    target = rng.choice(action.parameters)
-    if target.type in ("integer", "number"):
-        numbers = [float(v) for v in target.valid_values]
-        params[target.name] = int(max(numbers)) + rng.randint(1, 9)  # a number past the valid ones, typed as the player sends it
-        return action.name, params
-    pool = sorted({v for a in script.actions for p in a.parameters for v in p.valid_values} - set(target.valid_values))
-    pool += [loc.name for loc in script.environment.locations if loc.name not in target.valid_values]
-    params[target.name] = rng.choice(pool) if pool else f"other_{target.name}"
+    action, target = rng.choice(candidates)
+    params = {p.name: rng.choice(valid_typed(p)) for p in action.parameters if valid_typed(p)}
+    params[target.name] = rng.choice(_confusions(script, target))
     return action.name, params
 
 
@@ -130,38 +141,38 @@ def eligible_positions(steps: list[dict]) -> list[int]:
             if (p == 0 or not is_mistake(steps[p - 1])) and (p == n or not is_mistake(steps[p]))]  # fmt: skip
 
 
-def choose_positions(steps: list[dict], target: int, first_move_share: float, rng: random.Random) -> list[int]:
-    """Positions for the mistakes still missing: the first move with probability `first_move_share`
-    (or when nothing else is eligible), the others uniformly over the later eligible positions."""
+def candidate_positions(steps: list[dict], first_move_share: float, rng: random.Random) -> list[int]:
+    """Eligible positions in the order they are tried: the first move first with probability
+    `first_move_share` (or when nothing else is eligible), then the later ones shuffled."""
     eligible = eligible_positions(steps)
     later = [p for p in eligible if p > 0]
     rng.shuffle(later)
     first = [0] if 0 in eligible and (rng.random() < first_move_share or not later) else []
-    chosen: list[int] = []
-    for position in first + later:
-        chosen.append(position)
-        if len(chosen) + corrections_before(steps, max(chosen)) >= target:
-            break
-    return sorted(chosen)
+    return first + later
 
 
 def inject_mistakes(script: Script, steps: list[dict], target: int, mix: dict[str, float], first_move_share: float,
                     rng: random.Random) -> list[dict] | None:  # fmt: skip
     """The prefix to continue from: `steps` with mistakes inserted, cut after the last one.
-    None when no mistake can be placed (no eligible position, or no kind applies there)."""
-    placed = []
-    for position in choose_positions(steps, target, first_move_share, rng):
+
+    Positions are tried in `candidate_positions` order; one where no kind of the mix applies is passed
+    over for the next, until the row holds `target` corrected mistakes. None when none can be placed."""
+    placed: dict[int, dict] = {}
+    for position in candidate_positions(steps, first_move_share, rng):
         mistake = injected_step(script, state_after(script, steps[:position]), rng, mix)
         if mistake is not None:
-            placed.append((position, mistake))
+            placed[position] = mistake
+        if placed and len(placed) + corrections_before(steps, max(placed)) >= target:
+            break
     if not placed:
         return None
     prefix: list[dict] = []
     start = 0
-    for index, (position, mistake) in enumerate(placed):
-        prefix += [dict(s) for s in steps[start:position]] + [mistake]
+    order = sorted(placed)
+    for index, position in enumerate(order):
+        prefix += [dict(s) for s in steps[start:position]] + [placed[position]]
         start = position
-        if index < len(placed) - 1:  # the verified step after it stays as its correction, its thought rewritten
+        if index < len(order) - 1:  # the verified step after it stays as its correction, its thought rewritten
             prefix.append({**steps[position], "thought": "", "open_thought": "correction"})
             start = position + 1
     return prefix

@@ -95,8 +95,11 @@ def _precondition_holds(rule: Precondition, params: dict[str, Any], state: World
         return ActionCheck(False, "location", refusal("player_at", place=the(rule.value), here=here))
     if rule.kind == "has_item" and rule.value not in state.inventory:
         return ActionCheck(False, "logic", refusal("has_item", item=the(rule.value)))
-    if rule.kind == "param_at_location" and str(params.get(rule.value)) not in state.items_here():
-        return ActionCheck(False, "location", refusal("param_at_location", item=display(params.get(rule.value)), here=here))
+    item = params.get(rule.value)
+    if rule.kind == "param_at_location" and str(item) in state.inventory:  # not "there is none here": it is held
+        return ActionCheck(False, "logic", refusal("already_held", item=the(item)))
+    if rule.kind == "param_at_location" and str(item) not in state.items_here():
+        return ActionCheck(False, "location", refusal("param_at_location", item=the(item), here=here))
     if rule.kind == "param_in_inventory" and str(params.get(rule.value)) not in state.inventory:
         return ActionCheck(False, "logic", refusal("param_in_inventory", item=the(params.get(rule.value))))
     if rule.kind in ("fact_true", "fact_false") and (rule.value in state.facts) != (rule.kind == "fact_true"):
