@@ -145,9 +145,14 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true", help="keep no request list in memory")
     args = parser.parse_args()
     server = LoopbackServer(default=Action(delay_s=args.delay), log_path=args.log, record=not args.no_record)
+    serve_forever(server, args.port)
+
+
+def serve_forever(server: "LoopbackServer", port: int = 0) -> None:
+    """Run a server in this process until interrupted, printing its base URL first (for benchmarks)."""
 
     async def run() -> None:
-        print(await server.start_async(args.port), flush=True)
+        print(await server.start_async(port), flush=True)
         await asyncio.Event().wait()
 
     try:

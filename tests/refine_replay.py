@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from loopback_server import Action, LoopbackServer  # noqa: E402
+from loopback_server import Action, LoopbackServer, serve_forever  # noqa: E402
 
 STAGES = {"script": "script", "trajectory": "trajectory"}  # substring of the schema name -> stage
 
@@ -122,18 +122,8 @@ class ReplayServer(LoopbackServer):
 
 
 def main() -> None:
-    import asyncio
-
     server = ReplayServer(load_replay_set(sys.argv[1]), pending_dir=sys.argv[2] if len(sys.argv) > 2 else None)
-
-    async def run() -> None:
-        print(await server.start_async(), flush=True)
-        await asyncio.Event().wait()
-
-    try:
-        asyncio.run(run())
-    except KeyboardInterrupt:
-        pass
+    serve_forever(server)
 
 
 if __name__ == "__main__":
