@@ -15,24 +15,15 @@ trajectory's provenance records the mode so a dataset can keep or drop it.
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..paths import prompts_dir
 from .narration import words
 from .script import Script
 from .solvable import describe_plan, shortest_plan
 from .verify import Step
 from .world import ActionCheck, ExtraCheck, WorldState, format_action, step as world_step
-
-
-@lru_cache(maxsize=1)
-def feedback_templates() -> dict[str, str]:
-    """How an injected mistake's thought is worded (error injection's own templates)."""
-    return json.loads((prompts_dir() / "refine" / "injected_step.json").read_text())
 
 
 def state_after(script: Script, steps: list[dict]) -> WorldState:
