@@ -197,6 +197,8 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
     assert conversations[0]["value"].endswith("You are in the kitchen. A small kitchen. You see the watering can. "
                                               "You are carrying nothing.")  # fmt: skip
     assert "the place cannot be" in conversations[2]["value"]  # the world's feedback is what the player reads
+    provenance = json.loads(store.query("SELECT stats FROM trajectories WHERE verified")[0][0])["provenance"]
+    assert provenance["dm_evaluation"] == "world" and provenance["script_source"] == "llm"  # kept with the row
 
 
 def test_the_llm_judges_by_default_and_its_misjudgements_fail(server, fast_config, tmp_path):

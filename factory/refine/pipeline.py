@@ -161,7 +161,9 @@ async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, s
 
 def _save_verified(store: Store, base: dict, trajectory_id: str, script: Script, steps: list[dict], verdict: Verdict,
                    spend: Spend, settings: RefineConfig) -> None:  # fmt: skip
-    provenance = {"llm_calls": spend.calls, "dm_evaluation": settings.dm_evaluation}
+    # Where the world came from, so a dataset can keep or drop procedural worlds (script ids: PERSONA:procedural).
+    source = "procedural" if str(base.get("script_id") or "").endswith(":procedural") else "llm"
+    provenance = {"llm_calls": spend.calls, "dm_evaluation": settings.dm_evaluation, "script_source": source}
     trajectory = build_trajectory(trajectory_id, script, verdict.checks, provenance)
     save_trajectory(store, {**base, "verified": True, "reason": None, "steps": json.dumps(steps), **_spend_row(spend)}, trajectory)
 

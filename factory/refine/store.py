@@ -29,7 +29,8 @@ def save_verdict(store: Store, trajectory_id: str, attempt: int, verdict: Verdic
 
 def save_trajectory(store: Store, row: dict[str, Any], trajectory: Trajectory | None) -> None:
     """One final row per trajectory id: verified with its turns, or failed with its reason."""
-    stats = trajectory.stats() if trajectory else {}
+    # The provenance (judging mode, script source, calls) rides in the stats JSON: a dataset can keep or drop by it.
+    stats = {**trajectory.stats(), "provenance": trajectory.provenance} if trajectory else {}
     values = {
         **row,
         "turns": json.dumps([t.model_dump() for t in trajectory.turns]) if trajectory else None,
