@@ -25,7 +25,7 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
 
 
 SECTION_FLAGS = {
-    "refine": ("count", "seed", "personas", "min_corrections", "budget", "scripts"),
+    "refine": ("count", "seed", "personas", "min_corrections", "budget", "scripts", "trajectories"),
     "coa": ("tasks", "count", "seed", "domain", "variant", "max_steps"),
 }
 
@@ -171,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     refine.add_argument("--scripts", choices=["auto", "llm", "procedural"],
                         help="who writes the worlds: the LLM (the paper), a seeded procedural builder, or auto "
                              "(default: procedural for the embedded 'local' model, the LLM otherwise)")
+    refine.add_argument("--trajectories", choices=["auto", "llm", "scaffolded"],
+                        help="who plays the trajectories: the LLM (the paper), scaffolded (the world's plan fixes "
+                             "the actions, the LLM writes the thoughts), or auto (default: scaffolded for 'local')")
     refine.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine", section="refine")
 

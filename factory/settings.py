@@ -60,6 +60,11 @@ class RefineConfig(StrictModel):
         "auto", description="who writes the world: the LLM (the paper), a seeded procedural builder "
         "(small models), or auto: procedural for the embedded 'local' model, the LLM otherwise",
     )
+    trajectories: Literal["auto", "llm", "scaffolded"] = Field(
+        "auto", description="who plays the trajectory: the LLM (the paper), or scaffolded (small models: the world's "
+        "shortest plan fixes each action and the DM's lines, the LLM writes the player's thoughts); "
+        "auto: scaffolded for the embedded 'local' model, the LLM otherwise",
+    )
 
 
 class FactoryConfig(StrictModel):

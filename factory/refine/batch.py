@@ -46,9 +46,17 @@ def script_source(config: FactoryConfig) -> str:
     return "procedural" if config.llm.model == "local" else "llm"
 
 
+def trajectory_source(config: FactoryConfig) -> str:
+    """Who plays the trajectories: `auto` means scaffolded on the embedded model (it never reached a goal
+    playing alone; the world plays and it writes the thoughts), the paper's LLM-played ones otherwise."""
+    if config.refine.trajectories != "auto":
+        return config.refine.trajectories
+    return "scaffolded" if config.llm.model == "local" else "llm"
+
+
 async def run_refine_async(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
     personas = choose_personas(config.refine)
-    settings = config.refine.model_copy(update={"scripts": script_source(config)})
+    settings = config.refine.model_copy(update={"scripts": script_source(config), "trajectories": trajectory_source(config)})
     checker = SandboxCodeChecker() if settings.with_code else None
     with open_run(config.run_dir, "refine", config) as run:
         save_personas(run.store, personas)

@@ -1,11 +1,13 @@
 """The world model as the DM's judge ("dm_evaluation: world").
 
-In this mode the LLM still writes the player's thoughts and actions and the
-DM's narration, but each action's evaluation (error type, task done) comes from
-replaying the script's world (`world.step`: the declarative rules and, when on,
-the validation code). A refused action's DM lines become the world's own
-feedback, in the DM's voice and the second person (narration.py),
-and the episode ends at the step that reaches the goal. The verifier still runs
+In this mode the LLM still writes the player's thoughts and actions, but each
+action's evaluation (error type, task done) comes from replaying the script's
+world (`world.step`: the declarative rules and, when on, the validation code),
+and so do the DM's lines: a refused action gets the world's refusal, an accepted
+one the world's narration of where the player now is (narration.py), both in the
+DM's voice and the second person. The LLM's own DM text never reaches the data:
+a small model narrates moves that did not happen. The episode ends at the step
+that reaches the goal. The verifier still runs
 every rule; the ones about the DM's judgement then hold by construction.
 
 Why: a small model picks plausible actions but cannot judge them, so under
@@ -19,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .narration import words
+from .narration import describe_state, words
 from .script import Script
 from .solvable import describe_plan, shortest_plan
 from .verify import Step
@@ -47,6 +49,13 @@ def dm_feedback(script: Script, state: WorldState, call: str, check: ActionCheck
     return {"dm_thinking": thinking, "observation": check.reason}
 
 
+def accepted_feedback(state: WorldState, call: str, script: Script) -> dict[str, str]:
+    """The DM's lines for an accepted action: what happened and where the player now stands."""
+    scene = describe_state(script, state.location, state.inventory, state.items_here())
+    text = words()["accepted"].format(action=call, state=scene)
+    return {"dm_thinking": text, "observation": text}
+
+
 def _rejected(script: Script, state: WorldState, raw: dict[str, Any], check: ActionCheck) -> dict[str, Any]:
     call = format_action(raw["action"]["name"], raw["action"]["params"])
     feedback = dm_feedback(script, state, call, check)
@@ -68,7 +77,8 @@ def ground_steps(script: Script, prefix: list[dict], steps: list[dict], extra: E
             continue
         state = moved.after
         done = parsed.evaluation.task_done if moved.done is None else moved.done  # no declared goal: the LLM's DM decides
-        grounded.append({**raw, "evaluation": {"error": "none", "task_done": done}})
+        told = accepted_feedback(state, format_action(parsed.action.name, parsed.action.params), script)
+        grounded.append({**raw, **told, "evaluation": {"error": "none", "task_done": done}})
         if done:
             break
     return grounded

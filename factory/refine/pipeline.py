@@ -10,6 +10,8 @@ count), mistakes are injected at drawn positions inside them (inject.py) and
 the next call writes the open thoughts and continues from the last one. A
 verified trajectory is kept even if that extra call fails. Every attempt's
 verdict is stored; reruns skip finished personas and replay cached LLM calls.
+With `trajectories: scaffolded` (small models) the world plays the trajectory
+instead and the LLM writes the player's thoughts (scaffold.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .grounding import ground_steps
 from .inject import corrections_before, draw_target, fill_thoughts, inject_mistakes
 from .output import build_trajectory
 from .roles import ScriptWriter, TrajectorySimulator
+from .scaffold import scaffold_trajectory
 from .script import Script
 from .solvable import solvability_problems
 from .store import save_script, save_trajectory, save_verdict
@@ -120,8 +123,25 @@ async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, s
     if script is None:
         save_trajectory(store, {**base, "verified": False, "reason": "no verified script", **_spend_row(spend)}, None)
         return False
-    simulator = TrajectorySimulator(settings.min_corrections, max_steps=settings.max_steps)
     extra = checker.step_check(script) if checker and settings.with_code else None
+    if settings.trajectories == "scaffolded":  # batch.py resolves "auto"
+        held, last_reason = await scaffold_trajectory(llm, store, trajectory_id, persona_id, script, settings, extra, spend)
+        last_steps = None
+    else:
+        held, last_reason, last_steps = await _play(llm, store, trajectory_id, persona_id, script, settings, extra, spend)
+    if held is not None:  # verified, possibly before an attempt to add mistakes that did not verify
+        _save_verified(store, base, trajectory_id, script, *held, spend, settings)
+        return True
+    steps_json = json.dumps(last_steps) if last_steps else None
+    save_trajectory(store, {**base, "verified": False, "reason": last_reason, "steps": steps_json, **_spend_row(spend)}, None)
+    return False
+
+
+async def _play(llm: LLMClient, store: Store, trajectory_id: str, persona_id: str, script: Script, settings: RefineConfig,
+                extra, spend: Spend) -> tuple[tuple[list[dict], Verdict] | None, str, list[dict] | None]:  # fmt: skip
+    """The paper's loop: the LLM plays DM and player, continued from verified prefixes within the budget.
+    Returns the verified (steps, verdict) or None, the last failure and its steps."""
+    simulator = TrajectorySimulator(settings.min_corrections, max_steps=settings.max_steps)
     target = draw_target(settings.mistake_counts, settings.min_corrections, random.Random(f"{settings.seed}:{persona_id}:mistakes"))
     state = Attempts()
     last_reason, last_steps, held = "budget exhausted before any trajectory", None, None
@@ -151,19 +171,16 @@ async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, s
         if following is None and verdict.ok:
             break  # verified, and no mistake can be added: keep it
         state = Attempts(following or [], state.attempt + 1)  # None: nothing to add to a finished story, play again
-    if held is not None:  # verified, possibly before an attempt to add mistakes that did not verify
-        _save_verified(store, base, trajectory_id, script, *held, spend, settings)
-        return True
-    steps_json = json.dumps(last_steps) if last_steps else None
-    save_trajectory(store, {**base, "verified": False, "reason": last_reason, "steps": steps_json, **_spend_row(spend)}, None)
-    return False
+    return held, last_reason, last_steps
 
 
 def _save_verified(store: Store, base: dict, trajectory_id: str, script: Script, steps: list[dict], verdict: Verdict,
                    spend: Spend, settings: RefineConfig) -> None:  # fmt: skip
     # Where the world came from, so a dataset can keep or drop procedural worlds (script ids: PERSONA:procedural).
     source = "procedural" if str(base.get("script_id") or "").endswith(":procedural") else "llm"
-    provenance = {"llm_calls": spend.calls, "dm_evaluation": settings.dm_evaluation, "script_source": source}
+    scaffolded = settings.trajectories == "scaffolded"  # the world plays and judges; the LLM writes the thoughts
+    provenance = {"llm_calls": spend.calls, "dm_evaluation": "world" if scaffolded else settings.dm_evaluation,
+                  "script_source": source, "trajectory_source": "scaffolded" if scaffolded else "llm"}  # fmt: skip
     trajectory = build_trajectory(trajectory_id, script, verdict.checks, provenance)
     save_trajectory(store, {**base, "verified": True, "reason": None, "steps": json.dumps(steps), **_spend_row(spend)}, trajectory)
 

@@ -12,11 +12,12 @@ from typing import Any
 from ..llm import Request
 from ..paths import prompts_dir
 from ..prompts import load_prompt, render_prompt
-from .narration import describe_goal, describe_rules
+from .narration import describe_goal, describe_rules, opening_observation
 from .inject import open_slots
-from .schemas import MISSING_THOUGHTS, WIRE_KEYS, from_wire, to_wire, trajectory_schema
+from .schemas import MISSING_THOUGHTS, SCAFFOLD_KEYS, WIRE_KEYS, from_wire, scaffold_schema, to_wire, trajectory_schema
 from .script import DeclarativeScriptDraft, Script, ScriptDraft
 from .values import valid_typed
+from .world import format_action
 
 
 @lru_cache(maxsize=None)
@@ -125,3 +126,26 @@ def _shown(step: dict, number: int | None) -> dict:
     if number is not None:
         wire[WIRE_KEYS["thought"]] = _example("injected_step.json")[step["open_thought"]].format(n=number)
     return wire
+
+
+class ThoughtWriter:
+    """The scaffolded trajectory's one LLM role (scaffold.py): the player's thoughts for moves the world
+    already played, all steps in one call."""
+
+    def __init__(self, max_thought: int = 150):
+        self.max_thought = max_thought
+
+    def request(self, script: Script, steps: list[dict], attempt: int, trajectory_id: str) -> Request:
+        user = render_prompt(
+            "refine/trajectory_scaffold_user", task=script.task, actions=describe_actions(script),
+            observation=opening_observation(script), count=len(steps),
+        )  # fmt: skip
+        messages = [{"role": "system", "content": load_prompt("refine/trajectory_scaffold_system")},
+                    {"role": "user", "content": user}]  # fmt: skip
+        calls = [format_action(s["action"]["name"], s["action"]["params"]) for s in steps]
+        schema = scaffold_schema(calls, [s["observation"] for s in steps], max_thought=self.max_thought)
+        return Request(messages, schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)
+
+    @staticmethod
+    def thoughts(parsed: dict) -> list[str]:
+        return [step[SCAFFOLD_KEYS["thought"]] for step in parsed["steps"]]

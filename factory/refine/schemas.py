@@ -4,6 +4,9 @@ The schema limits action names to the script's actions and parameter values to
 the script's own vocabulary (every valid value, location and item it names), so
 a model decoding under it cannot invent actions, yet can still pick a wrong
 value or an action invalid where it stands: the mistakes AgentRefine trains on.
+Each action is its own `anyOf` branch carrying exactly its parameters, so a
+parameter can be neither missing nor extra (SmolLM2 filled every parameter name
+on every call when one object offered them all).
 Values go on the wire in their declared types (values.py): an integer
 parameter's valid values are offered as JSON numbers, a string parameter's as
 text, so the player sends exactly what validation code is written against.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .script import Script
+from .script import Action, Script
 from .values import valid_typed
 
 ERROR_TYPES = ["none", "parameter", "location", "logic"]
@@ -73,19 +76,31 @@ def _bounded_text(max_length: int) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "maxLength": max_length}
 
 
+def _params_schema(script: Script, action: Action) -> dict[str, Any]:
+    """Exactly this action's parameters, all required: no missing or extra parameter can be decoded.
+    Each value is the script's vocabulary plus the parameter's typed valid values, so a wrong value
+    (a parameter error the data teaches) stays possible."""
+    vocabulary = script_vocabulary(script)
+    properties = {}
+    for param in action.parameters:
+        typed = [v for v in valid_typed(param) if v not in vocabulary] if param.type != "string" else []
+        properties[param.name] = {"enum": vocabulary + typed}
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
 def action_schema(script: Script) -> dict[str, Any]:
-    param_names = sorted({p.name for a in script.actions for p in a.parameters})
-    params: dict[str, Any] = {
-        "type": "object",
-        "properties": {name: {"enum": param_values(script, name)} for name in param_names},
-        "additionalProperties": False,
-    }
-    return {
-        "type": "object",
-        "properties": {"name": {"enum": [a.name for a in script.actions]}, "params": params},
-        "required": ["name", "params"],
-        "additionalProperties": False,
-    }
+    """One branch per action (`anyOf`, name fixed by `const`): llama.cpp's grammar then ties the
+    parameters to the action chosen."""
+    branches = [
+        {
+            "type": "object",
+            "properties": {"name": {"const": action.name}, "params": _params_schema(script, action)},
+            "required": ["name", "params"],
+            "additionalProperties": False,
+        }
+        for action in script.actions
+    ]
+    return {"anyOf": branches}
 
 
 def step_schema(script: Script) -> dict[str, Any]:
@@ -127,3 +142,28 @@ def trajectory_schema(script: Script, min_steps: int = 3, max_steps: int = 10, m
         "required": list(properties),
         "additionalProperties": False,
     }
+
+
+# A scaffolded step on the wire (scaffold.py): the world's action, the player's thought, the world's answer.
+# The prefixes sort in the order the model reads and writes them: it sees the move, writes the thought that
+# leads to it, then reads what the DM said, which the next thought reacts to.
+SCAFFOLD_KEYS = {"action": "1_action", "thought": "2_thought", "observation": "3_observation"}
+
+
+def scaffold_schema(calls: list[str], observations: list[str], min_thought: int = 20, max_thought: int = 150) -> dict[str, Any]:
+    """The scaffolded reply: one step per planned move, action and observation fixed (`const`), only the
+    thought free (bounded: a small model otherwise rambles or writes a word)."""
+    thought = {"type": "string", "minLength": min_thought, "maxLength": max_thought}
+    items = [
+        {
+            "type": "object",
+            "properties": {SCAFFOLD_KEYS["action"]: {"const": call}, SCAFFOLD_KEYS["thought"]: thought,
+                           SCAFFOLD_KEYS["observation"]: {"const": observation}},  # fmt: skip
+            "required": list(SCAFFOLD_KEYS.values()),
+            "additionalProperties": False,
+        }
+        for call, observation in zip(calls, observations)
+    ]
+    steps = {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+    return {"title": "ScaffoldedTrajectory", "type": "object", "properties": {"steps": steps},
+            "required": ["steps"], "additionalProperties": False}  # fmt: skip

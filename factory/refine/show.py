@@ -31,6 +31,10 @@ def format_trajectory(row: dict, color: bool = False) -> str:
     if row["stats"]:
         stats = json.loads(row["stats"])
         lines.append(f"turns {stats.get('turns')}, errors {stats.get('errors_by_type')}, corrections {stats.get('corrections')}")
+        provenance = stats.get("provenance") or {}
+        if provenance:  # where the row came from: who wrote the world, who played it, who judged it
+            shown = ("script_source", "trajectory_source", "dm_evaluation")
+            lines.append("  ".join(f"{key} {provenance[key]}" for key in shown if key in provenance))
     for turn in json.loads(row["conversations"] or "[]"):
         if turn["from"] == "human":
             lines.append(paint(DIM, f"[human] {turn['value']}"))

@@ -1,0 +1,99 @@
+"""The scaffolded trajectory source for small models (`refine.trajectories: scaffolded`).
+
+Why: SmolLM2-135M, asked to play a whole trajectory, writes one or two steps a
+call, repeats a move and never reached the goal within the budget of 4 calls
+(every row `not_done`). Here the world plays and the model writes what it can:
+the world's breadth-first shortest plan (solvable.py) gives each correct move,
+error injection (inject.py) puts mistakes at drawn positions, each followed by
+the planned move that corrects it, the world's step function gives every DM
+line (grounding.py), and the model writes the player's thought for every step,
+all in one call, under a schema that fixes each action and observation
+(`const`, schemas.scaffold_schema). The verifier runs unchanged. Rows carry
+`trajectory_source: scaffolded` in their provenance, so a dataset can keep or
+drop them; capable models keep the paper's LLM-played trajectories.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from ..llm import LLMClient
+from ..settings import RefineConfig
+from ..store import Store
+from .grounding import accepted_feedback
+from .inject import draw_target, inject_mistakes
+from .roles import ThoughtWriter
+from .script import Script
+from .solvable import shortest_plan
+from .store import save_verdict
+from .verify import Verdict, verify_steps
+from .world import ExtraCheck, WorldState, format_action, step as world_step
+
+
+def planned_steps(script: Script, extra: ExtraCheck | None = None) -> list[dict[str, Any]] | None:
+    """The shortest plan as steps the world judged, thoughts still empty; None when there is none
+    (no declared goal, none reachable, or validation code refuses a move the rules allow)."""
+    plan = shortest_plan(script)
+    if not plan:
+        return None
+    state, steps = WorldState.initial(script), []
+    for name, params in plan:
+        moved = world_step(script, state, name, params, extra)
+        if not moved.check.ok:
+            return None
+        typed = moved.check.params or params  # the values in their declared types, as a player sends them
+        state = moved.after
+        steps.append({
+            "thought": "", "action": {"name": name, "params": typed},
+            **accepted_feedback(state, format_action(name, typed), script),
+            "evaluation": {"error": "none", "task_done": bool(moved.done)},
+        })  # fmt: skip
+    return steps
+
+
+def with_mistakes(script: Script, plan: list[dict], target: int, settings: RefineConfig, rng: random.Random) -> list[dict]:
+    """The plan with mistakes injected at drawn positions, each followed by the planned move that corrects it."""
+    if not settings.injection:
+        return plan
+    prefix = inject_mistakes(script, plan, target, settings.error_mix, settings.first_move_mistakes, rng)
+    if prefix is None:
+        return plan
+    kept = sum(1 for s in prefix if not s.get("injected"))  # plan steps already in the prefix, in order
+    return [{k: v for k, v in s.items() if k != "open_thought"} for s in prefix + plan[kept:]]
+
+
+def with_thoughts(steps: list[dict], thoughts: list[str]) -> list[dict] | None:
+    """The steps with the model's thoughts; None when one is missing or blank."""
+    cleaned = [" ".join(str(t).split()) for t in thoughts]
+    if len(cleaned) != len(steps) or not all(cleaned):
+        return None
+    return [{**s, "thought": t} for s, t in zip(steps, cleaned)]
+
+
+async def scaffold_trajectory(llm: LLMClient, store: Store, trajectory_id: str, persona_id: str, script: Script,
+                              settings: RefineConfig, extra: ExtraCheck | None, spend) -> tuple[tuple[list[dict], Verdict] | None, str]:  # fmt: skip
+    """A verified scaffolded trajectory (steps, verdict) within the budget, or None and the last failure."""
+    plan = planned_steps(script, extra)
+    if plan is None:
+        return None, "no plan: the world's search finds no sequence of valid actions to the goal"
+    writer = ThoughtWriter()
+    target = draw_target(settings.mistake_counts, settings.min_corrections, random.Random(f"{settings.seed}:{persona_id}:mistakes"))
+    reason, attempt = "budget exhausted before any trajectory", 0
+    while spend.calls < settings.budget:
+        steps = with_mistakes(script, plan, target, settings, random.Random(f"{settings.seed}:{persona_id}:{attempt}"))
+        result = await llm.run(writer.request(script, steps, attempt, trajectory_id))
+        spend.add(result)
+        filled = with_thoughts(steps, writer.thoughts(result.parsed)) if result.ok else None
+        if filled is None:
+            reason = f"llm {result.error_kind}: {result.error}" if not result.ok else "format: a thought left blank"
+            save_verdict(store, trajectory_id, attempt, None, reason, len(steps))
+        else:
+            verdict = await asyncio.to_thread(verify_steps, script, filled, settings.min_corrections, extra)
+            save_verdict(store, trajectory_id, attempt, verdict, verdict.reason, len(filled))
+            if verdict.ok:
+                return (filled, verdict), ""
+            reason = f"{verdict.rule}: {verdict.reason}"
+        attempt += 1
+    return None, reason
