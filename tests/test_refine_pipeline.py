@@ -192,6 +192,9 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
     assert steps[-1]["action"]["name"] == "water" and steps[-1]["evaluation"]["task_done"]
     assert steps[0]["observation"] == "That will not work: the place cannot be watering can."  # the DM's voice
     assert steps[2]["observation"] == "You can only do that in the garden, and you are in the kitchen."
+    # an accepted move is narrated by the world, never by the model (whose DM text said "You are in the garden.")
+    assert steps[1]["observation"] == ("take(item=watering_can) worked. You are in the kitchen. A small kitchen. "
+                                       "You see nothing of note. You are carrying the watering can.")  # fmt: skip
     assert "the rules refuse" in steps[2]["dm_thinking"] and "go(place=garden)" in steps[2]["dm_thinking"]
     conversations = json.loads(store.query("SELECT conversations FROM trajectories")[0][0])
     assert conversations[0]["value"].endswith("You are in the kitchen. A small kitchen. You see the watering can. "
@@ -199,6 +202,7 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
     assert "the place cannot be" in conversations[2]["value"]  # the world's feedback is what the player reads
     provenance = json.loads(store.query("SELECT stats FROM trajectories WHERE verified")[0][0])["provenance"]
     assert provenance["dm_evaluation"] == "world" and provenance["script_source"] == "llm"  # kept with the row
+    assert provenance["trajectory_source"] == "llm"  # any model but the embedded one plays its own trajectories
 
 
 def test_the_llm_judges_by_default_and_its_misjudgements_fail(server, fast_config, tmp_path):

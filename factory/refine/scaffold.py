@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from typing import Any
 
 from ..llm import LLMClient
@@ -30,6 +31,8 @@ from .solvable import shortest_plan
 from .store import save_verdict
 from .verify import Verdict, verify_steps
 from .world import ExtraCheck, WorldState, format_action, step as world_step
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def planned_steps(script: Script, extra: ExtraCheck | None = None) -> list[dict[str, Any]] | None:
@@ -64,9 +67,20 @@ def with_mistakes(script: Script, plan: list[dict], target: int, settings: Refin
     return [{k: v for k, v in s.items() if k != "open_thought"} for s in prefix + plan[kept:]]
 
 
+def tidy_thought(text: str) -> str:
+    """A thought cut to whole sentences, each said once: the length bound cuts a small model's thought
+    mid-word, and it repeats itself. A thought of one unfinished sentence keeps it, with a full stop."""
+    sentences = [s.strip() for s in SENTENCE_END.split(" ".join(str(text).split())) if s.strip()]
+    if len(sentences) > 1 and not sentences[-1].endswith((".", "!", "?")):
+        sentences = sentences[:-1]
+    kept = [s for i, s in enumerate(sentences) if s.lower() not in {t.lower() for t in sentences[:i]}]
+    joined = " ".join(kept).rstrip(" ,;:-")
+    return joined + "." if joined and not joined.endswith((".", "!", "?")) else joined
+
+
 def with_thoughts(steps: list[dict], thoughts: list[str]) -> list[dict] | None:
     """The steps with the model's thoughts; None when one is missing or blank."""
-    cleaned = [" ".join(str(t).split()) for t in thoughts]
+    cleaned = [tidy_thought(t) for t in thoughts]
     if len(cleaned) != len(steps) or not all(cleaned):
         return None
     return [{**s, "thought": t} for s, t in zip(steps, cleaned)]

@@ -153,7 +153,9 @@ SCAFFOLD_KEYS = {"action": "1_action", "thought": "2_thought", "observation": "3
 def scaffold_schema(calls: list[str], observations: list[str], min_thought: int = 20, max_thought: int = 150) -> dict[str, Any]:
     """The scaffolded reply: one step per planned move, action and observation fixed (`const`), only the
     thought free (bounded: a small model otherwise rambles or writes a word)."""
-    thought = {"type": "string", "minLength": min_thought, "maxLength": max_thought}
+    # First person from the first word (SmolLM2 otherwise narrates "You see ..." as the DM does); the pattern
+    # is bounded itself, since llama.cpp's grammar ignores maxLength beside a pattern.
+    thought = {"type": "string", "pattern": f"^I [A-Za-z0-9 ,.;:'()_=-]{{{min_thought},{max_thought - 2}}}$"}
     items = [
         {
             "type": "object",
