@@ -112,6 +112,14 @@ def test_thoughts_are_cut_to_whole_sentences_said_once():
     assert tidy_thought("I will fix the engine,") == "I will fix the engine."
 
 
+def test_thoughts_that_mostly_repeat_one_another_are_refused(script):
+    from factory.refine.scaffold import with_thoughts
+
+    steps = planned_steps(script)
+    assert with_thoughts(steps, ["I am fixing it."] * 3) is None and with_thoughts(steps, ["I go.", "", "I x."]) is None
+    assert with_thoughts(steps, ["I take it.", "I go.", "I go."]) is not None
+
+
 def test_each_action_carries_exactly_its_own_parameters(script):
     schema = action_schema(script)
     jsonschema.validate({"name": "water", "params": {"litres": 2}}, schema)

@@ -79,9 +79,10 @@ def tidy_thought(text: str) -> str:
 
 
 def with_thoughts(steps: list[dict], thoughts: list[str]) -> list[dict] | None:
-    """The steps with the model's thoughts; None when one is missing or blank."""
+    """The steps with the model's thoughts; None when one is missing or blank, or when most say the
+    same thing (SmolLM2 can write one sentence for every step: nothing a trainee could learn from)."""
     cleaned = [tidy_thought(t) for t in thoughts]
-    if len(cleaned) != len(steps) or not all(cleaned):
+    if len(cleaned) != len(steps) or not all(cleaned) or 2 * len({t.lower() for t in cleaned}) < len(cleaned):
         return None
     return [{**s, "thought": t} for s, t in zip(steps, cleaned)]
 
@@ -101,7 +102,7 @@ async def scaffold_trajectory(llm: LLMClient, store: Store, trajectory_id: str, 
         spend.add(result)
         filled = with_thoughts(steps, writer.thoughts(result.parsed)) if result.ok else None
         if filled is None:
-            reason = f"llm {result.error_kind}: {result.error}" if not result.ok else "format: a thought left blank"
+            reason = f"llm {result.error_kind}: {result.error}" if not result.ok else "format: a thought left blank, or most thoughts alike"
             save_verdict(store, trajectory_id, attempt, None, reason, len(steps))
         else:
             verdict = await asyncio.to_thread(verify_steps, script, filled, settings.min_corrections, extra)
