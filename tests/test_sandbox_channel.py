@@ -107,3 +107,45 @@ def test_a_record_nested_past_the_parser_is_unreadable_not_a_crash_in_the_parent
     source = FORGE.replace(repr(RECORDS), "(" + "'{\"kind\": \"calls\"}\\n' + " + record + " + " + whole + ").encode()")
     verdict = run_function(source + "forge()\nOS._exit(0)\n", "f", [[]], CODE)
     assert (verdict.calls[0].status, verdict.calls[0].error) == ("error", "unreadable call record"), verdict
+
+
+def raw_outcome(records: list, returncode: int = 0):
+    from factory.sandbox.process import CappedBuffer, RawOutcome
+
+    return RawOutcome(returncode=returncode, stdout=CappedBuffer(100), stderr=CappedBuffer(100), timed_out=False,
+                      duration_s=0.1, records=records)  # fmt: skip
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("records", [
+    [{"kind": "ready", "isolation": json_deep} for json_deep in [__import__("json").loads(nested(900))]],
+    [{"kind": "ready", "isolation": {"x": {"y": {"z": 1}}}}, {"kind": "end", "status": "ok"}],
+    [{"kind": "ready", "isolation": "seccomp: true"}, {"kind": "end", "status": {"ok": 1}}],
+    [{"kind": ["ready"]}, {"kind": {"end": 1}}],
+    [{"kind": "ready"}, {"kind": "calls"}, {"kind": "call", "index": True, "status": "ok", "value_json": "1"}],
+    [{"kind": "ready"}, {"kind": "calls"}, {"kind": "call", "index": 0, "status": "ok", "value_json": nested(5000)}],
+    [{"kind": "ready"}, {"kind": "calls"}, {"kind": "call", "index": 0, "status": "ok", "value_json": nested(300)}],
+    [{"kind": "ready"}, {"kind": "calls"}, {"kind": "call", "index": 0, "status": 7, "value_json": 7,
+                                             "duration_s": "soon", "error": ["x"] * 10, "reason": {}}],
+])  # fmt: skip
+def test_whatever_the_records_say_the_parent_answers_with_a_verdict(records):
+    """The records are the child's (or a forger's) to write: no shape of them raises in the parent,
+    and what comes back is a Verdict that serialises."""
+    from factory.sandbox.verdict import make_verdict
+
+    verdict = make_verdict(raw_outcome(records), SandboxLimits(), n_calls=1)
+    assert verdict.status in ("ok", "error") and len(verdict.calls) == 1
+    verdict.model_dump_json()  # pydantic's own depth limit (255) is never reached
+    assert all(not isinstance(v, dict) or all(not isinstance(x, dict) for x in v.values())
+               for v in verdict.isolation.values())  # fmt: skip
+
+
+def test_a_value_nested_past_100_levels_is_the_codes_error_not_the_parents():
+    verdict = run_function("def f(n):\n    v = []\n    for _ in range(n):\n        v = [v]\n    return v\n",
+                           "f", [[50], [150]], CODE)  # fmt: skip
+    assert verdict.calls[0].ok and verdict.calls[0].value is not None
+    assert (verdict.calls[1].status, verdict.calls[1].reason) == ("error", "value"), verdict.calls[1]
+    verdict.model_dump_json()

@@ -23,6 +23,9 @@ from .models import CallVerdict, SandboxLimits, Verdict
 from .process import CappedBuffer, RawOutcome
 
 CHILD_STATUSES = ("ok", "error", "timeout")  # rejected, killed and wall timeouts are the parent's to say
+# pydantic refuses to serialise past 255 levels; a value that deep is no answer anyone checks.
+MAX_VALUE_DEPTH = 100
+ISOLATION_KEYS, ISOLATION_TEXT = 64, 200  # the runner writes a handful of short fields
 TRUNCATION_MARKER = "\n[... output truncated at {cap} bytes]"
 
 
@@ -66,7 +69,8 @@ def tampering(records: list[dict], n_calls: int) -> str | None:
     if body[:1] == ["calls"]:
         calls = body[1:-1] if body[-1:] == ["end"] and len(body) > 1 else body[1:]
         indexes = [record.get("index") for record in records[2 : 2 + len(calls)]]
-        in_order = all(kind == "call" for kind in calls) and indexes == list(range(len(calls)))
+        exact = all(type(i) is int for i in indexes)  # True == 1, but the runner writes ints
+        in_order = all(kind == "call" for kind in calls) and exact and indexes == list(range(len(calls)))
         valid = in_order and len(calls) <= n_calls
     else:
         valid = body in ([], ["end"])
@@ -97,7 +101,7 @@ def call_verdicts(
     done = {}
     for record in raw.records:
         index = record.get("index")
-        if record.get("kind") == "call" and isinstance(index, int) and 0 <= index < n_calls:
+        if record.get("kind") == "call" and type(index) is int and 0 <= index < n_calls:  # not True, not 1.0
             done[index] = call_verdict(record)
     kinds = {record.get("kind") for record in raw.records}
     interrupted = "calls" in kinds and "end" not in kinds  # died after the module ran, before the end
@@ -124,6 +128,18 @@ def child_fields(record: dict) -> tuple[str, str | None, str | None]:
     return status, str(reason)[:100] if reason else None, str(error)[:2000] if error else None
 
 
+def depth_over(value: object, limit: int) -> bool:
+    """Whether lists and dicts in `value` nest deeper than `limit` (no recursion: that is the point)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def call_verdict(record: dict) -> CallVerdict:
     status, reason, error = child_fields(record)
     try:
@@ -131,17 +147,55 @@ def call_verdict(record: dict) -> CallVerdict:
         duration_s = float(record.get("duration_s", 0.0))
     except (TypeError, ValueError, RecursionError):  # RecursionError: a forged value nested past the parser
         return CallVerdict(index=record["index"], status="error", reason="sandbox", error="unreadable call record")
+    if depth_over(value, MAX_VALUE_DEPTH):
+        return CallVerdict(index=record["index"], status="error", reason="value", duration_s=duration_s,
+                           error=f"the return value nests deeper than {MAX_VALUE_DEPTH} levels")  # fmt: skip
     return CallVerdict(
         index=record["index"], status=status, value=value, error=error, reason=reason, duration_s=duration_s
     )
 
 
+def plain_isolation(isolation: object) -> dict:
+    """The runner's report of its layers, cut to what it ever writes: short keys mapping to
+    scalars, lists of scalars or one level of such a dict. Anything else is dropped."""
+    if not isinstance(isolation, dict):
+        return {}
+
+    def scalar(value: object) -> bool:
+        return value is None or isinstance(value, (bool, int, float)) or (
+            isinstance(value, str) and len(value) <= ISOLATION_TEXT)  # fmt: skip
+
+    def flat(value: object) -> bool:
+        return scalar(value) or (isinstance(value, list) and len(value) <= ISOLATION_KEYS and all(map(scalar, value)))
+
+    kept = {}
+    for key, value in list(isolation.items())[:ISOLATION_KEYS]:
+        if not (isinstance(key, str) and len(key) <= ISOLATION_TEXT):
+            continue
+        if flat(value):
+            kept[key] = value
+        elif isinstance(value, dict) and len(value) <= ISOLATION_KEYS and all(
+                isinstance(k, str) and flat(v) for k, v in value.items()):  # fmt: skip
+            kept[key] = value
+    return kept
+
+
 def make_verdict(raw: RawOutcome, limits: SandboxLimits, n_calls: int = 0) -> Verdict:
+    """Never raises: whatever the child wrote, the answer is a Verdict."""
+    try:
+        return read_verdict(raw, limits, n_calls)
+    except Exception as exc:  # noqa: BLE001 - RecursionError, odd types: the records were not the runner's
+        return Verdict(status="error", reason="sandbox", error=f"unreadable result records ({type(exc).__name__})",
+                       calls=[CallVerdict(index=i, status="error", reason="sandbox", error="unreadable result records")
+                              for i in range(n_calls)],
+                       duration_s=raw.duration_s)  # fmt: skip
+
+
+def read_verdict(raw: RawOutcome, limits: SandboxLimits, n_calls: int) -> Verdict:
     observed = parent_observation(raw, limits)
     forged = tampering(raw.records, n_calls)
     status, reason, error = observed or (("error", "tampered", forged) if forged else child_report(raw))
     ready = next((r for r in raw.records if r.get("kind") == "ready"), {})
-    isolation = ready.get("isolation")
     if forged:
         calls = [CallVerdict(index=i, status="error", reason="tampered", error=forged) for i in range(n_calls)]
     else:
@@ -153,5 +207,5 @@ def make_verdict(raw: RawOutcome, limits: SandboxLimits, n_calls: int = 0) -> Ve
         calls=calls,
         exit_code=raw.returncode if raw.returncode is not None and raw.returncode >= 0 else None,
         signal=signal_name(raw.returncode), duration_s=raw.duration_s,
-        isolation=isolation if isinstance(isolation, dict) else {},
+        isolation=plain_isolation(ready.get("isolation")),
     )  # fmt: skip
