@@ -28,7 +28,8 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
     errors = exc.errors()
     first = errors[0]
     field = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    message = f"{source}: field '{field}': {first['msg']}"
+    # pydantic prefixes a validator's own message with "Value error, "; the user needs only the message.
+    message = f"{source}: field '{field}': {first['msg'].removeprefix('Value error, ')}"
     if first["type"] == "extra_forbidden":
         message = f"{source}: field '{field}': unknown field (check the spelling)"
     if len(errors) > 1:
@@ -43,18 +44,29 @@ def validate_config(model: type[M], data: object, source: str) -> M:
         raise ConfigError(describe_validation_error(exc, source)) from None
 
 
-def load_yaml_config(model: type[M], path: str | Path) -> M:
-    path = Path(path)
+def read_yaml_file(path: Path, what: str = "config") -> object:
+    """The parsed YAML of `path`; any unreadable, non-UTF-8 or invalid file is one ConfigError line."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+        raise ConfigError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at line {line}); save the {what} as UTF-8"
+        ) from None
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())  # some YAML errors span lines
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+
+
+def load_yaml_config(model: type[M], path: str | Path) -> M:
+    path = Path(path)
+    data = read_yaml_file(path)
     if data is None:
         data = {}
     if not isinstance(data, dict):

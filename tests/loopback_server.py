@@ -42,6 +42,16 @@ def ok(content: Any = None, **kw: Any) -> Action:
     return Action(content=text, **kw)
 
 
+def provider_error(message: str, type: str | None = None, code: Any = None, status: int = 200,
+                   headers: dict[str, str] | None = None, nested: bool = True) -> Action:
+    """A reply carrying an OpenAI-style error object, as OpenAI, vLLM, llama.cpp and LiteLLM's proxy
+    send them ({"error": {message, type, param, code}}); nested=False: the flat shape of older vLLM
+    ({"object": "error", message, type, param, code}). Some proxies send these under status 200."""
+    fields = {"message": message, "type": type, "param": None, "code": code}
+    body = {"error": fields} if nested else {"object": "error", **fields}
+    return Action(status=status, body=json.dumps(body), headers={"Content-Type": "application/json", **(headers or {})})
+
+
 def completion(content: str, finish_reason: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()), "model": "loopback",

@@ -44,3 +44,60 @@ def test_good_config_loads_with_defaults(tmp_path):
     assert config.llm.model == "openai/gpt-4o-mini" and config.llm.rpm == 500
     assert config.llm.concurrency == 16 and config.smoke.n == 4
     assert str(config.run_dir) == "outputs/x"
+
+
+@pytest.mark.parametrize("content", [b"llm:\n  model: caf\xe9\n", b"\xff\xfeb\x00a\x00d\x00"])
+def test_a_config_that_is_not_utf8_is_one_line_from_the_cli(tmp_path, capsys, content):
+    from factory.cli import main
+
+    path = tmp_path / "run.yaml"
+    path.write_bytes(content)
+    assert main(["ping", "-c", str(path), "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}: not UTF-8 text (byte 0x") and "save the config as UTF-8" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_a_filter_config_that_is_not_utf8_is_one_line_from_the_cli(tmp_path, capsys):
+    from factory.cli import main
+
+    path = tmp_path / "filters.yaml"
+    path.write_bytes(b'filters:\n  - name: ok\n    sql: "1 = 1"\n  - name: caf\xe9\n    sql: "1 = 1"\n')
+    assert main(["filter", str(tmp_path / "run"), "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {path}: not UTF-8 text (byte 0xe9 at line 4); save the filter config as UTF-8"
+
+
+def test_yaml_errors_that_span_lines_are_one_line(tmp_path):
+    path = write(tmp_path, "llm: \x00\n")
+    with pytest.raises(ConfigError, match="not valid YAML: unacceptable character") as info:
+        load_factory_config(path)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "url, problem",
+    [
+        ("ftp://127.0.0.1/v1", "is not an http(s) URL"),
+        ("127.0.0.1:8000/v1", "is not an http(s) URL"),
+        ("not a url", "is not one URL"),
+        ("http:///v1", "has no valid host and port"),
+        ("http://127.0.0.1:99999/v1", "has no valid host and port"),
+    ],
+)
+def test_a_base_url_that_is_not_http_is_refused_before_any_request(tmp_path, capsys, url, problem):
+    from factory.cli import main
+
+    assert main(["ping", "--model", "m", "--base-url", url, "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: command line: field 'llm.base_url': ") and problem in err
+    assert "e.g. http://127.0.0.1:8000/v1" in err and len(err.splitlines()) == 1
+    with pytest.raises(ConfigError, match=f"run.yaml: field 'llm.base_url': '{url}'"):
+        load_factory_config(write(tmp_path, f"llm:\n  model: m\n  base_url: '{url}'\n"))
+
+
+def test_http_and_https_base_urls_are_accepted():
+    from factory.llm.config import LLMConfig
+
+    assert LLMConfig(base_url=" https://api.example.com/v1 ").base_url == "https://api.example.com/v1"
+    assert LLMConfig(base_url="http://[::1]:8000/v1").base_url == "http://[::1]:8000/v1"

@@ -18,10 +18,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..config import describe_validation_error
+from ..config import describe_validation_error, read_yaml_file
 from ..errors import ConfigError
 
 # Bump when the SQL a built-in compiles to changes meaning: every stored verdict is then recomputed.
@@ -162,7 +161,7 @@ class FilterConfig(BaseModel):
 
 def load_filter_config(path: str | Path) -> FilterConfig:
     path = Path(path)
-    data = read_yaml(path)
+    data = read_yaml_file(path, "filter config")
     items = data.get("filters") if isinstance(data, dict) else data
     if isinstance(data, dict) and set(data) - {"filters"}:
         extra = sorted(set(data) - {"filters"})[0]
@@ -170,19 +169,6 @@ def load_filter_config(path: str | Path) -> FilterConfig:
     if not isinstance(items, list) or not items:
         raise ConfigError(f"{path}: field 'filters': expected a non-empty list of filters")
     return parse_filters(items, str(path))
-
-
-def read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read filter config ({exc.strerror})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
 
 
 def parse_filters(items: list[Any], source: str) -> FilterConfig:

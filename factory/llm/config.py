@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..config import StrictModel
 
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
+
+
+def check_base_url(value: str) -> str:
+    """An http(s) URL with a host, or ValueError saying what is wrong: a typo here would
+    otherwise be sent (and retried) as if the server were down."""
+    shown = value if len(value) <= 80 else value[:77] + "..."
+    wanted = "give an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1"
+    if not value or any(c.isspace() for c in value):
+        raise ValueError(f"'{shown}' is not one URL: {wanted}")
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"'{shown}' is not an http(s) URL: {wanted}")
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # not a number, or past 65535
+        port_ok = False
+    if not parts.hostname or not port_ok:
+        raise ValueError(f"'{shown}' has no valid host and port: {wanted}")
+    return value
 
 
 class LocalModelConfig(StrictModel):
@@ -28,6 +48,11 @@ class LLMConfig(StrictModel):
     base_url: str | None = Field(None, description="any OpenAI-compatible endpoint, e.g. http://host:8000/v1")
     api_key_env: str | None = Field(None, description="environment variable holding the key for base_url")
     transport: Literal["auto", "openai", "litellm"] = "auto"
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_http(cls, value: str | None) -> str | None:
+        return None if value is None else check_base_url(value.strip())
 
     concurrency: int = Field(16, ge=1, le=4096)
     rpm: float | None = Field(None, gt=0, description="requests per minute (None: unlimited)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .transport import Reply, TransportError, classify_status
+from .transport import Reply, TransportError, classify_error_object, classify_status, error_object
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch at import
 
@@ -47,7 +47,11 @@ def _to_transport_error(exc: Exception) -> TransportError:
     if isinstance(status, int):
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None) or {}
-        return classify_status(status, message, headers)
+        # litellm keeps the provider's error object in `body` (openai's errors): its type and code name the kind.
+        body = getattr(exc, "body", None)
+        error = error_object({"error": body} if isinstance(body, dict) and "error" not in body else body)
+        found = classify_error_object(error, status, headers) if error is not None else None
+        return found or classify_status(status, message, headers)
     return TransportError("connection", f"{name}: {message}")
 
 

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import FactoryError, MissingKeyError
-from .config import LLMConfig
+from .config import LLMConfig, check_base_url
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,18 @@ def _env_key(var: str | None, required: bool, model_id: str) -> str | None:
     return value or None
 
 
+def _env_base(compat: CompatProvider, model_id: str) -> str:
+    from_env = os.environ.get(compat.base_env or "", "").strip()
+    if not from_env and compat.default_base is None:
+        raise MissingKeyError(f"model '{model_id}' needs a server address: set {compat.base_env} or base_url")
+    if not from_env:
+        return compat.default_base  # type: ignore[return-value]
+    try:
+        return check_base_url(from_env)
+    except ValueError as exc:  # the same check as base_url in a config, naming where the value came from
+        raise FactoryError(f"model '{model_id}': {compat.base_env}={exc}") from None
+
+
 def _ollama_base(value: str) -> str:
     value = value.rstrip("/")
     return value if value.endswith("/v1") else value + "/v1"
@@ -74,9 +86,7 @@ def resolve_endpoint(config: LLMConfig, local_base_url: str | None = None) -> En
     prefix, _, name = model_id.partition("/")
     compat = COMPAT.get(prefix) if name else None
     if compat and config.transport != "litellm":
-        base = os.environ.get(compat.base_env or "") or compat.default_base
-        if base is None:
-            raise MissingKeyError(f"model '{model_id}' needs a server address: set {compat.base_env} or base_url")
+        base = _env_base(compat, model_id)
         base = _ollama_base(base) if prefix == "ollama" else base
         key = _env_key(compat.key_env, compat.key_required, model_id)
         return Endpoint(prefix, name, model_id, "openai", base, key, compat.json_schema)

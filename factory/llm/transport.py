@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,8 @@ class Reply:
 class TransportError(Exception):
     """A failed HTTP exchange, classified so the client knows whether to retry."""
 
+    # Not retried: auth, quota, context_length, not_found, bad_request, unsupported_format (the same
+    # request meets the same answer); bad_response is: a garbled or cut reply usually comes whole next time.
     RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection", "bad_response"})
 
     def __init__(self, kind: str, message: str, status: int | None = None, retry_after: float | None = None):
@@ -65,6 +68,92 @@ def parse_retry_after(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
+# Error objects as OpenAI, vLLM, SGLang, llama.cpp, LiteLLM's proxy and OpenRouter send them:
+# {"error": {"message", "type", "param", "code"}}, under an error status or, from some proxies, under 200.
+# `type` and `code` say what failed more precisely than the status: OpenAI's 429 is a rate limit
+# (type "requests"/"tokens", code "rate_limit_exceeded") or a spent account ("insufficient_quota"),
+# which no retry mends; vLLM's type is an exception name ("BadRequestError") and its code the status;
+# LiteLLM's proxy sends the status as a string code ("401"). Words are matched on lower-case letters
+# and digits ("rate_limit_error" -> "ratelimiterror"), in this order: the first kind that matches wins.
+ERROR_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("context_length", ("contextlength", "contextwindow", "exceedcontext")),
+    ("quota", ("insufficientquota", "quotaexceeded", "billing", "budgetexceeded", "credit")),
+    ("auth", ("invalidapikey", "authentication", "autherror", "unauthorized", "permission", "expiredkey",
+              "accessdenied", "invalidauth")),
+    ("rate_limit", ("ratelimit", "toomanyrequests", "slowdown")),
+    ("not_found", ("notfound",)),
+    ("timeout", ("timeout", "timedout")),
+    ("server", ("servererror", "internal", "unavailable", "overloaded", "apierror")),
+    ("bad_request", ("invalidrequest", "badrequest", "validation", "notsupported", "invalidvalue")),
+)  # fmt: skip
+RATE_LIMIT_TYPES = frozenset({"requests", "tokens"})  # OpenAI's rate-limit types name the exhausted limit
+CONTEXT_MESSAGE = re.compile(
+    r"context length|context window|context size|maximum model length|too many tokens|prompt is too long",
+    re.IGNORECASE,
+)
+KIND_HINTS = {
+    "auth": "check the API key: ", "quota": "the account's quota or credit is spent: ",
+    "context_length": "prompt too long for the model's context: ", "not_found": "check the model name and base_url: ",
+}  # fmt: skip
+
+
+def compact(value: Any) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(value).lower()) if value is not None else ""
+
+
+def error_object(data: Any) -> dict[str, Any] | None:
+    """The error object of a reply body, or None when it carries none."""
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    if isinstance(error, dict):
+        return error
+    if isinstance(error, str) and error.strip():  # {"error": "message"}, as some proxies write it
+        return {"message": error}
+    if data.get("object") == "error" and "message" in data:  # vLLM's shape before it nested the fields
+        return data
+    return None
+
+
+def kind_from_words(error: dict[str, Any]) -> str | None:
+    type_ = compact(error.get("type"))
+    if type_ in RATE_LIMIT_TYPES:
+        return "rate_limit"
+    words = f"{type_} {compact(error.get('code'))}"
+    return next((kind for kind, needles in ERROR_WORDS if any(n in words for n in needles)), None)
+
+
+def status_hint(error: dict[str, Any]) -> int | None:
+    """The HTTP status an error object names in its code (vLLM, LiteLLM, OpenRouter, llama.cpp)."""
+    code = error.get("code")
+    if isinstance(code, bool) or not isinstance(code, (int, str)) or not str(code).strip().isdigit():
+        return None
+    status = int(code)
+    return status if 400 <= status <= 599 else None
+
+
+def classify_error_object(error: dict[str, Any], status: int, headers: Any) -> TransportError | None:
+    """The kind an error object names; None when neither its words nor its code place it."""
+    message = " ".join(str(error.get("message") or "").split())[:300]
+    labels = ", ".join(str(error[k]) for k in ("type", "code") if error.get(k) not in (None, "", "None"))
+    shown = f"HTTP {status}" + (f" ({labels})" if labels else "") + f": {message or 'no message'}"
+    kind = kind_from_words(error)
+    if kind == "bad_request" and status >= 500:
+        kind = None  # a server failing with a request-shaped label: its status decides
+    if kind in (None, "bad_request") and CONTEXT_MESSAGE.search(message):
+        kind = "context_length"  # vLLM: BadRequestError, "This model's maximum context length is ..."
+    if kind is None:
+        hint = status_hint(error) or (status if status != 200 else None)
+        if hint is None:
+            return None
+        by_status = classify_status(hint, message, headers)  # the status the object names, if not the reply's
+        return TransportError(by_status.kind, KIND_HINTS.get(by_status.kind, "") + shown, status, by_status.retry_after)
+    if kind == "bad_request" and ("response_format" in message or error.get("param") == "response_format"):
+        kind = "unsupported_format"
+    retry_after = parse_retry_after(headers) if kind in ("rate_limit", "server") else None
+    return TransportError(kind, KIND_HINTS.get(kind, "") + shown, status, retry_after)
+
+
 def classify_status(status: int, text: str, headers: Any) -> TransportError:
     snippet = " ".join(text.split())[:300]
     if status == 429:
@@ -75,6 +164,8 @@ def classify_status(status: int, text: str, headers: Any) -> TransportError:
         return TransportError("server", f"HTTP {status}: {snippet}", status, parse_retry_after(headers))
     if status in (401, 403):
         return TransportError("auth", f"HTTP {status} (check the API key): {snippet}", status)
+    if status == 402:
+        return TransportError("quota", f"HTTP 402 (the account's quota or credit is spent): {snippet}", status)
     if status == 404:
         return TransportError("not_found", f"HTTP 404 (check the model name and base_url): {snippet}", status)
     if status == 400 and ("context" in text and ("exceed" in text or "length" in text)):
@@ -84,12 +175,29 @@ def classify_status(status: int, text: str, headers: Any) -> TransportError:
     return TransportError("bad_request", f"HTTP {status}: {snippet}", status)
 
 
-def parse_completion(payload: bytes) -> Reply:
+def classify_reply(status: int, payload: bytes, headers: Any) -> TransportError:
+    """An error reply, by its error object where that names what failed, else by its status."""
+    try:
+        error = error_object(orjson.loads(payload))
+    except orjson.JSONDecodeError:
+        error = None
+    found = classify_error_object(error, status, headers) if error is not None else None
+    return found or classify_status(status, payload.decode("utf-8", "replace"), headers)
+
+
+def parse_completion(payload: bytes, headers: Any = None) -> Reply:
     try:
         data = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        raise TransportError("bad_response", f"not a chat completion: {payload[:200]!r}") from None
+    error = error_object(data)
+    if error is not None:  # a 200 carrying an error: what it names decides the retry, not "a bad reply"
+        found = classify_error_object(error, 200, headers or {})
+        raise found or TransportError("bad_response", f"HTTP 200 with an error object: {payload[:300]!r}")
+    try:
         choice = data["choices"][0]
         message = choice.get("message") or {}
-    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError):
+    except (KeyError, IndexError, TypeError, AttributeError):
         raise TransportError("bad_response", f"not a chat completion: {payload[:200]!r}") from None
     usage = data.get("usage") or {}
     return Reply(
@@ -124,15 +232,16 @@ class OpenAICompatTransport:
         try:
             async with session.post(self.url, data=orjson.dumps(body), headers=headers) as resp:
                 payload = await resp.read()
+                headers = resp.headers
                 if resp.status != 200:
-                    raise classify_status(resp.status, payload.decode("utf-8", "replace"), resp.headers)
+                    raise classify_reply(resp.status, payload, headers)
         except asyncio.TimeoutError:
             raise TransportError("timeout", f"no complete reply within {self.timeout.total:g}s") from None
         except aiohttp.ClientPayloadError as exc:
             raise TransportError("bad_response", f"reply cut off: {exc}") from None
         except aiohttp.ClientError as exc:
             raise TransportError("connection", f"{type(exc).__name__}: {exc}") from None
-        return parse_completion(payload)
+        return parse_completion(payload, headers)
 
     async def close(self) -> None:
         if self._session is not None:
