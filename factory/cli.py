@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from .config import validate_config
 from .errors import FactoryError, require_train_extra
 from .report import format_call_summary, summarize_calls
 from .settings import FactoryConfig, load_factory_config
+from .store.integrity import StoreBusyError
 
 
 def _add_llm_options(parser: argparse.ArgumentParser) -> None:
@@ -137,7 +140,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_calls(args: argparse.Namespace) -> int:
-    summary = summarize_calls(args.run_dir, args.stage)
+    try:
+        summary = summarize_calls(args.run_dir, args.stage)
+    except StoreBusyError as busy:  # a run is writing the store: show its live snapshot instead
+        from .reporting.status_command import print_live_calls
+
+        return print_live_calls(args.run_dir, busy, args.json, args.stage)
     print(json.dumps(summary, indent=2, default=str) if args.json else format_call_summary(summary))
     return 0
 
@@ -219,9 +227,10 @@ def add_later_stage_parsers(commands) -> None:
     from .filters.command import add_filter_parser
     from .passrate.command import add_passrate_parser
     from .reporting.command import add_quality_parser, add_report_parser
+    from .reporting.status_command import add_status_parser
 
     for add_parser in (add_filter_parser, add_passrate_parser, add_export_parser, add_publish_parser,
-                       add_report_parser, add_quality_parser, add_eval_parser):  # fmt: skip
+                       add_report_parser, add_quality_parser, add_status_parser, add_eval_parser):  # fmt: skip
         add_parser(commands)
     # Listed for --help only: main() hands `factory train ...` to train.sft before argparse sees it.
     commands.add_parser("train", help="masked SFT on an exported dataset (python -m train.sft --help)")
@@ -237,6 +246,16 @@ def run_trainer(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
+        try:
+            return _dispatch(argv)
+        finally:  # also after argparse's SystemExit (--help): a closed pipe shows here, not at the interpreter's exit
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+def _dispatch(argv: list[str]) -> int:
+    try:
         if argv[:1] == ["train"]:  # the trainer parses its own `--section.field value` overrides
             return run_trainer(argv[1:])
         args = build_parser().parse_args(argv)
@@ -247,6 +266,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: completed calls are saved; run the same command again to finish", file=sys.stderr)
         return 130
+
+
+def _reader_went_away() -> int:
+    """`factory ... | head`: the reader closed the pipe. Stop quietly, as cat and grep do (exit 128 + SIGPIPE)."""
+    # Whatever is still buffered for stdout cannot be written; point stdout at /dev/null so
+    # the interpreter's final flush does not print a second BrokenPipeError on the way out.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

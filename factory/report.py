@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .store import Store
 
@@ -11,28 +11,34 @@ from .store import Store
 def summarize_calls(run_dir: str | Path, stage: str | None = None) -> dict[str, Any]:
     """Calls, errors by kind, cache hits, tokens, cost and latency percentiles."""
     with Store.open(run_dir, read_only=True) as store:
-        where, args = ("WHERE stage = ?", [stage]) if stage else ("", [])
-        (calls, ok, attempts, hits, prompt, completion, cost, priced, p50, p90, p99, mean) = store.query(
-            f"""
-            SELECT count(*), count(*) FILTER (status = 'ok'), coalesce(sum(attempts), 0),
-                   coalesce(sum(cache_hits), 0), coalesce(sum(prompt_tokens), 0),
-                   coalesce(sum(completion_tokens), 0), sum(cost_usd), count(cost_usd),
-                   quantile_cont(latency_s, 0.5), quantile_cont(latency_s, 0.9),
-                   quantile_cont(latency_s, 0.99), avg(latency_s)
-            FROM llm_calls {where}
-            """,
+        return summarize_query(store.query, stage)
+
+
+def summarize_query(query: Callable[[str, list[Any] | None], list[tuple]], stage: str | None = None) -> dict[str, Any]:
+    """The call summary through any query function (a store's, or a live run's own cursor)."""
+    where, args = ("WHERE stage = ?", [stage]) if stage else ("", [])
+    (calls, ok, attempts, hits, prompt, completion, cost, priced, p50, p90, p99, mean) = query(
+        f"""
+        SELECT count(*), count(*) FILTER (status = 'ok'), coalesce(sum(attempts), 0),
+               coalesce(sum(cache_hits), 0), coalesce(sum(prompt_tokens), 0),
+               coalesce(sum(completion_tokens), 0), sum(cost_usd), count(cost_usd),
+               quantile_cont(latency_s, 0.5), quantile_cont(latency_s, 0.9),
+               quantile_cont(latency_s, 0.99), avg(latency_s)
+        FROM llm_calls {where}
+        """,
+        args,
+    )[0]
+    errors = dict(
+        query(
+            f"SELECT error_kind, count(*) FROM llm_calls {where} {'AND' if where else 'WHERE'} status = 'error' "
+            "GROUP BY 1 ORDER BY 2 DESC",
             args,
-        )[0]
-        errors = dict(
-            store.query(
-                f"SELECT error_kind, count(*) FROM llm_calls {where} {'AND' if where else 'WHERE'} status = 'error' "
-                "GROUP BY 1 ORDER BY 2 DESC",
-                args,
-            )
         )
-        by_stage = store.query(
-            "SELECT stage, model, count(*), count(*) FILTER (status = 'ok') FROM llm_calls GROUP BY 1, 2 ORDER BY 1, 2"
-        )
+    )
+    by_stage = query(
+        "SELECT stage, model, count(*), count(*) FILTER (status = 'ok') FROM llm_calls GROUP BY 1, 2 ORDER BY 1, 2",
+        None,
+    )
     return {
         "calls": calls, "ok": ok, "errors": errors, "attempts": attempts, "cache_hits": hits,
         "prompt_tokens": prompt, "completion_tokens": completion,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -10,7 +11,10 @@ from typing import Iterator
 
 from pydantic import BaseModel
 
+from .report import summarize_query
 from .store import Store, utcnow
+from .store.db import LIVE_RUNS
+from .store.live import StatusPublisher, interval_from_env
 
 
 @dataclass
@@ -22,19 +26,48 @@ class Run:
 
 @contextmanager
 def open_run(run_dir: str | Path, command: str, config: BaseModel | None = None) -> Iterator[Run]:
-    """Open (or resume) the run folder, record this invocation in `runs`, close on exit."""
+    """Open (or resume) the run folder, record this invocation in `runs`, close on exit.
+
+    The run's row ends `done`, `failed`, or `interrupted` (Ctrl-C, or its task cancelled); a run
+    killed outright stays `running` until the store is next opened for writing (Store marks it).
+    While it goes, a status snapshot beside the store lets readers follow it (store/live.py).
+    """
     run_dir = Path(run_dir)
     store = Store.open(run_dir)
     run_id = f"{utcnow():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     config_json = config.model_dump_json() if config is not None else None
-    store.execute("INSERT INTO runs VALUES (?, ?, ?, ?, NULL, 'running')", [run_id, command, config_json, utcnow()])
+    started = utcnow()
+    LIVE_RUNS.add(run_id)
     status = "failed"
+    publisher = None
     try:
+        store.execute("INSERT INTO runs VALUES (?, ?, ?, ?, NULL, 'running')", [run_id, command, config_json, started])
+        publisher = _start_publisher(run_dir, run_id, command, started, store)
         yield Run(run_dir, run_id, store)
         status = "done"
-    except KeyboardInterrupt:
+    # asyncio.run turns Ctrl-C into a CancelledError in the main task (KeyboardInterrupt comes after).
+    except (KeyboardInterrupt, asyncio.CancelledError):
         status = "interrupted"
         raise
     finally:
+        LIVE_RUNS.discard(run_id)
+        _finish(store, run_id, status, publisher)
+
+
+def _start_publisher(run_dir: Path, run_id: str, command: str, started, store: Store) -> StatusPublisher:
+    with store._lock:  # a cursor of its own: the publisher's reads never wait on the store's lock
+        cursor = store.con.cursor()
+    run = {"run_id": run_id, "command": command, "started_at": started.isoformat() + "Z",
+           "store": str(store.path)}  # fmt: skip
+    publisher = StatusPublisher(run_dir, run, cursor, summarize_query, interval_from_env())
+    publisher.start()
+    return publisher
+
+
+def _finish(store: Store, run_id: str, status: str, publisher: StatusPublisher | None) -> None:
+    try:
         store.execute("UPDATE runs SET finished_at = ?, status = ? WHERE run_id = ?", [utcnow(), status, run_id])
+    finally:
+        if publisher is not None:
+            publisher.finish(status)
         store.close()

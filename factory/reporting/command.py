@@ -6,9 +6,16 @@ import argparse
 import json
 from pathlib import Path
 
+import duckdb
+
+from ..errors import FactoryError
 from ..refine.quality import format_quality, refine_quality
+from ..store import STORE_FILENAME, Store
+from ..store.integrity import StoreBusyError, classify
 from .build import REPORT_FILENAME, write_report
+from .live import describe, render_live_html
 from .snapshot import open_snapshot
+from .status_command import live_or_raise
 
 
 def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -20,8 +27,29 @@ def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = write_report(args.run_dir, args.out)
+    store_path = Path(args.run_dir) / STORE_FILENAME
+    try:
+        Store.open(args.run_dir, read_only=True).close()  # a busy or damaged store says so in its own words
+        path = write_report(args.run_dir, args.out)
+    except StoreBusyError as busy:
+        return write_live_report(args.run_dir, args.out, busy)
+    except duckdb.Error as exc:  # met in the report's queries, through its in-memory view of the file
+        raise classify(store_path, exc, "read") from None
     print(f"report: {path}")
+    return 0
+
+
+def write_live_report(run_dir: str, out: str | None, busy: StoreBusyError) -> int:
+    """While a run writes its store, the report is its live snapshot, labelled as one with its age."""
+    snapshot = live_or_raise(run_dir, busy)
+    target = Path(out) if out is not None else Path(run_dir) / REPORT_FILENAME
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render_live_html(snapshot), encoding="utf-8")
+    except OSError as exc:
+        raise FactoryError(f"cannot write report to {target}: {exc.strerror}") from None
+    print(f"report: {target} (a live snapshot, not the full report: the run is still going)")
+    print(describe(snapshot))
     return 0
 
 

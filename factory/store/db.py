@@ -12,9 +12,14 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import FactoryError
+from .integrity import classify, damaged, forget_clean, is_damage, known_clean, read_through, stamp_clean
 from .migrations import MIGRATIONS
 
 STORE_FILENAME = "factory.duckdb"
+
+# Runs of this process that are still going: only they may be `running` in a store this process
+# opens for writing (a store opened twice in one process shares one DuckDB instance).
+LIVE_RUNS: set[str] = set()
 
 
 def utcnow() -> datetime:
@@ -29,15 +34,47 @@ class Store:
         self.read_only = read_only
         if read_only and not self.path.exists():
             raise FactoryError(f"no run store at {self.path}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.in_memory = str(path) == ":memory:"
+        self.seen_damage = False  # set when a read met a damaged block: close() must not stamp the file clean
+        if not self.in_memory:
+            _make_folder(self.path.parent)
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as exc:
-            raise FactoryError(f"cannot open run store {self.path}: {str(exc).splitlines()[0]}") from None
+        except duckdb.Error as exc:
+            raise classify(self.path, exc) from None
         # DuckDB connections are not safe for concurrent use from threads.
         self._lock = threading.RLock()
         if not read_only:
+            self._check_before_writing()
             self.migrate()
+            self.mark_dead_runs_interrupted()
+
+    def _check_before_writing(self) -> None:
+        """Refuse to write into a damaged file: read it through unless the last clean close left it as it is."""
+        if self.in_memory or known_clean(self.path):
+            return
+        try:
+            read_through(self.con)
+        except duckdb.Error as exc:
+            self.con.close()
+            raise classify(self.path, exc, "read") from None
+        forget_clean(self.path)  # this process writes now; close() stamps the file again
+
+    def mark_dead_runs_interrupted(self) -> int:
+        """Mark `interrupted` every run left `running` by a process that is gone.
+
+        DuckDB lets one process hold a file open for writing, so while this process holds it no
+        other process can be running a run in it: a `running` row that is not one of this
+        process's live runs belongs to a process that was killed (SIGKILL, power loss, OOM).
+        Its finished_at stays NULL: when it died is not known.
+        """
+        live = sorted(LIVE_RUNS) or [""]
+        marks = ", ".join("?" * len(live))
+        with self._lock:
+            (count,) = self.con.execute(
+                f"UPDATE runs SET status = 'interrupted' WHERE status = 'running' AND run_id NOT IN ({marks})", live
+            ).fetchone()
+        return count
 
     @classmethod
     def open(cls, run_dir: str | Path, read_only: bool = False) -> "Store":
@@ -65,18 +102,36 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        with self._lock:
+        with self._lock, self._errors_named():
             self.con.execute("BEGIN TRANSACTION")
             try:
                 yield self.con
-            except BaseException:
-                self.con.execute("ROLLBACK")
+            except BaseException as exc:
+                try:
+                    self.con.execute("ROLLBACK")
+                except duckdb.Error:
+                    if not is_damage(exc):  # after damage the rollback may fail too; the damage is the news
+                        raise
                 raise
             self.con.execute("COMMIT")
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple]:
-        with self._lock:
+        with self._lock, self._errors_named():
             return self.con.execute(sql, params or []).fetchall()
+
+    @contextmanager
+    def _errors_named(self) -> Iterator[None]:
+        """A damaged file met mid-run becomes the one-line damage error (other errors pass as they are).
+
+        An in-memory store (the report's) does not know which attached file failed: its caller says.
+        """
+        try:
+            yield
+        except duckdb.Error as exc:
+            if self.in_memory or not is_damage(exc):
+                raise
+            self.seen_damage = True
+            raise damaged(self.path, exc) from None
 
     def arrow_batches(self, sql: str, rows: int = 2048) -> Iterator[pa.RecordBatch]:
         """Stream a query's result in Arrow batches, on a cursor of its own (the store stays usable meanwhile)."""
@@ -91,7 +146,7 @@ class Store:
             cursor.close()
 
     def execute(self, sql: str, params: list[Any] | None = None) -> None:
-        with self._lock:
+        with self._lock, self._errors_named():
             self.con.execute(sql, params or [])
 
     def upsert(self, table: str, values: dict[str, Any]) -> None:
@@ -119,9 +174,20 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self.con.close()
+        if not (self.read_only or self.in_memory or self.seen_damage):
+            stamp_clean(self.path)
 
     def __enter__(self) -> "Store":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise FactoryError(f"cannot create run folder {folder}: a file is in the way") from None
+    except OSError as exc:
+        raise FactoryError(f"cannot create run folder {folder}: {exc.strerror or exc}") from None
