@@ -13,6 +13,11 @@ class MissingKeyError(FactoryError):
     """A provider needs an API key that is not in the environment."""
 
 
+class StoreWriteError(FactoryError):
+    """The run store (or its call journal) could not be written, e.g. the disk is full.
+    The LLM client stops sending: a batch that goes on would pay for answers it cannot keep."""
+
+
 class MissingExtraError(FactoryError):
     """A command needs an optional dependency group that is not installed."""
 

@@ -1,10 +1,15 @@
 """The `llm_calls` table: every call's record, and the cache built on it.
 
 Rows are buffered and written in batches (one Arrow insert per batch, in a
-transaction) a fraction of a second after they complete: a killed process
-loses at most the calls of that last fraction, which a rerun then repeats.
-Flushes may run in a worker thread, so the event loop keeps serving replies
-while DuckDB writes; a lock guards the buffers they share.
+transaction) a fraction of a second after they complete. Each call is also in
+the call journal (journal.py) the moment it starts, tries and ends, so a killed
+process loses nothing it was answered and every attempt is counted: the next
+open replays the journal (replay.py). Flushes may run in a worker thread, so the
+event loop keeps serving replies while DuckDB writes; a lock guards the buffers
+they share. A failed flush keeps its rows and raises StoreWriteError.
+
+One row per request key: a new call for a key replaces its row, adding the old
+row's attempts, tokens and cost, so the log counts every attempt ever paid for.
 """
 
 from __future__ import annotations
@@ -13,29 +18,42 @@ import threading
 from collections import Counter
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
+from ..errors import StoreWriteError
 from ..store import Store
-
-COLUMNS = (
-    "request_hash", "run_id", "stage", "provider", "model", "namespace", "sample_index",
-    "params", "messages", "response_schema", "response", "parsed", "finish_reason",
-    "status", "error_kind", "error", "attempts", "prompt_tokens", "completion_tokens",
-    "cost_usd", "latency_s", "started_at", "finished_at",
-)  # fmt: skip
+from .journal import Journal, journal_path
+from .replay import replay_journal
+from .rows import COLUMNS, START_COLUMNS, write_rows
 
 CACHED_COLUMNS = ("response", "parsed", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")
+ANSWER_COLUMNS = tuple(c for c in COLUMNS if c not in START_COLUMNS or c in ("request_hash", "params"))
 
 
 class CallLog:
     def __init__(self, store: Store):
         self.store = store
+        self.journal_path = journal_path(store.path)
+        try:
+            self.replayed = replay_journal(store, self.journal_path)
+        except (duckdb.Error, OSError) as exc:
+            raise self.write_error(exc) from None
+        self.journal = Journal(self.journal_path)
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()  # one flush at a time: a row is written once
         self._rows: list[tuple] = []
         self._hits: Counter[str] = Counter()
         # Successful rows not yet in DuckDB, so a cache lookup sees them too.
         self._pending_ok: dict[str, dict[str, Any]] = {}
         self.ok_keys: set[str] = {r[0] for r in store.query("SELECT request_hash FROM llm_calls WHERE status = 'ok'")}
+
+    def write_error(self, exc: BaseException) -> StoreWriteError:
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StoreWriteError(
+            f"cannot write the call log to {self.store.path}: {cause}; answered calls are kept in "
+            f"{self.journal_path}; free space and run the same command again"
+        )
 
     def cached(self, key: str) -> dict[str, Any] | None:
         """The stored successful call for this key, or None."""
@@ -48,13 +66,24 @@ class CallLog:
         rows = self.store.query(f"SELECT {', '.join(CACHED_COLUMNS)} FROM llm_calls WHERE request_hash = ?", [key])
         return dict(zip(CACHED_COLUMNS, rows[0])) if rows else None
 
+    def begin(self, key: str, fixed: dict[str, Any]) -> None:
+        """A call for `key` starts: its fixed columns go to the journal (raises StoreWriteError)."""
+        self.journal.write(key, {"k": key, "e": "start", "row": fixed})
+
+    def attempt(self, key: str, number: int) -> None:
+        """An HTTP attempt is about to be sent: counted even if no answer ever comes back."""
+        self.journal.write(key, {"k": key, "e": "try", "n": number})
+
     def record(self, row: dict[str, Any]) -> None:
+        """Buffer a finished call's row and journal it (raises StoreWriteError, the row kept in memory)."""
+        key = row["request_hash"]
         with self._lock:
             self._rows.append(tuple(row[c] for c in COLUMNS))
             if row["status"] == "ok":
-                self._pending_ok[row["request_hash"]] = {c: row[c] for c in CACHED_COLUMNS}
-        if row["status"] == "ok":
-            self.ok_keys.add(row["request_hash"])
+                self._pending_ok[key] = {c: row[c] for c in CACHED_COLUMNS}
+                self.ok_keys.add(key)
+            answer = {"k": key, "e": "answer", "row": {c: row[c] for c in ANSWER_COLUMNS}}
+            self.journal.write(key, answer, answer=True)
 
     @property
     def backlog(self) -> int:
@@ -65,21 +94,39 @@ class CallLog:
             self._hits[key] += 1
 
     def flush(self) -> None:
-        """Write buffered rows and cache-hit counts (safe to call from a worker thread)."""
-        with self._lock:
-            rows, self._rows = self._rows, []
-            hits, self._hits = self._hits, Counter()
-        if rows:
-            columns = {name: [row[i] for row in rows] for i, name in enumerate(COLUMNS)}
-            self.store.insert_rows("llm_calls", columns, replace=True)
-            written = columns["request_hash"]
+        """Write buffered rows and cache-hit counts (safe to call from a worker thread).
+        The rows leave the buffer only once DuckDB has them; else StoreWriteError."""
+        with self._flush_lock:
             with self._lock:
-                for key in written:
-                    self._pending_ok.pop(key, None)
-        if hits:
-            bumps = pa.table({"request_hash": list(hits), "n": list(hits.values())})
-            with self.store.arrow_view("bumps", bumps), self.store.transaction() as con:
-                con.execute(
-                    "UPDATE llm_calls SET cache_hits = coalesce(cache_hits, 0) + bumps.n "
-                    "FROM bumps WHERE llm_calls.request_hash = bumps.request_hash"
-                )
+                rows, hits = list(self._rows), Counter(self._hits)
+                marks = self.journal.marks([row[0] for row in rows])
+            if rows:
+                self._write(lambda: write_rows(self.store, rows))
+                with self._lock:
+                    del self._rows[: len(rows)]  # rows only ever join at the end
+                    for row in rows:
+                        self._pending_ok.pop(row[0], None)
+                self.journal.settled(marks)
+            if hits:
+                self._write(lambda: self._bump_hits(hits))
+                with self._lock:
+                    self._hits.subtract(hits)
+                    self._hits = +self._hits  # drop the counts now written
+
+    def _write(self, write) -> None:
+        try:
+            write()
+        except (duckdb.Error, OSError) as exc:
+            raise self.write_error(exc) from None
+
+    def _bump_hits(self, hits: Counter[str]) -> None:
+        bumps = pa.table({"request_hash": list(hits), "n": list(hits.values())})
+        with self.store.arrow_view("bumps", bumps), self.store.transaction() as con:
+            con.execute(
+                "UPDATE llm_calls SET cache_hits = coalesce(cache_hits, 0) + bumps.n "
+                "FROM bumps WHERE llm_calls.request_hash = bumps.request_hash"
+            )
+
+    def close(self) -> None:
+        """After the last flush: the journal is emptied when DuckDB holds all it said."""
+        self.journal.close()

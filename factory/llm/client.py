@@ -5,7 +5,10 @@
         results = await llm.complete_many(requests)
 
 A call never raises for a failed request: it returns a Result with ok=False and
-an error kind, and the call log holds the same row.
+an error kind, and the call log holds the same row. The one exception is a
+store that cannot be written (a full disk): then every call raises
+StoreWriteError and nothing more is sent, since an answer that cannot be kept
+is paid for twice; calls already on the wire finish into the call journal.
 """
 
 from __future__ import annotations
@@ -18,14 +21,17 @@ from typing import Any, AsyncIterator, Iterable
 import orjson
 from tqdm.auto import tqdm
 
+from ..errors import StoreWriteError
 from ..store import Store, utcnow
 from .calllog import CallLog
+from .keeper import LogKeeper
 from .config import LLMConfig
 from .cost import call_cost, price_map
 from .local import local_server
 from .providers import Endpoint, resolve_endpoint
 from .request import Request, Result, request_key
 from .structured import OutputInvalid, OutputSpec, feedback_messages, output_spec, response_format, with_schema_instruction
+from .many import iter_results
 from .sender import Sender, Tally
 from .transport import OpenAICompatTransport, Reply, TransportError
 
@@ -38,14 +44,17 @@ class LLMClient:
         self.store = store
         self.run_id = run_id
         self.endpoint: Endpoint | None = None
-        self.log: CallLog | None = None
+        self.keeper = LogKeeper()
         self.sender: Sender | None = None
         self._mode = self.config.structured_mode
         self._semaphore = asyncio.Semaphore(self.config.concurrency)
         self._inflight: dict[str, asyncio.Future] = {}
-        self._flusher: asyncio.Task | None = None
         self._started = False
         self._start_lock = asyncio.Lock()
+
+    @property
+    def log(self) -> CallLog | None:
+        return self.keeper.log
 
     # -- lifecycle ---------------------------------------------------------
     async def start(self) -> "LLMClient":
@@ -62,14 +71,12 @@ class LLMClient:
             server = await asyncio.to_thread(local_server, self.config.model or "local", self.config.local)
             local_url = server.base_url
         self.endpoint = resolve_endpoint(self.config, local_url)
-        self.sender = Sender(self._make_transport(self.endpoint), self.config)
+        self.sender = Sender(self._make_transport(self.endpoint), self.config, self.keeper.before_attempt)
         if self.endpoint.provider != "local":
             await asyncio.to_thread(price_map)  # read the price table now, not on the first reply
         if self._mode == "auto":
             self._mode = "json_schema" if self.endpoint.json_schema else "json_object"
-        if self.store is not None:
-            self.log = CallLog(self.store)
-            self._flusher = asyncio.create_task(self._flush_periodically())
+        self.keeper.open(self.store)
         self._started = True
 
     def _make_transport(self, endpoint: Endpoint):
@@ -81,22 +88,13 @@ class LLMClient:
             endpoint.base_url, endpoint.api_key, self.config.timeout_s, max(self.config.concurrency, 8)
         )
 
-    async def _flush_periodically(self, every_s: float = 0.25) -> None:
-        """Write the call log from a worker thread, so replies keep flowing meanwhile."""
-        while True:
-            await asyncio.sleep(every_s)
-            if self.log.backlog:
-                await asyncio.to_thread(self.log.flush)
-
     async def close(self) -> None:
-        if self._flusher is not None:
-            self._flusher.cancel()
-            self._flusher = None
-        if self.log is not None:
-            self.log.flush()
+        """Flush and close; raises StoreWriteError when the call log could not be written."""
+        await self.keeper.close(list(self._inflight.values()), self.config.timeout_s + 1)
         if self.sender is not None:
             await self.sender.close()
         self._started = False
+        self.keeper.check()
 
     async def __aenter__(self) -> "LLMClient":
         return await self.start()
@@ -111,8 +109,10 @@ class LLMClient:
         return await self.run(Request(messages, response_model, params=kwargs, **fields))
 
     async def run(self, request: Request) -> Result:
-        """Run one Request; never raises for a failed call (see Result.error_kind)."""
+        """Run one Request; never raises for a failed call (see Result.error_kind),
+        only StoreWriteError once the call log cannot be written."""
         await self.start()
+        self.keeper.check()
         spec = output_spec(request.response_model) if request.response_model is not None else None
         params = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens}
         params.update(self.config.params)
@@ -132,6 +132,10 @@ class LLMClient:
             result = await self._guarded_call(request, spec, params, key)
             future.set_result(result)
             return result
+        except StoreWriteError as exc:
+            future.set_exception(StoreWriteError(str(exc)))  # twins waiting on this call stop too
+            future.exception()  # retrieved: no "never retrieved" warning when nobody waits
+            raise
         finally:
             del self._inflight[key]
             if not future.done():  # cancelled: waiters get the cancellation, not a hang
@@ -141,6 +145,8 @@ class LLMClient:
         try:
             async with self._semaphore:
                 return await self._call(request, spec, params, key)
+        except StoreWriteError:
+            raise  # not one request's failure: the batch must stop
         except Exception as exc:  # a bug must not take the batch down: record it
             result = Result(key, False, error_kind="internal", error=f"{type(exc).__name__}: {exc}", tag=request.tag)
             self._record(request, spec, params, result, None, utcnow())
@@ -148,25 +154,8 @@ class LLMClient:
 
     async def iter_complete(self, requests: Iterable[Request]) -> AsyncIterator[tuple[int, Result]]:
         """Yield (index, result) as calls finish, keeping a bounded number in flight."""
-        window = self.config.concurrency * 2
-        finished: asyncio.Queue[tuple[int, asyncio.Task]] = asyncio.Queue()
-        source = enumerate(requests)
-        in_flight, exhausted = 0, False
-        while True:
-            while not exhausted and in_flight < window:
-                item = next(source, None)
-                if item is None:
-                    exhausted = True
-                    break
-                task = asyncio.ensure_future(self.run(item[1]))
-                # A done-callback per task: no scan over the whole window at each wake-up.
-                task.add_done_callback(lambda t, i=item[0]: finished.put_nowait((i, t)))
-                in_flight += 1
-            if in_flight == 0:
-                return
-            index, task = await finished.get()
-            in_flight -= 1
-            yield index, task.result()
+        async for item in iter_results(self.run, requests, self.config.concurrency * 2):
+            yield item
 
     async def complete_many(self, requests: Iterable[Request], progress: bool = True, desc: str = "llm") -> list[Result]:
         """Run requests concurrently; results come back in request order."""
@@ -211,6 +200,8 @@ class LLMClient:
 
     async def _call(self, request: Request, spec: OutputSpec | None, params: dict[str, Any], key: str) -> Result:
         started, clock = utcnow(), time.perf_counter()
+        if self.log is not None:
+            self.keeper.begin(key, self._fixed_columns(request, spec, params, key, started))
         tally = Tally()
         params = dict(params)
         conversation = self._conversation(request, spec)
@@ -269,20 +260,26 @@ class LLMClient:
             return "empty", "the reply had no content"
         return None, None
 
-    def _record(self, request: Request, spec, params, result: Result, jsonable, started) -> None:
-        if self.log is None:
-            return
-        self.log.record({
-            "request_hash": result.request_hash, "run_id": self.run_id, "stage": request.stage,
+    def _fixed_columns(self, request: Request, spec, params, key: str, started) -> dict[str, Any]:
+        """The call-log columns known before the call is sent."""
+        return {
+            "request_hash": key, "run_id": self.run_id, "stage": request.stage,
             "provider": self.endpoint.provider, "model": self.endpoint.model_id,
             "namespace": self.config.cache_namespace, "sample_index": request.sample_index,
             "params": orjson.dumps(params).decode(), "messages": orjson.dumps(request.messages).decode(),
-            "response_schema": spec.schema_json if spec else None, "response": result.text,
+            "response_schema": spec.schema_json if spec else None, "started_at": started,
+        }  # fmt: skip
+
+    def _record(self, request: Request, spec, params, result: Result, jsonable, started) -> None:
+        if self.log is None:
+            return
+        self.keeper.record({
+            **self._fixed_columns(request, spec, params, result.request_hash, started), "response": result.text,
             "parsed": orjson.dumps(jsonable).decode() if jsonable is not None else None,
             "finish_reason": result.finish_reason, "status": "ok" if result.ok else "error",
             "error_kind": result.error_kind, "error": result.error or "; ".join(result.notes) or None,
             "attempts": result.attempts,
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "cost_usd": result.cost_usd, "latency_s": result.latency_s,
-            "started_at": started, "finished_at": utcnow(),
+            "cost_usd": result.cost_usd, "latency_s": result.latency_s, "finished_at": utcnow(),
         })  # fmt: skip
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
@@ -47,9 +47,12 @@ def estimate_tokens(body: dict[str, Any]) -> int:
 
 
 class Sender:
-    def __init__(self, transport, config: LLMConfig):
+    def __init__(self, transport, config: LLMConfig, before_attempt: Callable[[str, int], None] | None = None):
         self.transport = transport
         self.config = config
+        # Called with (key, attempt number) just before each HTTP attempt: the client journals it,
+        # or raises to send nothing more once its store cannot be written.
+        self.before_attempt = before_attempt
         self.limiter = RateLimiter(config.rpm, config.tpm)
         self.cooldown = CoolDown(config.cooldown_burst, config.cooldown_window_s, config.cooldown_s)
 
@@ -78,6 +81,8 @@ class Sender:
     async def _attempt(self, body: dict[str, Any], tally: Tally, key: str, estimate: int) -> Reply:
         await self.cooldown.wait()
         await self.limiter.acquire(estimate)
+        if self.before_attempt is not None:
+            self.before_attempt(key, tally.attempts + 1)
         tally.attempts += 1
         try:
             reply = await self.transport.chat(body, key)

@@ -1,0 +1,98 @@
+"""The client's side of the call log: journal each call as it happens, flush
+DuckDB in the background, and stop the client at the first write that fails.
+
+A store that cannot be written (a full disk) is not one request's failure: a
+batch that went on would pay for answers it cannot keep. So the first failed
+write is kept as `failure`, every later call and attempt raises it, and close()
+raises it once calls already on the wire have come back into the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..errors import StoreWriteError
+from ..store import Store
+from .calllog import CallLog
+
+FLUSH_EVERY_S = 0.25
+
+
+class LogKeeper:
+    def __init__(self) -> None:
+        self.log: CallLog | None = None
+        self.failure: StoreWriteError | None = None
+        self._flusher: asyncio.Task | None = None
+
+    def open(self, store: Store | None) -> None:
+        """Open the call log (replaying its journal) and start the background flush."""
+        if store is not None:
+            self.log = CallLog(store)
+            self._flusher = asyncio.create_task(self._flush_periodically())
+
+    def check(self) -> None:
+        """Raise StoreWriteError once the call log could not be written."""
+        if self.failure is not None:
+            raise StoreWriteError(str(self.failure))
+
+    def _fail(self, exc: StoreWriteError) -> None:
+        if self.failure is None:
+            self.failure = exc
+
+    def _journaled(self, write, *args: Any) -> None:
+        try:
+            write(*args)
+        except StoreWriteError as exc:
+            self._fail(exc)
+            raise
+
+    def begin(self, key: str, fixed: dict[str, Any]) -> None:
+        if self.log is not None:
+            self._journaled(self.log.begin, key, fixed)
+
+    def before_attempt(self, key: str, number: int) -> None:
+        """The sender's hook: nothing more is sent after a failure; each attempt is journaled first."""
+        self.check()
+        if self.log is not None:
+            self._journaled(self.log.attempt, key, number)
+
+    def record(self, row: dict[str, Any]) -> None:
+        if self.log is not None:
+            self._journaled(self.log.record, row)
+
+    async def _flush_periodically(self) -> None:
+        """Write the call log from a worker thread, so replies keep flowing meanwhile."""
+        while True:
+            await asyncio.sleep(FLUSH_EVERY_S)
+            if self.log.backlog:
+                try:
+                    await asyncio.to_thread(self.log.flush)
+                except Exception as exc:  # never die silently: a store we cannot write stops the client
+                    self._fail(exc if isinstance(exc, StoreWriteError) else self.log.write_error(exc))
+                    return
+                self.log.journal.rotate_if_large()
+
+    async def close(self, inflight: list[asyncio.Future], wait_s: float) -> None:
+        """Last flush, then the journal closes. After a failure, calls on the wire are
+        waited for first (their answers are paid for and go to the journal)."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            self._flusher = None
+        if self.failure is not None and inflight:
+            await asyncio.wait(inflight, timeout=wait_s)
+        if self.log is not None:
+            self._final_flush()
+            self.log = None
+
+    def _final_flush(self) -> None:
+        try:
+            self.log.flush()
+        except StoreWriteError as exc:
+            self._fail(exc)
+            self.log.journal.release_reserve()  # the journal is done: its reserve may let DuckDB finish
+            try:
+                self.log.flush()
+            except StoreWriteError:
+                pass  # the journal keeps the rows; the next open writes them
+        self.log.close()

@@ -1,0 +1,84 @@
+"""Replaying the call journal when a store is opened for writing.
+
+The journal's lines (journal.py) say, per request key, which calls started,
+how many HTTP attempts each sent and which answers came back. What DuckDB
+lacks is written now: answered rows (so nothing paid for is asked again) and,
+for attempts that never got an answer, the count (so reports see every request
+the provider saw). A line cut short by a kill is skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..store import Store
+from .rows import COLUMNS, write_rows
+
+LOST_ERROR = "the process ended before this attempt's answer came back or was saved"
+TIMES = ("started_at", "finished_at")
+
+
+@dataclass
+class KeyState:
+    fixed: dict[str, Any] = field(default_factory=dict)  # the latest `start` line's columns
+    tries: int = 0  # attempts since the last answer
+    lost: int = 0  # attempts no answer accounts for
+
+
+@dataclass
+class Replayed:
+    answered: int = 0
+    lost_attempts: int = 0
+
+
+def _as_row(values: dict[str, Any]) -> tuple:
+    for name in TIMES:
+        if isinstance(values.get(name), str):
+            values[name] = datetime.fromisoformat(values[name])
+    return tuple(values.get(c) for c in COLUMNS)
+
+
+def read_journal(path: Path) -> tuple[list[tuple], list[tuple]]:
+    """(answered rows, one row per key with attempts that got no answer)."""
+    states: dict[str, KeyState] = {}
+    answered: list[tuple] = []
+    with open(path, "rb") as lines:
+        for line in lines:
+            try:
+                entry = orjson.loads(line)
+                key, event = entry["k"], entry["e"]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                continue  # the last line of a killed writer may be cut short
+            state = states.setdefault(key, KeyState())
+            if event == "start":
+                state.fixed = entry.get("row") or {}
+            elif event == "try":
+                state.tries += 1
+            elif event == "answer":
+                row = {**state.fixed, **(entry.get("row") or {}), "request_hash": key}
+                state.lost += max(0, state.tries - int(row.get("attempts") or 0))  # a cancelled call's tries
+                state.tries = 0
+                answered.append(_as_row(row))
+    lost = [_lost_row(key, state) for key, state in states.items() if state.tries + state.lost]
+    return answered, lost
+
+
+def _lost_row(key: str, state: KeyState) -> tuple:
+    row = {**state.fixed, "request_hash": key, "status": "error", "error_kind": "interrupted",
+           "error": LOST_ERROR, "attempts": state.tries + state.lost}  # fmt: skip
+    return _as_row(row)
+
+
+def replay_journal(store: Store, path: Path) -> Replayed:
+    """Write what the journal holds and DuckDB lacks (the caller then empties the journal)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return Replayed()
+    answered, lost = read_journal(path)
+    if answered or lost:
+        write_rows(store, answered, lost)
+    return Replayed(len(answered), sum(row[COLUMNS.index("attempts")] for row in lost))

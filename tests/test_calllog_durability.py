@@ -1,0 +1,164 @@
+"""No paid answer lost: a disk that fills up under a batch, and kills between flushes.
+
+The full-disk test mounts a real small tmpfs (root only; skipped otherwise) and
+runs the real `factory smoke` command against the loopback server. The kill
+tests run the client in a child process that SIGKILLs itself before the call
+log's flush, so only the call journal can have kept its answers.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from loopback_server import Action
+
+from factory.llm.calllog import CallLog
+from factory.llm.journal import journal_path
+from factory.store import Store
+
+N = 300
+
+
+def smoke_command(base_url, run_dir, n=N):
+    return [
+        sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", str(n), "--model", "loopback",
+        "--base-url", base_url, "--concurrency", "16", "--run-dir", str(run_dir),
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount_point)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def fill(disk) -> "os.PathLike":
+    """Write a file until the filesystem is full; returns its path."""
+    filler = disk / "filler"
+    chunk = b"\0" * 2**20
+    with open(filler, "wb") as out:
+        try:
+            while True:
+                out.write(chunk)
+                out.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def wait_for(condition, proc, timeout_s=60):
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+
+
+def test_full_disk_stops_the_batch_keeps_every_answer_and_the_rerun_asks_only_the_rest(server, small_disk):
+    server.default = Action(delay_s=0.1)  # 300 requests at concurrency 16: about 2 s
+    run_dir = small_disk / "run"
+    proc = subprocess.Popen(smoke_command(server.base_url, run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for(lambda: len(server.requests) >= 40, proc)
+    filler = fill(small_disk)
+    stderr = proc.communicate(timeout=120)[1].decode()
+    first = server.hashes()
+
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2, stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("error: cannot write the call log to "), stderr[-3000:]
+    assert "No space left on device" in lines[0] and "run the same command again" in lines[0]
+    assert len(first) < N, "the batch should stop sending once the store cannot be written"
+
+    filler.unlink()
+    rerun = subprocess.run(smoke_command(server.base_url, run_dir), capture_output=True, text=True, timeout=180)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    again = server.hashes()[len(first):]
+    assert not set(again) & set(first), "a request answered before the disk filled was asked again"
+    with Store.open(run_dir, read_only=True) as store:
+        rows, ok, attempts = store.query("SELECT count(*), count(*) FILTER (status = 'ok'), sum(attempts) FROM llm_calls")[0]
+    assert rows == ok == N
+    assert attempts == len(server.requests)  # every request the server saw is counted once
+
+
+KILLED_CLIENT = textwrap.dedent("""
+    import asyncio, os, signal, sys
+    sys.path.insert(0, {tests!r})
+    from test_llm_faults import ask
+    import factory.llm.keeper as keeper
+    from factory.llm import LLMClient, LLMConfig
+    from factory.store import Store
+
+    keeper.FLUSH_EVERY_S = 3600  # no flush before the kill: only the journal can keep the answers
+
+    async def main():
+        config = LLMConfig(model="loopback", base_url={url!r}, concurrency=8, timeout_s=30, max_retries=0)
+        llm = LLMClient(config, Store({store!r}), run_id="killed")
+        await llm.start()
+        tasks = [asyncio.ensure_future(llm.run(ask(f"q{{i}} "))) for i in range({n})]
+        tasks += [asyncio.ensure_future(llm.run(ask("slow")))]
+        await asyncio.gather(*tasks[:-1])
+        while {wait_slow} and not os.path.exists({marker!r}):
+            await asyncio.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    asyncio.run(main())
+""")
+
+
+def run_killed_client(server, tmp_path, n, wait_slow=False):
+    marker = tmp_path / "slow-sent"
+    script = KILLED_CLIENT.format(tests=os.path.dirname(__file__), url=server.base_url, store=str(tmp_path / "s.duckdb"),
+                                  n=n, wait_slow=wait_slow, marker=str(marker))  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
+    if wait_slow:
+        wait_for(lambda: any("slow" in str(r["body"]["messages"]) for r in server.requests), proc)
+        marker.touch()
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-3000:]
+
+
+def test_answers_killed_before_any_flush_are_not_asked_again(server, fast_config, tmp_path):
+    server.route("slow", Action(delay_s=3))  # still on the wire at the kill
+    run_killed_client(server, tmp_path, 20)
+    store = Store(tmp_path / "s.duckdb")
+    assert store.query("SELECT count(*) FROM llm_calls") == [(0,)]  # nothing had reached DuckDB
+    log = CallLog(store)  # opening replays the journal
+    assert log.replayed.answered == 20
+    assert store.query("SELECT count(*) FROM llm_calls WHERE status = 'ok'") == [(20,)]
+    log.close()
+    assert journal_path(store.path).stat().st_size == 0
+
+    from test_cache_and_log import run
+    from test_llm_faults import ask
+
+    sent = len(server.requests)
+    results = run(fast_config(), [ask(f"q{i} ") for i in range(20)], store)
+    assert all(r.ok and r.cached for r in results) and len(server.requests) == sent
+
+
+def test_an_attempt_killed_on_the_wire_is_counted_and_its_rerun_adds_to_it(server, fast_config, tmp_path):
+    server.route("slow", Action(delay_s=3))  # still on the wire at the kill
+    run_killed_client(server, tmp_path, 3, wait_slow=True)
+    store = Store(tmp_path / "s.duckdb")
+    CallLog(store).close()
+    rows = store.query("SELECT status, error_kind, attempts, stage FROM llm_calls WHERE messages LIKE '%slow%'")
+    assert rows == [("error", "interrupted", 1, "t")]
+
+    from test_cache_and_log import run
+    from test_llm_faults import ask
+
+    [result] = run(fast_config(), [ask("slow")], store)  # the route is used up: answered at once now
+    assert result.ok and not result.cached
+    rows = store.query("SELECT status, attempts FROM llm_calls WHERE messages LIKE '%slow%'")
+    assert rows == [("ok", 2)]
+    assert store.query("SELECT sum(attempts) FROM llm_calls") == [(len(server.requests),)]
