@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from .. import checks  # a module, not its names: factory.checks imports factory.coa.tasks
-from ..errors import FactoryError
+from ..errors import FactoryError, StoreWriteError
 from ..records import Trajectory
 from ..run import open_run
 from ..sandbox import sandbox_refusal
@@ -101,6 +101,8 @@ async def coa_one(agents: Agents, toolbox: ToolBox, store: Store, task: Task, se
     try:
         trace = await run_mas(agents, toolbox, task, settings)
         await record_trace(store, trace, task, checker_for(task, settings, agents))
+    except StoreWriteError:
+        raise  # the store cannot be written: the batch stops (recording this task would fail too)
     except Exception as exc:  # one task's bug must not end the batch: record it
         broken = failed_trace(task, settings, trace, exc)
         save_trace(store, broken)

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
 from tqdm.auto import tqdm
 
 from .. import checks
 from ..coa.tasks import Task, load_tasks
 from ..config import validate_config
-from ..errors import FactoryError
+from ..errors import FactoryError, StoreWriteError
 from ..llm import LLMClient, LLMConfig, Request
 from ..sandbox.api import run_sync  # asyncio.run, in a helper thread when a loop is already running
 from ..store import Store, utcnow
@@ -75,11 +76,16 @@ async def aensure_rollouts(store: Store, tasks: Iterable[Task] | str | Path, llm
     sampler = Sampler(config, model, RolloutWriter(store), fixed_checker, temperature, max_tokens)
     # Only checks to redo, or nothing to do: no client, so no embedded model is started for nothing.
     needs_model = any(job.unchecked is None for job in jobs)
+    disk_full = False
     try:
         async with LLMClient(config, store, run_id) if needs_model else contextlib.nullcontext() as sampler.llm:
             await run_jobs(jobs, sampler.fill, workers=2 * concurrency, progress=progress)
-    finally:
-        sampler.writer.flush()  # an interrupted run keeps every rollout it finished
+    except StoreWriteError:
+        disk_full = True
+        raise
+    finally:  # an interrupted run keeps every rollout it finished (what fits, when the store cannot be written)
+        with contextlib.suppress(duckdb.Error) if disk_full else contextlib.nullcontext():
+            sampler.writer.flush()
     return {"model": model, "tasks": len(task_list), "n": n, "already_scored": already, **sampler.tally,
             "rollouts": count_rollouts(store, model, [task.id for task in task_list])}  # fmt: skip
 
@@ -157,6 +163,8 @@ class Sampler:
     async def fill(self, job: Job) -> None:
         try:
             row = await (self.recheck(job) if job.unchecked else self.sample(job))
+        except StoreWriteError:
+            raise  # the store cannot be written: the batch stops, the slot stays unfilled for the rerun
         except Exception as exc:  # one slot's bug must not end the batch: record it
             completion = job.unchecked.completion if job.unchecked else None
             row = self.row(job, completion, None, f"internal error: {type(exc).__name__}: {exc}")
