@@ -111,7 +111,9 @@ def build_index(config: LocalCorpusConfig, target: Path) -> None:
     except (duckdb.Error, CorpusError) as exc:
         connection.close()
         building.unlink(missing_ok=True)
-        raise CorpusError(f"{config.path}: cannot index the corpus: {exc}") from None
+        # DuckDB's messages span lines and quote the SQL; the user gets the first sentence's worth, on one line.
+        reason = " ".join(str(exc).split()).split(" LINE 1:")[0].split(" Try setting")[0][:300]
+        raise CorpusError(f"{config.path}: cannot index the corpus: {reason}") from None
     connection.close()
     os.replace(building, target)
 
@@ -121,7 +123,7 @@ def fill_index(connection: duckdb.DuckDBPyConnection, config: LocalCorpusConfig,
     connection.execute(f"CREATE TABLE raw AS {source_sql(connection, corpus)}")
     bad = connection.execute("SELECT count(*) FROM raw WHERE id IS NULL OR text IS NULL").fetchone()[0]
     if bad:
-        raise CorpusError(f"{bad} document(s) have no id or no text")
+        raise CorpusError(f"{bad} document(s) have no id or no text (expected rows with id, title and text)")
     # rowid follows the file's order, so ties rank the same on every build.
     connection.execute(
         "CREATE TABLE docs AS SELECT rowid::INTEGER AS docid, id, coalesce(title, '') AS title, url, text "
@@ -137,6 +139,8 @@ def fill_index(connection: duckdb.DuckDBPyConnection, config: LocalCorpusConfig,
         GROUP BY term, docid
     """)  # fmt: skip
     n_docs = connection.execute("SELECT count(*) FROM docs").fetchone()[0]
+    if n_docs == 0:  # every search would answer "no results": a wrong file, not an empty web
+        raise CorpusError("no documents (expected rows with id, title and text)")
     total = connection.execute("SELECT coalesce(sum(tf), 0) FROM tf").fetchone()[0]
     avgdl = max(float(total) / max(n_docs, 1), 1.0)
     connection.execute(f"""
@@ -178,8 +182,10 @@ class CorpusIndex:
     @classmethod
     def open(cls, config: LocalCorpusConfig) -> CorpusIndex:
         """The corpus's index, built first when missing or stale. Raises CorpusError."""
-        if not config.path.is_file():
+        if not config.path.exists():
             raise CorpusError(f"{config.path}: corpus file not found")
+        if not config.path.is_file():
+            raise CorpusError(f"{config.path}: not a file (give a JSONL or parquet corpus)")
         target = index_path(config)
         if not is_current(target, config):
             build_index(config, target)

@@ -100,6 +100,13 @@ class LocalSearchBackend:
         except (OSError, CorpusError, duckdb.Error) as exc:
             raise SearchError(f"local corpus unavailable: {exc}") from None
 
+    def open_now(self) -> CorpusIndex:
+        """Open (or build) the index here and now; CorpusError or duckdb.Error when the corpus is unusable."""
+        try:
+            return self._open_once()
+        except OSError as exc:
+            raise CorpusError(f"{self.config.path}: cannot read the corpus ({exc.strerror or exc})") from None
+
     def _open_once(self) -> CorpusIndex:
         with self._lock:  # one build, however many agents search at once
             if self._index is None:

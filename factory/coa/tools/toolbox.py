@@ -13,14 +13,27 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
+import duckdb
+
+from ...errors import FactoryError
 from ...llm import LLMClient
 from .base import Goal, Tool, ToolResult, cap_text, failure
+from .bm25 import CorpusError
 from .code import CodeTool
 from .config import ToolsConfig
 from .crawl import CrawlPageTool
 from .http_search import HttpSearchBackend
 from .search import LocalSearchBackend, SearchBackend, WebSearchTool
 from .summary import PageSummarizer
+
+
+def check_corpus(corpus: LocalSearchBackend) -> None:
+    """Open the local corpus's index (building it if stale), or stop with one line naming the file."""
+    try:
+        corpus.open_now()
+    except (CorpusError, duckdb.Error) as exc:
+        reason = " ".join(str(exc).split())[:400]
+        raise FactoryError(f"web_search: the local corpus cannot be searched: {reason}") from None
 
 
 class ToolBox(Mapping[str, Tool]):
@@ -41,6 +54,8 @@ class ToolBox(Mapping[str, Tool]):
         if config.code.enabled:
             tools.append(CodeTool(config.code))
         if search.enabled:
+            if search.backend == "local":
+                check_corpus(corpus)  # a wrong corpus fails every search: say so before any agent asks
             backend: SearchBackend = corpus if search.backend == "local" else HttpSearchBackend(search.http)
             tools.append(WebSearchTool(search, backend))
         crawl = config.crawl_page
