@@ -101,3 +101,23 @@ def test_http_and_https_base_urls_are_accepted():
 
     assert LLMConfig(base_url=" https://api.example.com/v1 ").base_url == "https://api.example.com/v1"
     assert LLMConfig(base_url="http://[::1]:8000/v1").base_url == "http://[::1]:8000/v1"
+
+
+def test_a_pass_rate_policy_with_a_bad_base_url_fails_when_the_filter_file_loads(tmp_path, capsys):
+    from factory.cli import main
+
+    path = tmp_path / "filters.yaml"
+    path.write_text("filters:\n  - name: hard\n    kind: pass_rate\n    tasks: t.jsonl\n"
+                    "    policy: {model: m, base_url: 'ftp://127.0.0.1/v1'}\n")  # fmt: skip
+    assert main(["filter", str(tmp_path / "run"), "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}: filters.0 (hard): policy: field 'base_url': 'ftp://127.0.0.1/v1' is not")
+    assert len(err.splitlines()) == 1
+
+
+def test_an_http_search_endpoint_needs_a_host():
+    from factory.coa.tools import HttpSearchConfig
+    from factory.config import validate_config
+
+    with pytest.raises(ConfigError, match="field 'endpoint': 'https:///search' has no valid host"):
+        validate_config(HttpSearchConfig, {"endpoint": "https:///search"}, "tools")

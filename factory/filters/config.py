@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..config import describe_validation_error, read_yaml_file
 from ..errors import ConfigError
+from ..llm.config import LLMConfig
 
 # Bump when the SQL a built-in compiles to changes meaning: every stored verdict is then recomputed.
 COMPILER_VERSION = "1"
@@ -98,6 +99,11 @@ class PassRateFilter(FilterSpec):
             raise ValueError("name the policy model's rollouts label in 'model' (or give 'policy.model')")
         if (self.tasks is None) != (self.policy is None):
             raise ValueError("'tasks' and 'policy' go together: both to sample rollouts, neither to use stored ones")
+        if self.policy is not None:  # checked when the file loads, not after the filters before it have run
+            try:
+                LLMConfig.model_validate(self.policy)
+            except ValidationError as exc:
+                raise ValueError(describe_validation_error(exc, "policy")) from None
         return self
 
     def label(self) -> str:

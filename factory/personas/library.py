@@ -30,8 +30,9 @@ def _cached_library(path: str) -> tuple[Persona, ...]:
     # Personas are frozen, so every caller can share one parsed copy.
     try:
         lines = Path(path).read_text(encoding="utf-8").split("\n")
-    except OSError as exc:
-        raise FactoryError(f"{path}: cannot read the persona library ({exc.strerror}); reinstall the package") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or "not UTF-8 text"
+        raise FactoryError(f"{path}: cannot read the persona library ({why}); reinstall the package") from None
     return tuple(_library_row(path, number, line) for number, line in enumerate(lines, 1) if line.strip())
 
 

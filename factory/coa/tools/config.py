@@ -20,9 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ...config import StrictModel
+from ...llm.config import check_base_url
 from ...sandbox import CODE_TASK_IMPORTS
 
 # The code tool's default is the code-task profile (factory.sandbox.CODE_TASK_IMPORTS):
@@ -77,6 +78,11 @@ class HttpSearchConfig(StrictModel):
     max_retries: int = Field(2, ge=0, le=10, description="extra attempts after 429, 5xx or a transport error")
     backoff_s: float = Field(0.5, ge=0, description="first wait between attempts; doubles each time")
     backoff_max_s: float = Field(8, ge=0, description="longest wait, Retry-After included")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint_has_a_host(cls, value: str) -> str:
+        return check_base_url(value.strip())
 
 
 class SearchToolConfig(StrictModel):
