@@ -12,7 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import FactoryError
-from .integrity import classify, damaged, forget_clean, is_damage, known_clean, read_through, stamp_clean
+from .integrity import check_complete, classify, damaged, forget_clean, is_damage, known_clean, read_through, stamp_clean
 from .migrations import MIGRATIONS
 
 STORE_FILENAME = "factory.duckdb"
@@ -44,10 +44,19 @@ class Store:
             raise classify(self.path, exc) from None
         # DuckDB connections are not safe for concurrent use from threads.
         self._lock = threading.RLock()
+        if not self.in_memory:
+            self._check_complete()
         if not read_only:
             self._check_before_writing()
             self.migrate()
             self.mark_dead_runs_interrupted()
+
+    def _check_complete(self) -> None:
+        try:
+            check_complete(self.con, self.path)
+        except BaseException:
+            self.con.close()
+            raise
 
     def _check_before_writing(self) -> None:
         """Refuse to write into a damaged file: read it through unless the last clean close left it as it is."""

@@ -96,6 +96,21 @@ def forget_clean(path: Path) -> None:
         pass
 
 
+HEADER_BYTES = 3 * 4096  # DuckDB's file header and its two database headers, before the first block
+
+
+def check_complete(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A file shorter than the blocks its header counts was cut off (a copy or a disk that ran out)."""
+    rows = con.execute("SELECT total_blocks, block_size FROM pragma_database_size() "
+                       "WHERE database_name = current_database()").fetchall()  # fmt: skip
+    if not rows:
+        return
+    blocks, block_size = rows[0]
+    needed, size = HEADER_BYTES + blocks * block_size, path.stat().st_size
+    if size < needed:
+        raise damaged(path, ValueError(f"truncated: {size} bytes of the {needed} its {blocks} blocks need"))
+
+
 def read_through(con: duckdb.DuckDBPyConnection) -> None:
     """Read every stored value once, so a block that fails its checksum raises now, before any write."""
     tables = con.execute(

@@ -1,0 +1,96 @@
+"""The runs table tells how each run ended: done, failed, interrupted (Ctrl-C), or killed
+(left `running`, then marked `interrupted` by the next process that opens the store for writing)."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from factory.reporting.live import is_stale, load_live
+from factory.run import open_run
+from factory.store import Store
+
+N = 400
+
+
+def smoke_command(base_url, run_dir, n=N):
+    return [sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", str(n), "--model", "loopback",
+            "--base-url", base_url, "--concurrency", "4", "--run-dir", str(run_dir)]  # fmt: skip
+
+
+def start_smoke_mid_batch(server, run_dir, **env):
+    """A `factory smoke` subprocess, returned once it has sent 20 requests (of 400, 0.05 s each at 4 in flight)."""
+    from loopback_server import Action
+
+    server.default = Action(delay_s=0.05)
+    proc = subprocess.Popen(smoke_command(server.base_url, run_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **env})  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(server.requests) < 20 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()[1][-2000:]
+    return proc
+
+
+def run_rows(run_dir):
+    with Store.open(run_dir, read_only=True) as store:
+        return store.query("SELECT command, status, finished_at IS NOT NULL FROM runs ORDER BY started_at")
+
+
+def test_ctrl_c_in_an_asyncio_batch_records_interrupted(server, tmp_path):
+    proc = start_smoke_mid_batch(server, tmp_path / "run")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err == "interrupted: completed calls are saved; run the same command again to finish\n"
+    assert run_rows(tmp_path / "run") == [("smoke", "interrupted", True)]
+    assert load_live(tmp_path / "run")["status"] == "interrupted"  # the last snapshot says so too
+
+
+def test_a_killed_run_is_marked_interrupted_when_the_store_is_next_opened_for_writing(server, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start_smoke_mid_batch(server, run_dir)
+    proc.kill()
+    proc.wait()
+    assert run_rows(run_dir) == [("smoke", "running", False)]  # a reader changes nothing
+    snapshot = load_live(run_dir)
+    assert snapshot["status"] == "running" and snapshot["writer_alive"] is False and is_stale(snapshot)
+    status = subprocess.run([sys.executable, "-m", "factory.cli", "status", str(run_dir)], capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert status.returncode == 0 and "smoke: running when its process died" in status.stdout, status.stderr
+
+    Store.open(run_dir).close()  # any writer: the store's lock says the killed process is gone
+    assert run_rows(run_dir) == [("smoke", "interrupted", False)]  # when it died is not known
+
+    rerun = subprocess.run(smoke_command(server.base_url, run_dir, n=40), capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert run_rows(run_dir) == [("smoke", "interrupted", False), ("smoke", "done", True)]
+
+
+def test_a_second_writer_in_the_same_process_leaves_the_live_run_alone(tmp_path):
+    with open_run(tmp_path, "first") as run:
+        other = Store.open(tmp_path)  # DuckDB shares the file within one process
+        other.close()
+        assert run.store.query("SELECT status FROM runs") == [("running",)]
+    assert run_rows(tmp_path) == [("first", "done", True)]
+
+
+def test_keyboard_interrupt_and_cancellation_record_interrupted_and_other_errors_failed(tmp_path):
+    with pytest.raises(KeyboardInterrupt), open_run(tmp_path, "sync"):
+        raise KeyboardInterrupt
+
+    async def cancelled():
+        with open_run(tmp_path, "async"):
+            asyncio.current_task().cancel()
+            await asyncio.sleep(1)
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(cancelled())
+    with pytest.raises(ValueError), open_run(tmp_path, "broken"):
+        raise ValueError("a bug")
+    assert [row[:2] for row in run_rows(tmp_path)] == [("sync", "interrupted"), ("async", "interrupted"),
+                                                       ("broken", "failed")]  # fmt: skip
