@@ -127,3 +127,20 @@ def test_ping_reports_an_auth_error_in_one_line_after_one_attempt(server, tmp_pa
 def test_ping_with_a_server_that_is_fine_still_works(server, tmp_path, capsys):
     server.default = Action()
     assert main(["ping", "--model", "loopback", "--base-url", server.base_url, "--run-dir", str(tmp_path)]) == 0
+
+
+@pytest.mark.parametrize(
+    "reply, kind",
+    [
+        (provider_error("You exceeded your current quota", "insufficient_quota", "insufficient_quota", status=429),
+         "quota"),
+        (provider_error("This model's maximum context length is 2048 tokens.", "BadRequestError", 400, status=400),
+         "context_length"),
+        (provider_error(**OPENAI_AUTH, status=401), "auth"),
+        (provider_error(**OPENAI_AUTH), "auth"),  # under 200: litellm raises APIError with the code as its status
+    ],
+)  # fmt: skip
+def test_the_litellm_transport_names_the_same_kinds(server, fast_config, reply, kind):
+    server.route("lit", *[reply for _ in range(6)])
+    result = one(fast_config(transport="litellm"), "lit")
+    assert not result.ok and result.error_kind == kind and result.attempts == 1

@@ -52,6 +52,10 @@ def _to_transport_error(exc: Exception) -> TransportError:
         error = error_object({"error": body} if isinstance(body, dict) and "error" not in body else body)
         found = classify_error_object(error, status, headers) if error is not None else None
         return found or classify_status(status, message, headers)
+    if isinstance(status, str) and status:  # a 200 error object: litellm puts its code where the status goes
+        found = classify_error_object({"message": message, "code": status}, 200, {})
+        if found is not None:
+            return found
     return TransportError("connection", f"{name}: {message}")
 
 

@@ -76,7 +76,7 @@ def parse_retry_after(headers: Any) -> float | None:
 # LiteLLM's proxy sends the status as a string code ("401"). Words are matched on lower-case letters
 # and digits ("rate_limit_error" -> "ratelimiterror"), in this order: the first kind that matches wins.
 ERROR_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("context_length", ("contextlength", "contextwindow", "exceedcontext")),
+    ("context_length", ("contextlength", "contextwindow", "exceedcontext", "prompttoolong")),
     ("quota", ("insufficientquota", "quotaexceeded", "billing", "budgetexceeded", "credit")),
     ("auth", ("invalidapikey", "authentication", "autherror", "unauthorized", "permission", "expiredkey",
               "accessdenied", "invalidauth")),
@@ -88,7 +88,8 @@ ERROR_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )  # fmt: skip
 RATE_LIMIT_TYPES = frozenset({"requests", "tokens"})  # OpenAI's rate-limit types name the exhausted limit
 CONTEXT_MESSAGE = re.compile(
-    r"context length|context window|context size|maximum model length|too many tokens|prompt is too long",
+    r"context length|context window|context size|maximum model length|too many tokens|prompt is too long"
+    r"|prompt_too_long",
     re.IGNORECASE,
 )
 KIND_HINTS = {
