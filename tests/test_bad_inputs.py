@@ -129,3 +129,8 @@ def test_a_good_corpus_passes_the_check(tmp_path):
         assert "web_search" in toolbox
     finally:
         toolbox.close()
+
+
+def test_the_bound_can_be_set_by_a_caller(tmp_path):
+    path = jsonl(tmp_path / "p.jsonl", {"persona": GOOD}, {"persona": "short"})
+    assert [p.text for p in load_personas(path, max_chars=10)] == ["short"]
