@@ -1,0 +1,291 @@
+"""The hostile sandbox suite's payloads (issue 14): what each one tries, which layers must
+stop it, and which host-side check confirms that nothing happened.
+
+A payload's code says for itself what happened, as its last line on stdout: `HELD <errno>`
+(the attempt failed) or `BREACHED [detail]` (it worked; for calls such as reboot(2) with an
+invalid magic, an errno that only a caller who got past the permission check can see counts
+as BREACHED). Host fields ($victim, $pid, ...) are filled in by the test with Python
+literals. Every target is something the test created for the purpose: a root-owned file in
+tmp_path, a listening socket, a sacrificial `sleep`; nothing here is harmful to the machine
+when a layer really is off (no valid reboot magic, the hostname set to its current value).
+Syscall numbers are x86_64's.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+PRIV, LL, SC, NET = "privileges", "landlock", "seccomp", "network_namespace"
+CHANNEL, QUOTA = "result_channel", "scratch_quota"
+KERNEL_IMPORTS = ("ctypes", "errno", "gc", "io", "json", "os", "socket", "stat", "struct", "sys")
+
+# Prepended to every kernel payload: raw syscalls, and the one-line report.
+PRELUDE = """import ctypes, os, socket, struct, sys
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.syscall.restype = ctypes.c_long
+
+def sc(nr, *args):
+    ret = LIBC.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    if ret == -1:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return ret
+
+def report(attack, breached_errnos=()):
+    try:
+        detail = attack()
+    except OSError as exc:
+        print("BREACHED" if exc.errno in breached_errnos else "HELD", exc.errno, flush=True)
+    else:
+        print("BREACHED", "" if detail is None else detail, flush=True)
+"""
+
+
+def tiny_elf(message: bytes) -> bytes:
+    """A static x86_64 executable that writes `message` to stdout and exits 0: it needs no
+    file of the host, so only the exec itself can be refused."""
+    code = (b"\xb8\x01\x00\x00\x00\xbf\x01\x00\x00\x00\x48\x8d\x35\x10\x00\x00\x00\xba"
+            + struct.pack("<I", len(message)) + b"\x0f\x05\xb8\x3c\x00\x00\x00\x31\xff\x0f\x05" + message)  # fmt: skip
+    size, base = 120 + len(code), 0x400000
+    header = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01", 2, 0x3E, 1, base + 120, 64, 0, 0, 64, 56,
+                         1, 0, 0, 0)  # fmt: skip
+    return header + struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, size, size, 0x1000) + code
+
+
+@dataclass(frozen=True)
+class Payload:
+    name: str
+    finding: str  # the finding of issue 14 it covers
+    layers: tuple[str, ...]  # switched off together, the attack works; () where no knob applies
+    code: str  # the attack; kernel payloads define attack() and get PRELUDE and the report line
+    host: str | None = None  # the host-side check: victim, outside, socket, world_socket, abstract, tcp, udp,
+    #                          sleeper, secret, forge, deep, disk
+    kind: str = "kernel"  # kernel | gadget (default limits, static check on) | channel | quota
+    breached_errnos: tuple[int, ...] = ()
+    function: bool = False  # run with run_function instead of run_program
+
+    def source(self) -> str:
+        if self.kind != "kernel":
+            return self.code
+        return f"{PRELUDE}\n{self.code}\nreport(attack, {self.breached_errnos!r})\n"
+
+
+def k(name, finding, layers, body, host=None, errnos=(), **extra) -> Payload:
+    """A kernel payload whose attack() is `body` (one statement per line)."""
+    code = "def attack():\n" + "".join(f"    {line}\n" for line in body.strip().splitlines())
+    return Payload(name, finding, layers, code, host, breached_errnos=errnos, **extra)
+
+
+META, SOCKETS, MACHINE = "host metadata", "host UNIX sockets", "privileged calls"
+PROCS, NETWORK, FILES, OTHERS = "processes", "network", "files outside scratch", "other processes"
+ESCAPE, KERNEL = "namespaces and ids", "kernel interfaces"
+CAPS_STRUCT = """class Hdr(ctypes.Structure): _fields_ = [("v", ctypes.c_uint32), ("pid", ctypes.c_int)]
+class Data(ctypes.Structure): _fields_ = [("eff", ctypes.c_uint32), ("prm", ctypes.c_uint32), ("inh", ctypes.c_uint32)]
+hdr, data = Hdr(0x20080522, 0), (Data * 2)()
+sc(125, ctypes.byref(hdr), data)
+data[0].eff |= 1 << 21
+data[0].prm |= 1 << 21
+return sc(126, ctypes.byref(hdr), data)"""
+FORK_LIKE = "if pid == 0:\n    sc(60, 0)\nos.waitpid(pid, 0)\nreturn pid"
+SPAWN = """pid, argv = ctypes.c_int(0), (ctypes.c_char_p * 3)(b"echo", b"spawned", None)
+err = LIBC.posix_spawn(ctypes.byref(pid), b"/bin/echo", None, None, argv, None)
+if err:
+    raise OSError(err, os.strerror(err))
+os.waitpid(pid.value, 0)"""
+MEMFD_EXEC = f"""fd = os.memfd_create("hostile")
+os.write(fd, bytes.fromhex({tiny_elf(b"BREACHED memfd exec" + bytes([10])).hex()!r}))
+argv = (ctypes.c_char_p * 2)(b"x", None)
+return sc(322, fd, b"", argv, None, 0x1000)"""
+
+KERNEL_PAYLOADS = [
+    # --- the child could change any host file's metadata (issue 14, first finding)
+    k("chmod a host file", META, (SC, PRIV), "os.chmod($victim, 0)", "victim"),
+    k("chown a host file", META, (SC, PRIV), "os.chown($victim, 65534, 65534)", "victim"),
+    k("utime a host file", META, (SC, PRIV), "os.utime($victim, (0, 0))", "victim"),
+    k("utimensat(NULL) a host file", META, (SC, PRIV), "sc(280, -100, $victim.encode(), None, 0)", "victim"),
+    k("setxattr a host file", META, (SC, PRIV), "os.setxattr($victim, 'user.hostile', b'1')", "victim"),
+    k("fchmodat2 through an O_PATH fd", META, (SC, PRIV),
+      "fd = os.open($victim, os.O_PATH)\nsc(452, fd, b'', 0o777, 0x1000)", "victim"),
+    # --- host UNIX sockets, by path and in the abstract namespace
+    k("connect a host UNIX socket (0700 dir)", SOCKETS, (SC, PRIV),
+      "s = socket.socket(socket.AF_UNIX)\ns.connect($sock)\ns.send(b'hostile')", "socket"),
+    k("connect a world-writable host UNIX socket", SOCKETS, (SC,),
+      "s = socket.socket(socket.AF_UNIX)\ns.connect($world_sock)\ns.send(b'hostile')", "world_socket"),
+    k("connect an abstract UNIX socket", SOCKETS, (SC, LL, NET),
+      "s = socket.socket(socket.AF_UNIX)\ns.connect($abstract)\ns.send(b'hostile')", "abstract"),
+    # --- calls that need a privilege the child should not have
+    k("reboot(2) with an invalid magic", MACHINE, (SC, PRIV), "sc(169, 0, 0, 0, 0)", errnos=(22,)),
+    k("sethostname to the current name", MACHINE, (SC, PRIV), "sc(170, $hostname.encode(), len($hostname))"),
+    k("syslog SIZE_BUFFER", MACHINE, (SC, PRIV), "return sc(103, 10, None, 0)"),
+    k("syslog READ_ALL", MACHINE, (SC, PRIV),
+      "buf = ctypes.create_string_buffer(4096)\nreturn sc(103, 3, buf, 4096)"),
+    k("fanotify_init", MACHINE, (SC, PRIV), "return sc(300, 0, 0)"),
+    k("sched_setscheduler SCHED_FIFO on itself", MACHINE, (SC, PRIV),
+      "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))\n"
+      "os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))"),
+    k("setpriority to a negative nice", MACHINE, (SC, PRIV), "os.setpriority(os.PRIO_PROCESS, 0, -5)"),
+    k("ioprio_set to the real-time class", MACHINE, (SC, PRIV), "sc(251, 1, 0, (1 << 13) | 4)"),
+    # --- new processes and exec
+    k("fork(2)", PROCS, (SC,), "pid = sc(57)\n" + FORK_LIKE),
+    k("clone(2) without CLONE_THREAD", PROCS, (SC,), "pid = sc(56, 17, 0, 0, 0, 0)\n" + FORK_LIKE),
+    k("clone3(2)", PROCS, (SC,),
+      "args = ctypes.create_string_buffer(struct.pack('<11Q', 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0))\n"
+      "pid = sc(435, args, 88)\n" + FORK_LIKE),
+    k("execve /bin/echo", PROCS, (SC, LL),
+      "argv = (ctypes.c_char_p * 3)(b'echo', b'BREACHED execve', None)\nsc(59, b'/bin/echo', argv, None)"),
+    k("posix_spawn /bin/echo", PROCS, (SC, LL), SPAWN),
+    k("memfd_create + execveat", PROCS, (SC,), MEMFD_EXEC),
+    # --- the network
+    k("AF_INET socket", NETWORK, (SC,), "socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()"),
+    k("AF_INET6 socket", NETWORK, (SC,), "socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).close()"),
+    k("AF_NETLINK socket", NETWORK, (SC,), "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()"),
+    k("AF_PACKET raw socket", NETWORK, (SC, PRIV), "socket.socket(17, socket.SOCK_RAW, 0).close()"),
+    k("TCP connect to a host listener", NETWORK, (SC, LL, NET),
+      "s = socket.create_connection(('127.0.0.1', $tcp_port), timeout=2)\ns.send(b'hostile')", "tcp"),
+    k("UDP sendto a host socket", NETWORK, (SC, NET),
+      "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'hostile', ('127.0.0.1', $udp_port))", "udp"),
+    # --- files outside the scratch directory
+    k("write a file outside scratch", FILES, (LL, PRIV),
+      "fd = os.open($outside + '/written', os.O_WRONLY | os.O_CREAT, 0o644)\nos.write(fd, b'hostile')", "outside"),
+    k("rename a host file", FILES, (LL, PRIV), "os.rename($victim, $outside + '/renamed')", "victim"),
+    k("hard-link a host file", FILES, (LL, PRIV), "os.link($victim, $outside + '/linked')", "outside"),
+    k("symlink outside scratch", FILES, (LL, PRIV), "os.symlink('/etc/passwd', $outside + '/symlink')", "outside"),
+    k("unlink a host file", FILES, (LL, PRIV), "os.unlink($victim)", "victim"),
+    k("truncate(2) a host file by path", FILES, (SC, LL, PRIV), "os.truncate($victim, 0)", "victim"),
+    k("read a secret file", FILES, (LL, PRIV),
+      "fd = os.open($secret, os.O_RDONLY)\nreturn os.read(fd, 200).decode()", "secret"),
+    k("open_by_handle_at a secret file", FILES, (SC, PRIV, LL),
+      "mount_fd = os.open('/', os.O_RDONLY | os.O_DIRECTORY)\n"
+      "handle = ctypes.create_string_buffer(bytes.fromhex($handle))\n"
+      "return os.read(sc(304, mount_fd, handle, os.O_RDONLY), 200).decode()", "secret"),
+    # --- other processes: a sacrificial sleep stands in for the parent
+    k("kill(2) the parent", OTHERS, (SC, LL, PRIV), "sc(62, $pid, 15)", "sleeper"),
+    k("tgkill(2) the parent", OTHERS, (SC, LL, PRIV), "sc(234, $pid, $pid, 15)", "sleeper"),
+    k("signal 0 to pid 1", OTHERS, (SC, LL, PRIV), "sc(62, 1, 0)"),
+    k("ptrace(PTRACE_SEIZE) the parent", OTHERS, (SC, LL, PRIV), "sc(101, 0x4206, $pid, 0, 0)"),
+    k("process_vm_readv the parent", OTHERS, (SC, LL, PRIV),
+      "buf = ctypes.create_string_buffer(8)\nlocal = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 8)\n"
+      "remote = (ctypes.c_void_p * 2)($addr, 8)\nreturn sc(310, $pid, local, 1, remote, 1, 0)"),
+    k("read /proc/<parent>/environ", OTHERS, (LL, PRIV),
+      "fd = os.open(f'/proc/{$pid}/environ', os.O_RDONLY)\nreturn os.read(fd, 4096).decode()", "secret"),
+    k("read /proc/<parent>/mem", OTHERS, (LL, PRIV),
+      "fd = os.open(f'/proc/{$pid}/mem', os.O_RDONLY)\nreturn os.pread(fd, 8, $addr).hex()"),
+    k("pidfd_getfd the parent's stdout", OTHERS, (SC, LL, PRIV), "return sc(438, sc(434, $pid, 0), 1, 0)"),
+    # --- namespaces, ids, capabilities
+    k("mount(2) an unknown file system", ESCAPE, (SC, PRIV, LL),
+      "sc(165, b'none', b'.', b'hostile-no-such-fs', 0, None)", errnos=(19,)),  # ENODEV: past the permission check
+    k("unshare(CLONE_NEWUTS)", ESCAPE, (SC, PRIV), "sc(272, 0x04000000)"),
+    k("unshare(CLONE_NEWUSER)", ESCAPE, (SC,), "sc(272, 0x10000000)"),
+    k("setns into its own UTS namespace", ESCAPE, (SC, PRIV), "sc(308, sc(434, os.getpid(), 0), 0x04000000)"),
+    k("chroot(2) into scratch", ESCAPE, (SC, PRIV), "sc(161, b'.')"),
+    k("setuid(0) after the drop", ESCAPE, (SC, PRIV), "os.setuid(0)"),
+    k("setgid(0) after the drop", ESCAPE, (SC, PRIV), "os.setgid(0)"),
+    k("capset CAP_SYS_ADMIN", ESCAPE, (SC, PRIV), CAPS_STRUCT),
+    # --- kernel interfaces
+    k("keyctl(2)", KERNEL, (SC,), "return sc(250, 0, -4, 1)"),
+    k("bpf(BPF_MAP_CREATE)", KERNEL, (SC, PRIV),
+      "attr = ctypes.create_string_buffer(struct.pack('<5I', 2, 4, 4, 1, 0), 72)\nreturn sc(321, 0, attr, 72)"),
+    k("io_uring_setup", KERNEL, (SC,), "return sc(425, 1, ctypes.create_string_buffer(120))"),
+    k("perf_event_open", KERNEL, (SC,),
+      "attr = ctypes.create_string_buffer(struct.pack('<IIQQQQQ', 1, 128, 0, 0, 0, 0, 0b1100001), 128)\n"
+      "return sc(298, attr, 0, -1, -1, 0)"),
+    k("mknod a character device in scratch", KERNEL, (SC, PRIV), "os.mknod('hostile-null', 0o20600, os.makedev(1, 3))"),
+    k("userfaultfd (user mode only)", KERNEL, (SC,), "return sc(323, 0o2000000 | 1)"),
+    k("personality(ADDR_NO_RANDOMIZE)", KERNEL, (SC,), "return sc(135, 0x0040000)"),
+]
+
+# --- the Python layers are no boundary: gadgets the static check lets through (default limits)
+GADGET_PAYLOADS = [
+    Payload("gadget: dataclasses.builtins.getattr(B, 'open')", "module gadgets", (LL, PRIV),
+            "import dataclasses\nB = dataclasses.builtins\nreal_open = B.getattr(B, 'open')\n"
+            "try:\n    real_open($victim, 'a').write('hostile')\n    print('BREACHED')\n"
+            "except OSError as exc:\n    print('HELD', exc.errno)\n", "victim", kind="gadget"),
+    Payload("gadget: fractions.sys.modules['os'].chmod", "module gadgets", (SC, PRIV),
+            "import fractions\ntry:\n    fractions.sys.modules['os'].chmod($victim, 0)\n    print('BREACHED')\n"
+            "except OSError as exc:\n    print('HELD', exc.errno)\n", "victim", kind="gadget"),
+    Payload("gadget: sys.modules['importlib'].import_module('ctypes') reboots", "module gadgets", (SC, PRIV),
+            "import datetime\nct = datetime.sys.modules['importlib'].import_module('ctypes')\n"
+            "libc = ct.CDLL(None, use_errno=True)\nlibc.syscall.restype = ct.c_long\n"
+            "ret = libc.syscall(ct.c_long(169), ct.c_long(0), ct.c_long(0), ct.c_long(0), ct.c_long(0))\n"
+            "print('BREACHED' if ret == 0 or ct.get_errno() == 22 else 'HELD', ct.get_errno())\n", kind="gadget"),
+]
+
+# --- the result channel: forged and absurd records, in the runner's line format and framed
+# (a 4-byte big-endian length before each JSON object), written to every descriptor.
+WRITE_EVERY_FD = """import gc, io, json, os, struct, sys
+def lines_and_frames(messages):
+    # Frames first (a line reader skips them as one bad line), so both parsers meet their own format.
+    return [b"".join(struct.pack(">I", len(m)) + m for m in messages) + b"\\n", b"".join(m + b"\\n" for m in messages)]
+def to_every_fd(messages):
+    for blob in lines_and_frames(messages):
+        for fd in range(3, 1024):
+            try:
+                os.write(fd, blob)
+            except OSError:
+                pass
+"""
+FORGED_CALLS = ('[b\'{"kind": "calls"}\', b\'{"kind": "call", "index": 0, "status": "ok", "value_json": "42"}\', '
+                'b\'{"kind": "end", "status": "ok"}\']')  # fmt: skip
+DEEP = "b'[' * 30000 + b']' * 30000"  # 60 KB: under a frame cap of 80 KiB, far past json's recursion
+SANDBOX_WRITERS = """for obj in gc.get_objects():
+    try:
+        if isinstance(obj, io.IOBase) and obj not in (sys.stdin, sys.stdout, sys.stderr) and obj.writable():
+            for message in FORGED:
+                sys.modules['__main__'].write(obj, json.loads(message))
+    except Exception:
+        pass
+for name in ('channel', 'runner', 'worker'):
+    module = sys.modules.get(name)
+    for fd in range(3, 64):
+        for message in FORGED:
+            try:
+                module.send(fd, json.loads(message))
+            except Exception:
+                pass
+"""
+CHANNEL_PAYLOADS = [
+    Payload("forged call records, then os._exit(0)", "forged result", (CHANNEL,),
+            f"{WRITE_EVERY_FD}FORGED = {FORGED_CALLS}\nto_every_fd(FORGED)\nos._exit(0)\ndef f():\n    return 0\n",
+            "forge", kind="channel", function=True),
+    Payload("forged records through the sandbox's own writers", "forged result", (CHANNEL,),
+            f"{WRITE_EVERY_FD}FORGED = {FORGED_CALLS}\n{SANDBOX_WRITERS}os._exit(0)\ndef f():\n    return 0\n",
+            "forge", kind="channel", function=True),
+    Payload("a record nested 30000 deep (program)", "deep record", (),
+            f"{WRITE_EVERY_FD}to_every_fd([b'{{\"kind\": \"end\", \"status\": \"ok\", \"x\": ' + {DEEP} + b'}}'])\n"
+            "os._exit(0)\n", "deep", kind="channel"),
+    Payload("a call value nested 30000 deep (function)", "deep record", (),
+            f"{WRITE_EVERY_FD}to_every_fd([b'{{\"kind\": \"calls\"}}', b'{{\"kind\": \"call\", \"index\": 0, "
+            f"\"status\": \"ok\", \"value_json\": \"' + {DEEP} + b'\"}}'])\n"
+            "os._exit(0)\ndef f():\n    return 0\n", "deep", kind="channel", function=True),
+]
+
+# The deep record again, as code-task code (sys is allowed there, os is not): for the code tool and checker.
+DEEP_THROUGH_SYS = f"""import sys
+OS = sys.modules['os']
+DEEP = b'{{"kind": "end", "status": "ok", "x": ' + {DEEP} + b'}}'
+for fd in range(3, 1024):
+    for blob in (len(DEEP).to_bytes(4, 'big') + DEEP + bytes([10]), DEEP + bytes([10])):
+        try:
+            OS.write(fd, blob)
+        except OSError:
+            pass
+OS._exit(0)
+"""
+
+# --- scratch space: bounded, with a clean verdict, off the host's disk
+GIB = 1 << 30
+QUOTA_PAYLOADS = [
+    Payload("write 1 GiB into scratch in 8 MiB files", "scratch quota", (QUOTA,),
+            f"import os\nchunk, written = b'x' * (8 << 20), 0\ntry:\n    while written < {GIB}:\n"
+            "        fd = os.open(f'f{written}', os.O_WRONLY | os.O_CREAT, 0o600)\n        try:\n"
+            "            written += os.write(fd, chunk)\n        finally:\n            os.close(fd)\n"
+            "    print('BREACHED', written)\nexcept OSError as exc:\n    print('HELD', exc.errno, written)\n",
+            "disk", kind="quota"),
+    Payload("create 100000 files in scratch", "scratch quota", (QUOTA,),
+            "import os\nmade = 0\ntry:\n    while made < 100000:\n"
+            "        os.close(os.open(str(made), os.O_WRONLY | os.O_CREAT, 0o600))\n        made += 1\n"
+            "    print('BREACHED', made)\nexcept OSError as exc:\n    print('HELD', exc.errno, made)\n",
+            "disk", kind="quota"),
+]
+
+PAYLOADS = [*KERNEL_PAYLOADS, *GADGET_PAYLOADS, *CHANNEL_PAYLOADS, *QUOTA_PAYLOADS]

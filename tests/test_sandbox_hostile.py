@@ -1,0 +1,311 @@
+"""The hostile sandbox suite (issue 14): every payload of hostile_payloads.py is run twice.
+
+Held: every layer on — except the Python guards for the kernel, channel and quota payloads
+(and their code skips the static check), because module gadgets walk around both and the
+kernel layers must stand alone — the payload reports that it failed, and a host-side check
+confirms nothing changed: the root-owned file's mode, owner, times, xattrs and content, the
+listening sockets, the sacrificial `sleep` standing in for the parent, the secret, the disk.
+Breached: with the payload's own layers switched off (FACTORY_SANDBOX_DISABLE), the same code
+succeeds and the host sees it — which proves the held half can fail. The gadget payloads run
+with the default limits and the static check on: they pass it, and only the kernel stops them.
+"""
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import platform
+import shutil
+import socket
+import string
+import struct
+import subprocess
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+from hostile_payloads import DEEP_THROUGH_SYS, KERNEL_IMPORTS, PAYLOADS, Payload
+
+from factory.sandbox import (
+    DEFAULT_ALLOWED_IMPORTS, SandboxLimits, Verdict, check_source, run_function, run_program, sandbox_refusal,
+)  # fmt: skip
+
+pytestmark = [
+    pytest.mark.skipif(platform.machine() != "x86_64", reason="the payloads use x86_64 syscall numbers"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the threat is a root parent: run as root (CI does)"),
+]
+BY_NAME = {payload.name: payload for payload in PAYLOADS}
+SWITCHABLE = sorted(payload.name for payload in PAYLOADS if payload.layers)
+ALONE = sorted((payload.name, layer) for payload in PAYLOADS if len(payload.layers) > 1 for layer in payload.layers)
+KNOWN_LAYERS = {"static_check", "python_guards", "landlock", "seccomp", "privileges", "scratch_quota",
+                "result_channel", "network_namespace"}  # fmt: skip
+KERNEL_LIMITS = SandboxLimits(cpu_s=5, wall_s=10, memory_mb=512, allowed_imports=KERNEL_IMPORTS,
+                              max_output_bytes=65536)  # fmt: skip
+LIMITS = {"gadget": SandboxLimits(cpu_s=5, wall_s=10),
+          "quota": KERNEL_LIMITS.model_copy(update={"cpu_s": 30, "wall_s": 60})}  # fmt: skip
+DISK_DROP_HELD = 512 << 20  # a held quota run may not take this much of the host's disk
+
+
+class Host:
+    """What the payloads aim at, all created for the test, and the checks that they are untouched."""
+
+    def __init__(self, tmp_path: Path, stack: contextlib.ExitStack):
+        self.token = f"hostile-secret-{uuid.uuid4().hex}"
+        self.victim, self.secret, self.outside = tmp_path / "victim.db", tmp_path / "secret.txt", tmp_path / "outside"
+        self.victim.write_text("the run's store")
+        self.victim.chmod(0o644)
+        os.utime(self.victim, ns=(10**18, 10**18))
+        self.secret.write_text(self.token)
+        self.secret.chmod(0o600)
+        self.outside.mkdir()
+        self.before = self.victim_state()
+        world = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="factory-hostile-")))
+        world.chmod(0o755)  # a socket anyone may reach, as many host sockets are
+        self.sock_path, self.world_path = tmp_path / "host.sock", world / "world.sock"
+        self.listeners = {"socket": self.unix(stack, str(self.sock_path), 0o600),
+                          "world_socket": self.unix(stack, str(self.world_path), 0o666),
+                          "abstract": self.unix(stack, f"\0factory-hostile-{uuid.uuid4().hex}", None),
+                          "tcp": stack.enter_context(socket.create_server(("127.0.0.1", 0)))}  # fmt: skip
+        self.udp = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+        self.udp.bind(("127.0.0.1", 0))
+        for listener in (*self.listeners.values(), self.udp):
+            listener.setblocking(False)
+        env = {"PATH": "/usr/bin:/bin", "FACTORY_HOSTILE": self.token}
+        self.sleeper = subprocess.Popen(["sleep", "120"], env=env)  # the parent's stand-in
+        stack.callback(self.sleeper.wait)
+        stack.callback(self.sleeper.kill)
+        self.handle = file_handle(self.secret)
+        self.fields = {
+            "victim": str(self.victim), "secret": str(self.secret), "outside": str(self.outside),
+            "sock": str(self.sock_path), "world_sock": str(self.world_path),
+            "abstract": self.listeners["abstract"].getsockname(), "tcp_port": self.listeners["tcp"].getsockname()[1],
+            "udp_port": self.udp.getsockname()[1], "pid": self.sleeper.pid, "addr": first_mapping(self.sleeper.pid),
+            "hostname": socket.gethostname(), "handle": self.handle or "",
+        }  # fmt: skip
+
+    @staticmethod
+    def unix(stack, address: str, mode: int | None) -> socket.socket:
+        listener = stack.enter_context(socket.socket(socket.AF_UNIX))
+        listener.bind(address)
+        listener.listen(4)
+        if mode is not None:
+            os.chmod(address, mode)
+        return listener
+
+    def fill(self, source: str) -> str:
+        return string.Template(source).substitute({name: repr(value) for name, value in self.fields.items()})
+
+    def require(self, payload: Payload) -> None:
+        if "setxattr" in payload.name and not xattrs_supported(self.outside):
+            pytest.skip("this file system has no user xattrs")
+        if "open_by_handle_at" in payload.name and not self.handle:
+            pytest.skip("no file handle for the secret file here (name_to_handle_at, or not on the root mount)")
+
+    def victim_state(self) -> tuple:
+        if not self.victim.exists():
+            return ("gone",)
+        info = self.victim.stat()
+        return (info.st_mode, info.st_uid, info.st_gid, info.st_mtime_ns, self.victim.read_bytes(),
+                sorted(os.listxattr(self.victim)) if xattrs_supported(self.outside) else None)  # fmt: skip
+
+    def touched(self, payload: Payload, verdict: Verdict) -> bool:
+        """Whether the host saw the payload's effect."""
+        check = payload.host
+        if check in self.listeners:
+            try:
+                self.listeners[check].accept()[0].close()
+                return True
+            except (BlockingIOError, socket.timeout):
+                return False
+        if check == "udp":
+            try:
+                return bool(self.udp.recv(64))
+            except BlockingIOError:
+                return False
+        if check == "sleeper":
+            try:
+                self.sleeper.wait(timeout=2 if said(verdict)[:1] == ["BREACHED"] else 0.3)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        return {"victim": lambda: self.victim_state() != self.before,
+                "outside": lambda: any(self.outside.iterdir()),
+                "secret": lambda: self.token in verdict.stdout + verdict.stderr}.get(check, lambda: False)()
+
+
+def xattrs_supported(folder: Path) -> bool:
+    probe = folder.parent / "xattr-probe"
+    probe.touch()
+    try:
+        os.setxattr(probe, "user.probe", b"1")
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.unlink()
+
+
+def file_handle(path: Path) -> str | None:
+    """name_to_handle_at(path) as hex, for a payload to open by handle from the root mount."""
+    if os.stat("/").st_dev != path.stat().st_dev:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    buffer, mount_id = ctypes.create_string_buffer(struct.pack("<I", 128), 136), ctypes.c_int()
+    if libc.name_to_handle_at(-100, str(path).encode(), buffer, ctypes.byref(mount_id), 0) != 0:
+        return None
+    return buffer.raw[: 8 + struct.unpack_from("<I", buffer.raw)[0]].hex()
+
+
+def first_mapping(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/maps").read_text().split("-", 1)[0], 16)
+
+
+@pytest.fixture
+def host(tmp_path):
+    refused = sandbox_refusal()
+    if refused:
+        pytest.skip(f"the sandbox does not run here: {refused}")
+    with contextlib.ExitStack() as stack:
+        yield Host(tmp_path, stack)
+
+
+def disabled_for(payload: Payload, off=()) -> list[str]:
+    """The knob's value: the Python guards (kernel payloads must hold without them) and `off`."""
+    return sorted({*([] if payload.kind == "gadget" else ["python_guards"]), *off})
+
+
+def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int]:
+    """The payload's verdict with the layers `off` switched off, and how far the host's free
+    disk space fell while it ran (sampled every 10 ms)."""
+    disabled = disabled_for(payload, off)
+    monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", ",".join(disabled))
+    if off:  # a run with Landlock or seccomp switched off is uncontained on purpose
+        monkeypatch.setenv("FACTORY_SANDBOX_UNCONTAINED", "1")
+    else:
+        monkeypatch.delenv("FACTORY_SANDBOX_UNCONTAINED", raising=False)
+    source, limits = host.fill(payload.source()), LIMITS.get(payload.kind, KERNEL_LIMITS)
+    skip = payload.kind != "gadget"  # the gadgets must pass the static check; the rest may skip it
+    free, drop, done = shutil.disk_usage(tempfile.gettempdir()).free, [0], threading.Event()
+
+    def watch_disk():
+        while not done.wait(0.01):
+            drop[0] = max(drop[0], free - shutil.disk_usage(tempfile.gettempdir()).free)
+
+    watcher = threading.Thread(target=watch_disk, daemon=True)
+    watcher.start()
+    try:
+        if payload.function:
+            verdict = run_function(source, "f", [[]], limits, _skip_static_check=skip)
+        else:
+            verdict = run_program(source, limits=limits, _skip_static_check=skip)
+    finally:
+        done.set()
+        watcher.join()
+    assert isinstance(verdict, Verdict)  # never an exception, whatever the code wrote
+    if "disabled" in verdict.isolation:  # the knob's own report; a sandbox without the knob has none
+        assert sorted(verdict.isolation["disabled"]) == disabled, describe(payload, verdict)
+    return verdict, drop[0]
+
+
+def said(verdict: Verdict) -> list[str]:
+    """The payload's own report: the words of its last line on stdout."""
+    lines = [line for line in verdict.stdout.splitlines() if line.strip()]
+    return lines[-1].split() if lines else []
+
+
+def describe(payload: Payload, verdict: Verdict) -> str:
+    return (f"{payload.name}: status={verdict.status}/{verdict.reason} signal={verdict.signal} "
+            f"stdout={verdict.stdout[-300:]!r} error={verdict.error!r} isolation={verdict.isolation}")  # fmt: skip
+
+
+def forged_success(verdict: Verdict, payload: Payload) -> bool:
+    if payload.function:
+        return verdict.status == "ok" and [(c.status, c.value) for c in verdict.calls] == [("ok", 42)]
+    return verdict.status == "ok"
+
+
+def assert_held(payload: Payload, host: Host, verdict: Verdict, disk_drop: int = 0) -> None:
+    why = describe(payload, verdict)
+    if payload.host in ("forge", "deep"):
+        assert not forged_success(verdict, payload), why
+        assert all(call.status != "ok" for call in verdict.calls), why
+        return
+    assert said(verdict)[:1] == ["HELD"] or verdict.signal == "SIGSYS", why
+    assert not host.touched(payload, verdict), f"the host saw it: {why}"
+    if payload.host == "disk":  # other runs write to this disk too: only the quota runs are judged on it
+        assert disk_drop < DISK_DROP_HELD, f"the host's disk lost {disk_drop >> 20} MiB: {why}"
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_held_with_every_layer_on(name, host, monkeypatch):
+    payload = BY_NAME[name]
+    host.require(payload)
+    assert_held(payload, host, *run(payload, host, monkeypatch))
+
+
+@pytest.mark.parametrize("name", SWITCHABLE)
+def test_breached_with_its_layers_off(name, host, monkeypatch):
+    payload = BY_NAME[name]
+    host.require(payload)
+    verdict, _ = run(payload, host, monkeypatch, off=payload.layers)
+    why = describe(payload, verdict)
+    if "disabled" not in verdict.isolation:
+        pytest.skip("factory.sandbox has no FACTORY_SANDBOX_DISABLE knob yet (isolation lists no 'disabled')")
+    if payload.host == "forge":
+        assert forged_success(verdict, payload), why
+        return
+    assert said(verdict)[:1] == ["BREACHED"], why
+    if payload.host not in (None, "disk"):
+        assert host.touched(payload, verdict), f"the payload says BREACHED but the host saw nothing: {why}"
+
+
+@pytest.mark.parametrize("name, layer", ALONE)
+def test_each_of_its_layers_holds_alone(name, layer, host, monkeypatch):
+    """Defence in depth, measured: the payload's other layers off, this one still stops it."""
+    payload = BY_NAME[name]
+    host.require(payload)
+    verdict, drop = run(payload, host, monkeypatch, off=[other for other in payload.layers if other != layer])
+    if "disabled" not in verdict.isolation:
+        pytest.skip("factory.sandbox has no FACTORY_SANDBOX_DISABLE knob yet (isolation lists no 'disabled')")
+    assert_held(payload, host, verdict, drop)
+
+
+def test_the_code_tool_and_checker_answer_a_deep_record_with_a_failure(host, monkeypatch):
+    """The same finding through the callers, with the code-task profile and its static check."""
+    from factory.checks import CODE_LIMITS, CodeTests
+    from factory.coa.tasks import Task
+    from factory.coa.tools import CodeTool
+
+    monkeypatch.delenv("FACTORY_SANDBOX_DISABLE", raising=False)
+    tool = asyncio.run(CodeTool()(DEEP_THROUGH_SYS))
+    assert not tool.ok and "[FAILED]" in tool.text, tool.text
+    task = Task(id="t/echo", question="print the input", domain="code", source="t",
+                tests={"stdin": ["7\n"], "expected_output": ["7\n"]})  # fmt: skip
+    checked = CodeTests(limits=CODE_LIMITS).check(f"```python\n{DEEP_THROUGH_SYS}```", task)
+    assert (checked.correct, checked.score) == (False, 0.0), checked
+
+
+@pytest.mark.parametrize("name", [payload.name for payload in PAYLOADS if payload.host == "deep"])
+def test_a_deep_record_on_a_reachable_channel_still_gets_a_verdict(name, host, monkeypatch):
+    """No layer to switch off here: with the channel reachable, the parent's parser is the defence."""
+    payload = BY_NAME[name]
+    verdict, _ = run(payload, host, monkeypatch, off=["result_channel"])
+    assert_held(payload, host, verdict)
+
+
+def test_the_table_covers_every_finding_with_at_least_40_payloads():
+    findings = {payload.finding for payload in PAYLOADS}
+    assert len(PAYLOADS) >= 40 and len(BY_NAME) == len(PAYLOADS)
+    assert {"host metadata", "host UNIX sockets", "privileged calls", "module gadgets", "deep record",
+            "forged result", "scratch quota"} <= findings  # fmt: skip
+    assert all(set(payload.layers) <= KNOWN_LAYERS for payload in PAYLOADS)
+    assert [payload.name for payload in PAYLOADS if not payload.layers] == [
+        payload.name for payload in PAYLOADS if payload.host == "deep"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [payload.name for payload in PAYLOADS if payload.kind == "gadget"])
+def test_the_gadgets_pass_the_static_check_with_the_default_imports(name):
+    source = string.Template(BY_NAME[name].source()).safe_substitute(victim="'/tmp/victim'")
+    assert check_source(source, DEFAULT_ALLOWED_IMPORTS) is None
