@@ -94,11 +94,12 @@ KILLED_CLIENT = textwrap.dedent("""
     import asyncio, os, signal, sys
     sys.path.insert(0, {tests!r})
     from test_llm_faults import ask
-    import factory.llm.keeper as keeper
+    import factory.llm.journal as journal, factory.llm.keeper as keeper
     from factory.llm import LLMClient, LLMConfig
     from factory.store import Store
 
-    keeper.FLUSH_EVERY_S = 3600  # no flush before the kill: only the journal can keep the answers
+    keeper.FLUSH_EVERY_S = {flush_every_s}
+    journal.ROTATE_BYTES = {rotate_bytes}
 
     async def main():
         config = LLMConfig(model="loopback", base_url={url!r}, concurrency=8, timeout_s=30, max_retries=0)
@@ -106,7 +107,9 @@ KILLED_CLIENT = textwrap.dedent("""
         await llm.start()
         tasks = [asyncio.ensure_future(llm.run(ask(f"q{{i}} "))) for i in range({n})]
         tasks += [asyncio.ensure_future(llm.run(ask("slow")))]
-        await asyncio.gather(*tasks[:-1])
+        for task in tasks[:-1]:
+            await task
+            await asyncio.sleep({pause_s})
         while {wait_slow} and not os.path.exists({marker!r}):
             await asyncio.sleep(0.01)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -115,10 +118,13 @@ KILLED_CLIENT = textwrap.dedent("""
 """)
 
 
-def run_killed_client(server, tmp_path, n, wait_slow=False):
+def run_killed_client(server, tmp_path, n, wait_slow=False, flush_every_s=3600, rotate_bytes=2**30, pause_s=0):
+    """A client that SIGKILLs itself once n answers are in (and, with wait_slow, the slow request is sent).
+    By default it never flushes (only the journal can keep the answers) and never rotates its journal."""
     marker = tmp_path / "slow-sent"
     script = KILLED_CLIENT.format(tests=os.path.dirname(__file__), url=server.base_url, store=str(tmp_path / "s.duckdb"),
-                                  n=n, wait_slow=wait_slow, marker=str(marker))  # fmt: skip
+                                  n=n, wait_slow=wait_slow, marker=str(marker), flush_every_s=flush_every_s,
+                                  rotate_bytes=rotate_bytes, pause_s=pause_s)  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
     if wait_slow:
         wait_for(lambda: any("slow" in str(r["body"]["messages"]) for r in server.requests), proc)
@@ -162,3 +168,35 @@ def test_an_attempt_killed_on_the_wire_is_counted_and_its_rerun_adds_to_it(serve
     rows = store.query("SELECT status, attempts FROM llm_calls WHERE messages LIKE '%slow%'")
     assert rows == [("ok", 2)]
     assert store.query("SELECT sum(attempts) FROM llm_calls") == [(len(server.requests),)]
+
+
+def test_a_rotated_journal_still_holds_what_duckdb_lacks(server, tmp_path):
+    """Flushes every 10 ms and a journal rewritten past 2 KB: the kill still loses nothing."""
+    server.route("slow", Action(delay_s=3))
+    run_killed_client(server, tmp_path, 60, wait_slow=True, flush_every_s=0.01, rotate_bytes=2048, pause_s=0.005)
+    path = journal_path(tmp_path / "s.duckdb")
+    assert path.stat().st_size < 60 * 1000  # rotated: not every call's lines are still there
+    store = Store(tmp_path / "s.duckdb")
+    CallLog(store).close()
+    rows = dict(store.query("SELECT status, count(*) FROM llm_calls GROUP BY 1"))
+    assert rows == {"ok": 60, "error": 1}
+    assert store.query("SELECT sum(attempts) FROM llm_calls") == [(len(server.requests),)]
+
+
+def test_clients_on_one_store_share_its_call_log(server, fast_config, tmp_path):
+    import asyncio
+
+    from test_llm_faults import ask
+
+    from factory.llm import LLMClient
+
+    store = Store(tmp_path / "s.duckdb")
+
+    async def go():
+        async with LLMClient(fast_config(), store) as one, LLMClient(fast_config(model="other"), store) as two:
+            assert one.log is two.log  # one journal file: a second client must not replay or empty the first's
+            return await asyncio.gather(one.run(ask("a")), two.run(ask("b")))
+
+    assert all(r.ok for r in asyncio.run(go()))
+    assert store.query("SELECT count(*) FROM llm_calls") == [(2,)]
+    assert journal_path(store.path).stat().st_size == 0  # closed clean: nothing left to replay

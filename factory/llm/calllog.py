@@ -8,6 +8,9 @@ open replays the journal (replay.py). Flushes may run in a worker thread, so the
 event loop keeps serving replies while DuckDB writes; a lock guards the buffers
 they share. A failed flush keeps its rows and raises StoreWriteError.
 
+Clients on one store share one CallLog (CallLog.open / release): one journal
+file, one cache view, and a write failure that stops them all.
+
 One row per request key: a new call for a key replaces its row, adding the old
 row's attempts, tokens and cost, so the log counts every attempt ever paid for.
 """
@@ -29,9 +32,31 @@ from .rows import COLUMNS, START_COLUMNS, write_rows
 
 CACHED_COLUMNS = ("response", "parsed", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")
 ANSWER_COLUMNS = tuple(c for c in COLUMNS if c not in START_COLUMNS or c in ("request_hash", "params"))
+_SHARED: dict[int, "CallLog"] = {}  # id(store) -> its open call log
+_SHARED_LOCK = threading.Lock()
 
 
 class CallLog:
+    @classmethod
+    def open(cls, store: Store) -> "CallLog":
+        """The store's call log, shared by every client on it; release() when done."""
+        with _SHARED_LOCK:
+            log = _SHARED.get(id(store))
+            if log is None or log.store is not store:
+                log = _SHARED[id(store)] = cls(store)
+            log.users += 1
+            return log
+
+    def release(self) -> None:
+        """One client is done; the last one closes the journal (after its final flush)."""
+        with _SHARED_LOCK:
+            self.users -= 1
+            if self.users > 0:
+                return
+            if _SHARED.get(id(self.store)) is self:
+                del _SHARED[id(self.store)]
+        self.close()
+
     def __init__(self, store: Store):
         self.store = store
         self.journal_path = journal_path(store.path)
@@ -40,6 +65,8 @@ class CallLog:
         except (duckdb.Error, OSError) as exc:
             raise self.write_error(exc) from None
         self.journal = Journal(self.journal_path)
+        self.users = 0
+        self.failure: StoreWriteError | None = None  # the first write that failed: every client stops
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()  # one flush at a time: a row is written once
         self._rows: list[tuple] = []

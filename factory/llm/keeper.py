@@ -28,17 +28,21 @@ class LogKeeper:
     def open(self, store: Store | None) -> None:
         """Open the call log (replaying its journal) and start the background flush."""
         if store is not None:
-            self.log = CallLog(store)
+            self.log = CallLog.open(store)
             self._flusher = asyncio.create_task(self._flush_periodically())
 
     def check(self) -> None:
         """Raise StoreWriteError once the call log could not be written."""
+        if self.failure is None and self.log is not None:
+            self.failure = self.log.failure  # another client on this store failed: stop too
         if self.failure is not None:
             raise StoreWriteError(str(self.failure))
 
     def _fail(self, exc: StoreWriteError) -> None:
         if self.failure is None:
             self.failure = exc
+        if self.log is not None and self.log.failure is None:
+            self.log.failure = exc
 
     def _journaled(self, write, *args: Any) -> None:
         try:
@@ -79,6 +83,8 @@ class LogKeeper:
         if self._flusher is not None:
             self._flusher.cancel()
             self._flusher = None
+        if self.log is not None and self.log.failure is not None:
+            self._fail(self.log.failure)
         if self.failure is not None and inflight:
             await asyncio.wait(inflight, timeout=wait_s)
         if self.log is not None:
@@ -95,4 +101,4 @@ class LogKeeper:
                 self.log.flush()
             except StoreWriteError:
                 pass  # the journal keeps the rows; the next open writes them
-        self.log.close()
+        self.log.release()
