@@ -90,7 +90,7 @@ def test_python_api_matches_cli(server, tmp_path):
 
 
 def test_later_stage_commands_are_wired_and_errors_stay_one_line(tmp_path, capsys):
-    for command in ("passrate", "export", "publish", "report", "eval", "filter"):
+    for command in ("passrate", "export", "publish", "report", "status", "eval", "filter"):
         with pytest.raises(SystemExit) as exit_info:
             main([command, "--help"])
         assert exit_info.value.code == 0
@@ -112,3 +112,27 @@ def test_training_commands_without_the_train_extra_say_so_in_one_line(tmp_path, 
         HFPlayer.from_pretrained(checkpoint)
     (error,) = capsys.readouterr().err.strip().splitlines()
     assert error.startswith("error: factory train needs the [train] extra")
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(extra, server, tmp_path):
+    """`factory calls RUN | head`: the reader is gone before the summary is written; the CLI stops quietly."""
+    run_dir = tmp_path / "run"
+    smoke = factory_cli("smoke", "-q", "-n", "3", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir))
+    assert smoke.returncode == 0, smoke.stderr
+    reader, writer = __import__("os").pipe()
+    __import__("os").close(reader)  # the reader closes early: every write to the pipe fails with EPIPE
+    with open(writer, "wb") as stdout:
+        result = subprocess.run([sys.executable, "-m", "factory.cli", "calls", str(run_dir), *extra],
+                                stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60)  # fmt: skip
+    assert (result.returncode, result.stderr) == (141, "")  # 128 + SIGPIPE, as `cat | head` ends
+
+
+def test_a_real_head_reading_one_line_of_a_long_output_more_than_a_pipe_holds(server, tmp_path):
+    run_dir = tmp_path / "run"
+    args = ["smoke", "-q", "-n", "2000", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir)]  # ~220 KB
+    pipeline = subprocess.run(
+        f"{sys.executable} -m factory.cli {' '.join(args)} | head -n 1", shell=True, capture_output=True, text=True,
+        timeout=120)  # fmt: skip
+    assert pipeline.returncode == 0 and pipeline.stdout.count("\n") == 1
+    assert "Traceback" not in pipeline.stderr and "BrokenPipeError" not in pipeline.stderr, pipeline.stderr

@@ -28,7 +28,8 @@ def add_status_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 def live_or_raise(run_dir: str | Path, busy: StoreBusyError) -> dict[str, Any]:
     """The running run's snapshot, or the busy error saying why there is none."""
     snapshot = load_live(run_dir)
-    if snapshot is None or snapshot["status"] != "running":
+    # A finished run's snapshot, or one whose process is gone, says nothing of whoever holds the lock now.
+    if snapshot is None or snapshot["status"] != "running" or snapshot["writer_alive"] is False:
         raise FactoryError(f"{busy}, and it publishes no live status (not a factory run, or an older factory): "
                            "try again when it ends")  # fmt: skip
     return snapshot
