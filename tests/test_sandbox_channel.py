@@ -4,7 +4,9 @@ runner's own record sequence; the code cannot reach the parent's memory or signa
 Also the code-task profile: livecodebench's prelude, its recursion limit, stdin via sys/io."""
 
 import ast
+import json
 import os
+import struct
 
 import pytest
 
@@ -42,15 +44,38 @@ def test_success_needs_the_exit_status_too():
     assert (verdict.status, verdict.reason, verdict.exit_code) == ("error", "exit_code", 3), verdict
 
 
-def test_forged_records_are_tampering_or_only_the_codes_own_value():
-    # Written beside the runner's own records (before them, or during the call): tampered, every call too.
-    for source in (FORGE + "forge()\ndef f():\n    return 0\n", FORGE + "def f():\n    forge()\n    return 0\n"):
+def test_forged_records_are_tampering_and_cannot_make_a_run_ok():
+    """The worker holds no result file: what it writes to its fds reaches the runner's pipe
+    (or nothing), out of turn, so the run is tampered — before the calls, during one, or alone
+    followed by os._exit(0), which once passed for a clean run returning 42."""
+    for source in (FORGE + "forge()\ndef f():\n    return 0\n", FORGE + "def f():\n    forge()\n    return 0\n",
+                   FORGE + "forge()\nOS._exit(0)\n"):  # fmt: skip
         verdict = run_function(source, "f", [[]], CODE)
-        assert (verdict.status, verdict.reason, verdict.calls[0].reason) == ("error", "tampered", "tampered")
-    # A complete forged sequence, then os._exit: indistinguishable from returning 42,
-    # which is why checkers compare values, in the parent, with what the child never saw.
+        assert (verdict.status, verdict.reason, verdict.calls[0].reason) == ("error", "tampered", "tampered"), verdict
+        assert verdict.calls[0].value is None and verdict.isolation["result_channel"] is True
+
+
+def framed(*messages: dict) -> bytes:
+    return b"".join(struct.pack(">I", len(body)) + body for body in (json.dumps(m).encode() for m in messages))
+
+
+def test_well_formed_messages_written_ahead_are_tampering():
+    """Even in the channel's own framing: the runner asks for call 0 only after the module is
+    defined, and finds a reply already waiting."""
+    ahead = framed({"kind": "calls"}, {"kind": "call", "index": 0, "status": "ok", "value_json": "42"})
+    source = FORGE.replace(repr(RECORDS), repr(ahead)) + "forge()\ndef f():\n    return 0\n"
+    verdict = run_function(source, "f", [[]], CODE)
+    assert (verdict.status, verdict.reason) == ("error", "tampered") and verdict.calls[0].value is None, verdict
+    assert "before it was asked" in verdict.error or "out of turn" in verdict.error
+
+
+def test_with_the_result_channel_switched_off_the_forgery_works(monkeypatch):
+    """The layer proves itself: the test-only knob puts the code back in the same process as
+    the result file, and a complete forged sequence then passes for a clean run."""
+    monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "result_channel")
     alone = run_function(FORGE + "forge()\nOS._exit(0)\n", "f", [[]], CODE)
     assert (alone.status, alone.calls[0].value) == ("ok", 42)
+    assert alone.isolation["disabled"] == ["result_channel"] and alone.isolation["result_channel"] is False
 
 
 @pytest.mark.parametrize("exit_call", ["raise SystemExit(0)", "raise SystemExit", "import sys\nsys.exit()"])
@@ -100,11 +125,14 @@ def test_the_contest_prelude_and_recursion_limit():
         SandboxLimits(preloaded_modules=("sys",))
 
 
-def test_a_record_nested_past_the_parser_is_unreadable_not_a_crash_in_the_parent():
+def test_a_record_nested_past_the_parser_is_unreadable_not_a_crash_in_the_parent(monkeypatch):
     deep = "'[' * 200000 + ']' * 200000"
     record = '\'{"kind": "call", "index": 0, "status": "ok", "value_json": "\' + ' + deep + ' + \'"}\\n\''
     whole = "'{\"kind\": \"end\", \"x\": ' + " + deep + " + '}\\n'"
     source = FORGE.replace(repr(RECORDS), "(" + "'{\"kind\": \"calls\"}\\n' + " + record + " + " + whole + ").encode()")
+    verdict = run_function(source + "forge()\nOS._exit(0)\n", "f", [[]], CODE)
+    assert (verdict.status, verdict.reason) == ("error", "tampered"), verdict  # through the runner's pipe
+    monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "result_channel")  # straight into the result file
     verdict = run_function(source + "forge()\nOS._exit(0)\n", "f", [[]], CODE)
     assert (verdict.calls[0].status, verdict.calls[0].error) == ("error", "unreadable call record"), verdict
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import sys
 import sysconfig
@@ -19,9 +20,10 @@ from typing import Any, Coroutine
 
 from pydantic import ValidationError
 
-from .capabilities import landlock_abi, network_namespace_prefix
+from .capabilities import landlock_abi, namespace_prefix, namespace_support
 from .child import seccomp
 from .containment import refusal
+from .layers import disabled_layers
 from .models import CallVerdict, SandboxLimits, Verdict
 from .process import supervise
 from .static_check import check_source
@@ -47,34 +49,45 @@ def library_paths() -> list[str]:
     return sorted({paths["purelib"], paths["platlib"]})
 
 
-def child_argv(job_path: Path) -> list[str]:
+def child_argv(job_path: Path, layers: dict) -> list[str]:
     # Not -I: it implies -E, which would drop PYTHONHASHSEED. The environment is
     # built from nothing instead, so -E would have nothing left to protect.
-    return [*network_namespace_prefix(), sys.executable, "-s", "-S", str(RUNNER), str(job_path)]
+    prefix = namespace_prefix(network=layers["network_namespace"]) if layers["mount_namespace"] or \
+        layers["network_namespace"] else ()  # fmt: skip
+    return [*prefix, sys.executable, "-s", "-S", str(RUNNER), str(job_path)]
 
 
-def kernel_layers() -> dict[str, bool]:
-    """The kernel layers a run gets here: read once per run, for the containment rule
-    and for the child's job alike, so that the two can never disagree."""
-    return {"network_namespace": bool(network_namespace_prefix()), "landlock": landlock_abi() > 0,
-            "seccomp": seccomp.supported()}  # fmt: skip
+def kernel_layers(disabled: tuple[str, ...] = ()) -> dict[str, bool]:
+    """The kernel layers a run gets here, less the `disabled` ones: read once per run, for
+    the containment rule and for the child's job alike, so that the two can never disagree."""
+    spaces = namespace_support()[1]
+    offered = {"network_namespace": "net" in spaces, "mount_namespace": "mount" in spaces,
+               "landlock": landlock_abi() > 0, "seccomp": seccomp.supported()}  # fmt: skip
+    return {name: on and name not in disabled for name, on in offered.items()}
 
 
 def sandbox_refusal() -> str | None:
     """Why generated code may not run on this machine (a layer the kernel lacks), or None;
     see containment.py. Callers that judge code ask first, to record an error, not a score."""
-    return refusal(kernel_layers())
+    try:
+        disabled = disabled_layers()
+    except ValueError as exc:
+        return str(exc)
+    return refusal(kernel_layers(disabled), waived=disabled)
 
 
-def job_payload(source: str, limits: SandboxLimits, scratch: str, result_path: str, layers: dict[str, bool],
-                **mode: Any) -> dict:  # fmt: skip
+def job_payload(source: str, limits: SandboxLimits, job_dir: Path, layers: dict[str, bool],
+                disabled: tuple[str, ...], **mode: Any) -> dict:  # fmt: skip
+    """Everything the child needs but the calls' arguments (calls.json, which only the runner reads)."""
     return {
-        "source": source, "scratch": scratch, "result_path": result_path, "extra_paths": library_paths(),
+        "source": source, "scratch": str(job_dir / "scratch"), "result_path": str(job_dir / "result.jsonl"),
+        "calls_path": str(job_dir / "calls.json"), "extra_paths": library_paths(),
         "allowed_imports": list(limits.allowed_imports), "allow_open": limits.allow_scratch_files,
         "preloaded_modules": list(limits.preloaded_modules), "recursion_limit": limits.recursion_limit,
         "cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb, "file_size_mb": limits.file_size_mb,
         "max_processes": limits.max_processes, "max_value_bytes": limits.max_output_bytes,
-        **layers, "function_name": None, "calls": None, "call_timeout_s": None, **mode,
+        "scratch_mb": limits.scratch_mb, "scratch_files": limits.scratch_files, "disabled": list(disabled),
+        **layers, "function_name": None, "call_timeout_s": None, **mode,
     }  # fmt: skip
 
 
@@ -101,11 +114,15 @@ async def run_job(source: object, limits: SandboxLimits | dict | None, stdin: ob
         return failed("input", f"bad limits: {'.'.join(map(str, first['loc']))}: {first['msg']}", n_calls)
     if not isinstance(source, str):
         return failed("input", f"source must be a str, not {type(source).__name__}", n_calls)
-    layers = kernel_layers()
-    refused = refusal(layers)  # before the static check: nothing is judged where nothing is contained
+    try:
+        disabled = disabled_layers()
+    except ValueError as exc:
+        return failed("input", str(exc), n_calls)
+    layers = kernel_layers(disabled)
+    refused = refusal(layers, waived=disabled)  # before the static check: nothing is judged where nothing is contained
     if refused:
         return failed("isolation", refused, n_calls)
-    if not skip_static_check:
+    if not skip_static_check and "static_check" not in disabled:
         issue = check_source(source, limits.allowed_imports, limits.allow_scratch_files)
         if issue:
             return with_calls(Verdict(status=issue.status, reason=issue.reason, error=issue.text), n_calls)
@@ -114,21 +131,29 @@ async def run_job(source: object, limits: SandboxLimits | dict | None, stdin: ob
     except OSError as exc:
         return failed("sandbox", f"no scratch directory: {exc}", n_calls)
     try:
-        return await run_in(job_dir, source, limits, stdin, n_calls, {**mode, "layers": layers})
+        return await run_in(job_dir, source, limits, stdin, n_calls, {**mode, "layers": layers, "disabled": disabled})
     finally:
         shutil.rmtree(job_dir, ignore_errors=True)
 
 
 def write_job(job_dir: Path, source: str, limits: SandboxLimits, stdin: object, mode: dict) -> Path | None:
-    """job.json (and the stdin file, if any) beside the scratch directory, where the
-    child can read them before Landlock and not after. Returns the stdin path."""
+    """job.json, calls.json (and the stdin file, if any) beside the scratch directory, where
+    the child can read them before Landlock and not after; readable by their owner only, in a
+    folder others may pass through (to the scratch directory) but not list. Returns the stdin path."""
     (job_dir / "scratch").mkdir()
-    payload = job_payload(source, limits, str(job_dir / "scratch"), str(job_dir / "result.jsonl"), **mode)
-    (job_dir / "job.json").write_text(json.dumps(payload), encoding="utf-8")
+    job_dir.chmod(0o711)
+    calls = mode.pop("calls", None)
+    owner_only(job_dir / "calls.json", json.dumps(calls).encode("utf-8"))
+    owner_only(job_dir / "job.json", json.dumps(job_payload(source, limits, job_dir, **mode)).encode("utf-8"))
     if stdin is None:
         return None
-    (job_dir / "stdin").write_bytes(stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin))
+    owner_only(job_dir / "stdin", stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin))
     return job_dir / "stdin"
+
+
+def owner_only(path: Path, data: bytes) -> None:
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+        handle.write(data)
 
 
 async def run_in(job_dir: Path, source: str, limits: SandboxLimits, stdin: object, n_calls: int,
@@ -141,7 +166,8 @@ async def run_in(job_dir: Path, source: str, limits: SandboxLimits, stdin: objec
         return failed("sandbox", f"could not write the job: {exc}", n_calls)
     try:
         raw = await supervise(
-            child_argv(job_dir / "job.json"), child_env(str(job_dir / "scratch")), str(job_dir / "scratch"),
+            child_argv(job_dir / "job.json", mode["layers"]), child_env(str(job_dir / "scratch")),
+            str(job_dir / "scratch"),
             str(stdin_path) if stdin_path else None, limits.wall_s, limits.max_output_bytes,
             str(job_dir / "result.jsonl"), max_result_bytes=limits.file_size_mb * 1024 * 1024,
         )  # fmt: skip

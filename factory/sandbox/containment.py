@@ -39,18 +39,19 @@ log = logging.getLogger(__name__)
 _warned: set[str] = set()
 
 
-def missing_layers(layers: dict[str, bool]) -> list[str]:
-    """The required layers `layers` (name -> offered by this kernel) lacks, described."""
-    return [text for name, text in REQUIRED_LAYERS.items() if not layers.get(name)]
+def missing_layers(layers: dict[str, bool], waived: tuple[str, ...] = ()) -> list[str]:
+    """The required layers `layers` (name -> offered by this kernel) lacks, described;
+    `waived` ones (switched off by FACTORY_SANDBOX_DISABLE, see layers.py) are not required."""
+    return [text for name, text in REQUIRED_LAYERS.items() if not layers.get(name) and name not in waived]
 
 
 def uncontained_allowed() -> bool:
     return os.environ.get(UNCONTAINED_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-def refusal(layers: dict[str, bool]) -> str | None:
+def refusal(layers: dict[str, bool], waived: tuple[str, ...] = ()) -> str | None:
     """The one-line reason a run must not start here, or None when it may."""
-    missing = missing_layers(layers)
+    missing = missing_layers(layers, waived)
     if not missing:
         return None
     lacks = " and ".join(missing)

@@ -49,6 +49,9 @@ class SandboxLimits(StrictModel):
         description="1: a single thread; above 1: threads allowed (bounded by memory_mb, not counted). "
         "New processes are never allowed.",
     )  # fmt: skip
+    scratch_mb: int = Field(64, ge=1, le=65536, description="size of the scratch tmpfs; full: the code's own OSError "
+                            "(ENOSPC)")
+    scratch_files: int = Field(1024, ge=16, description="files and folders the scratch tmpfs holds")
     max_output_bytes: int = Field(1_000_000, ge=1024, description="cap on stdout and on stderr, each")
     allowed_imports: tuple[str, ...] = Field(DEFAULT_ALLOWED_IMPORTS, description="top-level module names")
     allow_scratch_files: bool = Field(False, description="let the code call open() inside its scratch directory")

@@ -196,8 +196,8 @@ def read_verdict(raw: RawOutcome, limits: SandboxLimits, n_calls: int) -> Verdic
     forged = tampering(raw.records, n_calls)
     status, reason, error = observed or (("error", "tampered", forged) if forged else child_report(raw))
     ready = next((r for r in raw.records if r.get("kind") == "ready"), {})
-    if forged:
-        calls = [CallVerdict(index=i, status="error", reason="tampered", error=forged) for i in range(n_calls)]
+    if forged or reason == "tampered":  # the runner's own finding, or a record sequence not its own
+        calls = [CallVerdict(index=i, status="error", reason="tampered", error=error) for i in range(n_calls)]
     else:
         calls = call_verdicts(raw, n_calls, status, reason, error)
     return Verdict(

@@ -68,13 +68,13 @@ def handled_fs(abi: int) -> int:
     return rights
 
 
-def ruleset_attr(abi: int) -> tuple[RulesetAttr, int]:
+def ruleset_attr(abi: int, scoped: bool = True) -> tuple[RulesetAttr, int]:
     """The attribute struct and the size that this ABI understands."""
     attr = RulesetAttr(handled_fs(abi), NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0, 0)
     size = 8
     if abi >= 4:
         size = 16
-    if abi >= 6:
+    if abi >= 6 and scoped:
         attr.scoped = SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL
         size = 24
     return attr, size
@@ -95,13 +95,15 @@ def add_path_rule(lib: ctypes.CDLL, ruleset_fd: int, path: str, access: int) -> 
         os.close(fd)
 
 
-def restrict(read_paths: list[str], write_paths: list[str]) -> int:
-    """Confine this process (and anything it could start) for good; returns the ABI used, 0 if none."""
+def restrict(read_paths: list[str], write_paths: list[str], scoped: bool = True) -> int:
+    """Confine this process (and anything it could start) for good; returns the ABI used, 0 if none.
+    `scoped` (ABI 6) also keeps its signals and abstract sockets inside its own domain: not for the
+    runner, whose worker has a domain of its own (the runner's seccomp filter bounds its signals)."""
     abi = abi_version()
     if abi < 1:
         return 0
     lib = libc()
-    attr, size = ruleset_attr(abi)
+    attr, size = ruleset_attr(abi, scoped)
     ruleset_fd = syscall(lib, SYS_CREATE_RULESET, ctypes.byref(attr), size, 0)
     if ruleset_fd < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")

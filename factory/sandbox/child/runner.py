@@ -1,211 +1,223 @@
-"""The sandbox child: `python -s -S runner.py JOB.json`.
+"""The sandbox child: `python -s -S runner.py JOB.json`, started by the parent inside
+`unshare --mount --net` where the kernel allows.
 
-Order matters: read the job and open the result file while everything is still
-reachable, then close the doors (rlimits, os guards, Landlock, seccomp), and
-only then compile and run the generated code. Results go to the result file
-as JSON lines, one per call and one at the end, so calls finished before a
-timeout are not lost.
+Two processes, so that the generated code cannot write the records the parent believes:
+- the runner (this file, trusted): reads the job, opens the result file, sets up the
+  scratch tmpfs (`mounts.py`), forks the worker, confines itself (Landlock, seccomp),
+  then asks the worker for each call in turn — sending a call's arguments only then,
+  so nothing the worker writes ahead can answer it — checks every reply, and writes
+  the result records itself; it ends as the worker ended (its exit status or signal).
+- the worker (`worker.py`): closes the result file, drops its privileges, confines
+  itself, and runs the code. Anything it writes unasked, out of turn or out of shape
+  makes the run error/tampered.
+The calls' arguments are in their own file, read by the runner after the fork, so no
+copy of them is left in the worker's memory.
 """
 
-import gc
-import importlib
 import json
-import linecache
+import os
 import resource
 import signal
 import sys
 import time
 import traceback
 
-import guards
+import channel
 import landlock
+import mounts
+import privileges
 import seccomp
+import worker
 
 sys.path.pop(0)  # this folder: the generated code has no business importing the runner's modules
 
-DUMPS = json.dumps  # bound now: generated code may import json and rebind its functions
-FILENAME = "<sandbox>"
-MAX_ERROR_CHARS = 1000  # an exception's message is the code's to choose, and so is its length
-SYSTEM_READ_PATHS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache",
-                     "/dev/null", "/dev/urandom", "/usr/share/zoneinfo")  # fmt: skip
-
-
-class CallTimeout(BaseException):
-    """Raised into a call that ran past its own time; BaseException so that a plain
-    `except Exception` in the generated code does not swallow it."""
-
-
-def set_rlimits(job: dict) -> None:
-    mib = 1024 * 1024
-    cpu = int(job["cpu_s"]) + (job["cpu_s"] % 1 > 0)
-    # The hard CPU limit one second later turns a process that ignores SIGXCPU into a SIGKILL.
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (job["memory_mb"] * mib, job["memory_mb"] * mib))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (job["file_size_mb"] * mib, job["file_size_mb"] * mib))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-def read_paths(job: dict) -> list:
-    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    return sorted(python | set(job["extra_paths"]) | set(sys.path)) + list(SYSTEM_READ_PATHS)
-
-
-def network_interfaces() -> list:
-    """This process's own view (/proc/self/net follows the network namespace)."""
-    try:
-        with open("/proc/self/net/dev", encoding="ascii") as handle:
-            return [line.split(":")[0].strip() for line in handle.readlines()[2:]]
-    except OSError:
-        return ["unknown"]
-
-
-def close_doors(job: dict) -> dict:
-    """Apply every runtime layer; returns what was applied, for the verdict."""
-    set_rlimits(job)
-    guards.patch_os()
-    # Checked, not taken from the parent: an empty namespace has nothing but a loopback.
-    isolated_network = job["network_namespace"] and network_interfaces() == ["lo"]
-    applied = {"rlimits": True, "python_guards": True, "network_namespace": isolated_network}
-    # Fail closed: where the parent saw the kernel offer a layer, a failure to apply it is an error.
-    applied["landlock_abi"] = landlock.restrict(read_paths(job), [job["scratch"]]) if job["landlock"] else 0
-    applied["seccomp"] = seccomp.install(allow_threads=job["max_processes"] > 1) if job["seccomp"] else False
-    return applied
-
-
-def describe(exc: BaseException) -> dict:
-    """Status, reason, a one-line error and the line of the generated code to blame."""
-    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if frame.filename == FILENAME]
-    line = frames[-1].lineno if frames else getattr(exc, "lineno", None)
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1][:MAX_ERROR_CHARS]
-    if isinstance(exc, CallTimeout):
-        status, reason, text = "timeout", "call_wall", "the call ran past its own time limit"
-    elif isinstance(exc, MemoryError):
-        status, reason, text = "error", "memory", "MemoryError: the memory limit was reached"
-    elif isinstance(exc, RecursionError):
-        status, reason = "error", "recursion"
-    elif isinstance(exc, SystemExit):
-        status, reason, text = "error", "exit_code", f"SystemExit: {exc.code}"
-    else:
-        status, reason = "error", "exception"
-    return {"status": status, "reason": reason, "error": f"line {line}: {text}" if line else text}
-
-
-def report_exception(exc: BaseException, print_traceback: bool) -> dict:
-    try:
-        outcome = describe(exc)
-        if print_traceback:  # programs only: a traceback per failed call would flood stderr
-            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == FILENAME]
-            lines = traceback.format_list(frames[-20:]) + traceback.format_exception_only(type(exc), exc)
-            sys.stderr.write("Traceback (most recent call last):\n" + "".join(lines)[-20 * MAX_ERROR_CHARS:])
-    except MemoryError:
-        outcome = {"status": "error", "reason": "memory", "error": "MemoryError: the memory limit was reached"}
-    exc.__traceback__ = None  # let the frames (and whatever filled the memory) go
-    gc.collect()
-    return outcome
-
-
-def is_clean_exit(exc: BaseException) -> bool:
-    return isinstance(exc, SystemExit) and exc.code in (None, 0)
-
-
-def preloaded(modules: list, builtin_names) -> dict:
-    """`from m import *` for each module, then `import m` (livecodebench's order, so the
-    module wins over a same-named export); a name that would shadow a builtin (math.pow,
-    re.compile, io.open) is left out, as `from builtins import *` does in their prelude."""
-    names, imported = {}, {}
-    for name in modules:
-        module = imported[name] = importlib.import_module(name)
-        public = getattr(module, "__all__", None) or [attr for attr in vars(module) if not attr.startswith("_")]
-        names.update({attr: getattr(module, attr) for attr in public
-                      if attr not in builtin_names and hasattr(module, attr)})  # fmt: skip
-    return {**names, **imported}
-
-
-def run_module(job: dict, results, name: str) -> dict | None:
-    """Execute the code as a module; returns its namespace, or None after reporting the failure.
-    A program may end itself with exit(0); a module whose functions are to be called may not."""
-    source = job["source"]
-    linecache.cache[FILENAME] = (len(source), None, source.splitlines(True), FILENAME)
-    user_builtins = guards.user_builtins(frozenset(job["allowed_imports"]), job["scratch"], job["allow_open"])
-    namespace = {"__name__": name, "__builtins__": user_builtins}
-    if job["recursion_limit"]:
-        sys.setrecursionlimit(job["recursion_limit"])
-    try:
-        namespace.update(preloaded(job["preloaded_modules"], {*user_builtins, *guards.REMOVED_BUILTINS}))
-        exec(compile(source, FILENAME, "exec"), namespace)
-    except BaseException as exc:  # noqa: B036 - everything the code raises is its verdict
-        if not (name == "__main__" and is_clean_exit(exc)):
-            write(results, {"kind": "end", **report_exception(exc, print_traceback=name == "__main__")})
-            return None
-    return namespace
-
-
-def on_call_timer(signum, frame):
-    raise CallTimeout()
-
-
-def run_call(function, index: int, call, timeout_s, max_value_bytes: int) -> dict:
-    args, kwargs = (call, {}) if isinstance(call, list) else ([], call)
-    started = time.perf_counter()
-    if timeout_s:
-        signal.setitimer(signal.ITIMER_REAL, timeout_s)
-    try:
-        try:
-            value = function(*args, **kwargs)
-        finally:  # inside the outer try: a timer firing right here is still this call's timeout
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    except BaseException as exc:  # noqa: B036 - the code's own failure, reported on this call
-        outcome = report_exception(exc, print_traceback=False)
-        return {"kind": "call", "index": index, "duration_s": time.perf_counter() - started, **outcome}
-    record = {"kind": "call", "index": index, "duration_s": time.perf_counter() - started}
-    try:
-        value_json = DUMPS(value)
-    except Exception as exc:  # sets, objects, circular lists: the code's error, not the runner's
-        problem = f"the return value is not JSON-serialisable ({type(exc).__name__}: {exc})"
-        return {**record, "status": "error", "reason": "value", "error": problem}
-    if len(value_json) > max_value_bytes:
-        problem = f"the return value takes {len(value_json)} bytes as JSON, over the {max_value_bytes} allowed"
-        return {**record, "status": "error", "reason": "value", "error": problem}
-    return {**record, "status": "ok", "value_json": value_json}
-
-
-def run_function(job: dict, results) -> None:
-    namespace = run_module(job, results, "__sandbox__")
-    if namespace is None:
-        return
-    function = namespace.get(job["function_name"])
-    if not callable(function):
-        write(results, {"kind": "end", "status": "error", "reason": "missing_function",
-                        "error": f"the code defines no function named '{job['function_name']}'"})  # fmt: skip
-        return
-    signal.signal(signal.SIGALRM, on_call_timer)
-    write(results, {"kind": "calls"})  # from here on, a death is some call's fault
-    for index, call in enumerate(job["calls"]):
-        write(results, run_call(function, index, call, job["call_timeout_s"], job["max_value_bytes"]))
-    write(results, {"kind": "end", "status": "ok"})
+MESSAGE_OVERHEAD = 64 * 1024  # a reply's own fields beside its value: a clipped error, numbers
+STATUSES = ("ok", "error", "timeout")
 
 
 def write(results, record: dict) -> None:
-    results.write(DUMPS(record) + "\n")
+    results.write(channel.DUMPS(record) + "\n")
     results.flush()
+
+
+def read_calls(job: dict) -> list:
+    if job["mode"] != "function":
+        return []
+    with open(job["calls_path"], encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+class FileReporter:
+    """With the result_channel layer switched off (tests only): one process, which
+    writes its records straight into the result file, as the sandbox once did."""
+
+    def __init__(self, results, calls: list, runner_isolation: dict):
+        self.results, self.calls, self.runner_isolation = results, calls, runner_isolation
+
+    def send(self, record: dict) -> None:
+        if record["kind"] == "ready":
+            record = {"kind": "ready", "isolation": {**record["isolation"], **self.runner_isolation}}
+        write(self.results, record)
+
+    def requests(self):
+        return enumerate(self.calls)
+
+
+class PipeReporter:
+    """The worker's end of the channel: it is told each call when the runner asks."""
+
+    def __init__(self, to_runner: int, from_runner: int):
+        self.to_runner, self.from_runner = to_runner, from_runner
+
+    def send(self, message: dict) -> None:
+        channel.send(self.to_runner, message)
+
+    def requests(self):
+        while (message := channel.receive(self.from_runner, 1 << 30)) and message.get("kind") == "call":
+            yield message["index"], message["args"]
+
+
+def prepare(job: dict) -> dict:
+    """As root of the mount namespace, before the fork: the scratch tmpfs, Python made
+    readable for the worker's id, the scratch directory its own. Returns what held."""
+    disabled = set(job["disabled"])
+    ids = privileges.target_ids() if "privileges" not in disabled else None
+    held = {"scratch_quota": False}
+    if ids and job["mount_namespace"]:
+        try:
+            held["uncovered"] = mounts.expose(worker.read_paths(job) + [job["scratch"]], ids)
+        except OSError as exc:
+            ids, held["privileges_note"] = None, f"Python not made readable for nobody: {exc}"[:200]
+    elif ids and mounts.blocked(worker.read_paths(job) + [job["scratch"]], *ids):
+        ids, held["privileges_note"] = None, "no mount namespace to make Python readable for nobody"
+    if job["mount_namespace"] and "scratch_quota" not in disabled:
+        mounts.scratch_tmpfs(job["scratch"], job["scratch_mb"], job["scratch_files"], ids)
+        held["scratch_quota"] = {"mb": job["scratch_mb"], "files": job["scratch_files"]}
+    elif ids:
+        os.chown(job["scratch"], *ids)
+    os.chdir(job["scratch"])  # the tmpfs, not the directory under it that the parent made our cwd
+    job["worker_ids"] = ids
+    return held
+
+
+def start_worker(job: dict, results) -> tuple[int, int, int]:
+    """Fork the worker; returns (pid, the fd it writes to, the fd it reads from)."""
+    to_runner_r, to_runner_w = os.pipe()
+    to_worker_r, to_worker_w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(to_runner_w)
+        os.close(to_worker_r)
+        return pid, to_runner_r, to_worker_w
+    status = 1
+    try:
+        results.close()  # the records are the runner's alone
+        os.close(to_runner_r)
+        os.close(to_worker_w)
+        status = worker.serve(job, PipeReporter(to_runner_w, to_worker_r))
+    except BaseException:  # noqa: B036 - a layer that failed to apply: say so on stderr, status 1
+        traceback.print_exc()
+    sys.exit(status)  # not os._exit: the code's atexit handlers and buffered output are its own
+
+
+def confine_runner(job: dict, worker_pid: int) -> dict:
+    abi = landlock.restrict(worker.read_paths(job), [], scoped=False) if job["landlock"] else 0
+    filtered = seccomp.install(allow_threads=False, also_signal=(worker_pid,)) if job["seccomp"] else False
+    return {"landlock_abi": abi, "seccomp": filtered}
+
+
+def outcome_fields(message: dict) -> dict:
+    status = message.get("status")
+    fields = {"status": status if status in STATUSES else "error"}
+    for name, cap in (("reason", 100), ("error", 2000)):
+        if isinstance(message.get(name), str):
+            fields[name] = message[name][:cap]
+    return fields
+
+
+def call_record(reply: dict, index: int, duration_s: float) -> dict:
+    if reply.get("kind") != "call" or type(reply.get("index")) is not int or reply["index"] != index:
+        raise channel.ChannelError(f"a reply that is not call {index}'s")
+    record = {"kind": "call", "index": index, "duration_s": duration_s, **outcome_fields(reply)}
+    if record["status"] == "ok":
+        if not isinstance(reply.get("value_json"), str):
+            raise channel.ChannelError("an ok reply without a value")
+        record["value_json"] = reply["value_json"]
+    return record
+
+
+def ask(from_worker: int, to_worker: int, request: dict, cap: int) -> dict | None:
+    """Send `request` and read the one reply; None when the worker is gone."""
+    if channel.pending(from_worker) and channel.receive(from_worker, cap) is not None:
+        raise channel.ChannelError("the worker wrote before it was asked")
+    try:
+        channel.send(to_worker, request)
+    except OSError:
+        return None
+    return channel.receive(from_worker, cap)
+
+
+def relay(job: dict, calls: list, from_worker: int, to_worker: int, results, held: dict) -> None:
+    cap = job["max_value_bytes"] + MESSAGE_OVERHEAD
+    ready = channel.receive(from_worker, cap)  # written before any generated code ran
+    if ready is None:
+        return
+    if ready.get("kind") != "ready" or not isinstance(ready.get("isolation"), dict):
+        raise channel.ChannelError("the worker's first message is not its report")
+    write(results, {"kind": "ready", "isolation": {**ready["isolation"], **held}})
+    message = channel.receive(from_worker, cap)
+    if message is not None and message.get("kind") == "calls" and job["mode"] == "function":
+        write(results, {"kind": "calls"})
+        for index, args in enumerate(calls):
+            started = time.monotonic()
+            reply = ask(from_worker, to_worker, {"kind": "call", "index": index, "args": args}, cap)
+            if reply is None:
+                return
+            write(results, call_record(reply, index, time.monotonic() - started))
+        message = ask(from_worker, to_worker, {"kind": "stop"}, cap)
+    if message is None:
+        return
+    if message.get("kind") != "end":
+        raise channel.ChannelError("a message out of turn")
+    write(results, {"kind": "end", **outcome_fields(message)})
+    if channel.receive(from_worker, cap) is not None:  # until the worker exits: nothing more is due
+        raise channel.ChannelError("the worker wrote after its end")
+
+
+def end_as(pid: int) -> None:
+    """Exit the way the worker did, so the parent reads its status and signal as before."""
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
         job = json.load(handle)
-    results = open(job["result_path"], "w", encoding="utf-8")
+    fd = os.open(job["result_path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    results = os.fdopen(fd, "w", encoding="utf-8")
     sys.path.extend(job["extra_paths"])
-    write(results, {"kind": "ready", "isolation": close_doors(job)})
-    failed = False
-    if job["mode"] == "function":
-        run_function(job, results)
-    elif run_module(job, results, "__main__") is None:
-        failed = True
-    else:
-        write(results, {"kind": "end", "status": "ok"})
+    held = {**prepare(job), "disabled": job["disabled"]}
+    if "result_channel" in job["disabled"]:
+        status = worker.serve(job, FileReporter(results, read_calls(job), {**held, "result_channel": False}))
+        results.close()
+        sys.exit(status)
+    pid, from_worker, to_worker = start_worker(job, results)
+    calls = read_calls(job)
+    held = {**held, "result_channel": True, "runner": confine_runner(job, pid)}
+    try:
+        relay(job, calls, from_worker, to_worker, results, held)
+    except channel.ChannelError as exc:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        write(results, {"kind": "end", "status": "error", "reason": "tampered",
+                        "error": f"the code wrote to the sandbox's result channel: {exc}"})  # fmt: skip
+        os._exit(1)
     results.close()
-    sys.exit(1 if failed else 0)
+    end_as(pid)
 
 
 if __name__ == "__main__":
