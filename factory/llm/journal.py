@@ -4,20 +4,21 @@ The call log writes DuckDB in batches (calllog.py); between two flushes a
 killed process would lose the answers it had paid for, and attempts that never
 got an answer would not be counted at all. So each call also appends JSON lines
 to a small file beside the store: `start` (the request's fixed columns), `try`
-(just before each HTTP attempt) and `answer` (the row's result columns). One
-os.write on an O_APPEND descriptor per line: once write() returns, the line is
-in the kernel and survives SIGKILL (not a power cut: an fsync per call would
-cost more than the call). Opening the call log replays what DuckDB lacks
-(replay.py) and empties the file.
+(just before each HTTP attempt) and `answer` (the row's result columns).
 
-Space for the lines is reserved ahead of the file's end (fallocate, KEEP_SIZE),
-so answers still land when the disk fills up under the run.
+A line is copied into a shared mapping of the file: once copied it is in the
+kernel's page cache and survives SIGKILL (not a power cut: an fsync per call
+would cost more than the call). A copy, unlike os.write, makes no system call
+and keeps the GIL, which the flush thread would otherwise take for milliseconds.
+The file's blocks are allocated a chunk ahead (posix_fallocate), so lines still
+land when the disk fills up under the run, and a mapped write cannot fault;
+the unused tail reads as NUL bytes. Opening the call log replays what DuckDB
+lacks (replay.py) and empties the file.
 """
 
 from __future__ import annotations
 
-import ctypes
-import errno
+import mmap
 import os
 import threading
 from pathlib import Path
@@ -27,25 +28,12 @@ import orjson
 
 from ..errors import StoreWriteError
 
-RESERVE_BYTES = 16 * 2**20
+CHUNK_BYTES = 16 * 2**20  # allocated ahead of the lines, so they still land when the disk fills up
 ROTATE_BYTES = 64 * 2**20  # rewrite the file with only what DuckDB still lacks past this size
-KEEP_SIZE, PUNCH_HOLE = 0x01, 0x02
 
 
 def journal_path(store_path: Path) -> Path:
     return store_path.with_name(store_path.stem + ".calls.jsonl")
-
-
-def _fallocate():
-    try:
-        fallocate = ctypes.CDLL(None, use_errno=True).fallocate
-    except (OSError, AttributeError):  # not Linux: no reserve, the journal still works
-        return None
-    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
-    return fallocate
-
-
-FALLOCATE = _fallocate()
 
 
 class Journal:
@@ -56,49 +44,64 @@ class Journal:
         self._lock = threading.Lock()
         self._pending: dict[str, list[bytes]] = {}  # key -> its lines not yet settled in DuckDB
         self._answered: dict[str, int] = {}  # key -> how many of its pending lines end with an answer
-        self._reserved_to = 0
-        self.fd = self._open(path, os.O_TRUNC)
+        self.fd, self._map, self._size, self._capacity = self._open(path, b"")
 
-    def _open(self, path: Path, extra: int) -> int:
+    def _open(self, path: Path, content: bytes) -> tuple[int, mmap.mmap, int, int]:
+        """A new file holding `content`, with CHUNK_BYTES allocated and mapped past it."""
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | extra, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as exc:
             raise StoreWriteError(f"cannot open the call journal {path}: {exc.strerror}") from None
-        self._size = os.fstat(fd).st_size
-        self._reserve(fd)
-        return fd
+        try:
+            os.write(fd, content)
+            capacity = self._allocate(fd, len(content), len(content) + CHUNK_BYTES)
+            return fd, mmap.mmap(fd, capacity), len(content), capacity
+        except BaseException:
+            os.close(fd)
+            raise
 
-    def _reserve(self, fd: int) -> None:
-        """Keep RESERVE_BYTES allocated past the end; best effort (a full disk or no fallocate: none)."""
-        if FALLOCATE is not None and self._size + RESERVE_BYTES // 2 > self._reserved_to:
-            if FALLOCATE(fd, KEEP_SIZE, self._size, RESERVE_BYTES) == 0:
-                self._reserved_to = self._size + RESERVE_BYTES
+    def _allocate(self, fd: int, start: int, capacity: int) -> int:
+        try:  # real blocks, not a sparse file: a write into the mapping can then never fail
+            os.posix_fallocate(fd, start, capacity - start)
+        except OSError as exc:
+            raise StoreWriteError(f"cannot write the call journal {self.path}: {exc.strerror}") from None
+        return capacity
 
-    def release_reserve(self) -> None:
-        """Give the reserved space back (the run stops writing here; the store may need it)."""
-        with self._lock:
-            self._release_unlocked()
-
-    def _release_unlocked(self) -> None:
-        if FALLOCATE is not None and self._reserved_to > self._size:
-            FALLOCATE(self.fd, KEEP_SIZE | PUNCH_HOLE, self._size, self._reserved_to - self._size)
-        self._reserved_to = 0
+    def _grow(self, need: int) -> None:
+        capacity = self._allocate(self.fd, self._capacity, self._size + need + CHUNK_BYTES)
+        self._map.close()
+        self._map, self._capacity = mmap.mmap(self.fd, capacity), capacity
 
     def write(self, key: str, line: dict[str, Any], answer: bool = False) -> None:
+        """Append one line (raises StoreWriteError when no space can be had for it).
+        A copy into a shared file mapping: no system call, no GIL release, and the
+        kernel keeps the page when the process is killed."""
         data = orjson.dumps(line) + b"\n"
         with self._lock:
-            try:
-                written = os.write(self.fd, data)
-            except OSError as exc:
-                raise StoreWriteError(f"cannot write the call journal {self.path}: {exc.strerror}") from None
-            if written != len(data):  # a short write to a file: the disk is full
-                raise StoreWriteError(f"cannot write the call journal {self.path}: {os.strerror(errno.ENOSPC)}")
-            self._size += written
-            self._reserve(self.fd)
+            if self._map is None or self._size + len(data) > self._capacity:
+                self._reopen_map() if self._map is None else self._grow(len(data))
+            self._map[self._size : self._size + len(data)] = data
+            self._size += len(data)
             lines = self._pending.setdefault(key, [])
             lines.append(data)
             if answer:
                 self._answered[key] = len(lines)
+
+    def _reopen_map(self) -> None:
+        self._capacity = self._allocate(self.fd, self._size, self._size + CHUNK_BYTES)
+        self._map = mmap.mmap(self.fd, self._capacity)
+
+    def release_reserve(self) -> None:
+        """Give the space allocated past the lines back (the run stops; the store may need it)."""
+        with self._lock:
+            self._unmap()
+
+    def _unmap(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        os.ftruncate(self.fd, self._size)
+        self._capacity = self._size
 
     def marks(self, keys: list[str]) -> dict[str, int]:
         """How many lines of each key the rows being flushed cover (taken with those rows)."""
@@ -126,28 +129,27 @@ class Journal:
             return
         fresh = self.path.with_name(self.path.name + ".new")
         with self._lock:
+            content = b"".join(line for lines in self._pending.values() for line in lines)
             try:
-                fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                try:
-                    os.write(fd, b"".join(line for lines in self._pending.values() for line in lines))
-                finally:
-                    os.close(fd)
-                os.replace(fresh, self.path)  # atomic: a kill sees the old file or the new one
-            except OSError:  # no room for the copy: keep appending to the old file
+                opened = self._open(fresh, content)
+            except StoreWriteError:  # no room for the copy: keep appending to the old file
                 fresh.unlink(missing_ok=True)
                 return
+            os.replace(fresh, self.path)  # atomic: a kill sees the old file or the new one
+            self._map.close() if self._map is not None else None
             os.close(self.fd)
-            self._reserved_to = 0
-            self.fd = self._open(self.path, 0)
+            self.fd, self._map, self._size, self._capacity = opened
 
     def close(self) -> None:
         """Close; empty the file when DuckDB holds everything it said."""
         with self._lock:
-            self._release_unlocked()
             if not self._pending:
-                os.ftruncate(self.fd, 0)
+                self._size = 0
+            self._unmap()
             os.close(self.fd)
 
-    @property
-    def pending_keys(self) -> int:
-        return len(self._pending)
+
+def journal_lines(path: Path) -> list[bytes]:
+    """The lines written so far (the allocated tail past them reads as NUL bytes)."""
+    data = path.read_bytes()
+    return data.split(b"\0", 1)[0].splitlines()

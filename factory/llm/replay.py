@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from ..store import Store
+from .journal import journal_lines
 from .rows import COLUMNS, write_rows
 
 LOST_ERROR = "the process ended before this attempt's answer came back or was saved"
@@ -47,25 +48,28 @@ def read_journal(path: Path) -> tuple[list[tuple], list[tuple]]:
     """(answered rows, one row per key with attempts that got no answer)."""
     states: dict[str, KeyState] = {}
     answered: list[tuple] = []
-    with open(path, "rb") as lines:
-        for line in lines:
-            try:
-                entry = orjson.loads(line)
-                key, event = entry["k"], entry["e"]
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                continue  # the last line of a killed writer may be cut short
-            state = states.setdefault(key, KeyState())
-            if event == "start":
-                state.fixed = entry.get("row") or {}
-            elif event == "try":
-                state.tries += 1
-            elif event == "answer":
-                row = {**state.fixed, **(entry.get("row") or {}), "request_hash": key}
-                state.lost += max(0, state.tries - int(row.get("attempts") or 0))  # a cancelled call's tries
-                state.tries = 0
-                answered.append(_as_row(row))
+    for line in journal_lines(path):
+        try:
+            entry = orjson.loads(line)
+            key, event = entry["k"], entry["e"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            continue  # the last line of a killed writer may be cut short
+        state = states.setdefault(key, KeyState())
+        if event == "start":
+            state.fixed = entry.get("row") or {}
+        elif event == "try":
+            state.tries += 1
+        elif event == "answer":
+            answered.append(_answered_row(key, state, entry.get("row") or {}))
     lost = [_lost_row(key, state) for key, state in states.items() if state.tries + state.lost]
     return answered, lost
+
+
+def _answered_row(key: str, state: KeyState, answer: dict[str, Any]) -> tuple:
+    row = {**state.fixed, **answer, "request_hash": key}
+    state.lost += max(0, state.tries - int(row.get("attempts") or 0))  # tries of a call cancelled before
+    state.tries = 0
+    return _as_row(row)
 
 
 def _lost_row(key: str, state: KeyState) -> tuple:
