@@ -1,36 +1,33 @@
-"""The hostile sandbox suite's payloads (issue 14): what each one tries, which layers must
-stop it, and which host-side check confirms that nothing happened.
-
-A payload's code says for itself what happened, as its last line on stdout: `HELD <errno>`
-(the attempt failed) or `BREACHED [detail]` (it worked; for calls such as reboot(2) with an
-invalid magic, an errno that only a caller who got past the permission check can see counts
-as BREACHED). Host fields ($victim, $pid, ...) are filled in by the test with Python
-literals. Every target is something the test created for the purpose: a root-owned file in
-tmp_path, a listening socket, a sacrificial `sleep`; nothing here is harmful to the machine
-when a layer really is off (no valid reboot magic, the hostname set to its current value).
-Syscall numbers are x86_64's.
-"""
-
-from __future__ import annotations
+"""The hostile sandbox suite's payloads (issue 14): what each tries, the layers that stop it,
+the host-side check that confirms nothing happened. A payload reports on its last stdout
+line: `HELD <errno>` or `BREACHED [detail]` (for reboot(2) with an invalid magic and the like,
+an errno only a caller past the permission check sees is BREACHED). $fields are filled in by
+the test with Python literals; every target is the test's own (a root-owned file in tmp_path,
+a listening socket, a sacrificial `sleep`), and nothing here harms the machine when a layer is
+really off (no valid reboot magic, the hostname set to its current value). x86_64 numbers."""
 
 import struct
 from dataclasses import dataclass
 
+from factory.sandbox import SandboxLimits
+
 PRIV, LL, SC, NET = "privileges", "landlock", "seccomp", "network_namespace"
 CHANNEL, QUOTA = "result_channel", "scratch_quota"
-KERNEL_IMPORTS = ("ctypes", "errno", "gc", "io", "json", "os", "socket", "stat", "struct", "sys")
-
+KNOWN_LAYERS = {"static_check", "python_guards", LL, SC, PRIV, QUOTA, CHANNEL, NET}
+KERNEL_IMPORTS = ("ctypes", "errno", "gc", "io", "json", "os", "socket", "stat", "struct", "sys", "time")
+KERNEL_LIMITS = SandboxLimits(cpu_s=5, wall_s=10, memory_mb=512, allowed_imports=KERNEL_IMPORTS,
+                              max_output_bytes=65536)  # fmt: skip
+LIMITS = {"kernel": KERNEL_LIMITS, "channel": KERNEL_LIMITS, "gadget": SandboxLimits(cpu_s=5, wall_s=10),
+          "quota": KERNEL_LIMITS.model_copy(update={"cpu_s": 30, "wall_s": 60})}  # by Payload.kind
 # Prepended to every kernel payload: raw syscalls, and the one-line report.
 PRELUDE = """import ctypes, os, socket, struct, sys
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.syscall.restype = ctypes.c_long
-
 def sc(nr, *args):
     ret = LIBC.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
     if ret == -1:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
     return ret
-
 def report(attack, breached_errnos=()):
     try:
         detail = attack()
@@ -65,7 +62,7 @@ class Payload:
     function: bool = False  # run with run_function instead of run_program
 
     def source(self) -> str:
-        if self.kind != "kernel":
+        if not self.code.startswith("def attack():"):
             return self.code
         return f"{PRELUDE}\n{self.code}\nreport(attack, {self.breached_errnos!r})\n"
 
@@ -151,6 +148,10 @@ KERNEL_PAYLOADS = [
     k("hard-link a host file", FILES, (LL, PRIV), "os.link($victim, $outside + '/linked')", "outside"),
     k("symlink outside scratch", FILES, (LL, PRIV), "os.symlink('/etc/passwd', $outside + '/symlink')", "outside"),
     k("unlink a host file", FILES, (LL, PRIV), "os.unlink($victim)", "victim"),
+    k("write a world-writable host file", FILES, (LL,),
+      "fd = os.open($world_file, os.O_WRONLY | os.O_APPEND)\nos.write(fd, b'hostile')", "world_file"),
+    k("read a world-readable host file", FILES, (LL,), "return open($world_file).read()", "secret"),
+    k("read the job file beside scratch", FILES, (LL, PRIV), "return len(open('../job.json').read())"),
     k("truncate(2) a host file by path", FILES, (SC, LL, PRIV), "os.truncate($victim, 0)", "victim"),
     k("read a secret file", FILES, (LL, PRIV),
       "fd = os.open($secret, os.O_RDONLY)\nreturn os.read(fd, 200).decode()", "secret"),
@@ -161,6 +162,7 @@ KERNEL_PAYLOADS = [
     # --- other processes: a sacrificial sleep stands in for the parent
     k("kill(2) the parent", OTHERS, (SC, LL, PRIV), "sc(62, $pid, 15)", "sleeper"),
     k("tgkill(2) the parent", OTHERS, (SC, LL, PRIV), "sc(234, $pid, $pid, 15)", "sleeper"),
+    k("signal 0 to the runner (its parent)", OTHERS, (SC, LL, PRIV), "sc(62, os.getppid(), 0)"),
     k("signal 0 to pid 1", OTHERS, (SC, LL, PRIV), "sc(62, 1, 0)"),
     k("ptrace(PTRACE_SEIZE) the parent", OTHERS, (SC, LL, PRIV), "sc(101, 0x4206, $pid, 0, 0)"),
     k("process_vm_readv the parent", OTHERS, (SC, LL, PRIV),
@@ -178,10 +180,16 @@ KERNEL_PAYLOADS = [
     k("unshare(CLONE_NEWUSER)", ESCAPE, (SC,), "sc(272, 0x10000000)"),
     k("setns into its own UTS namespace", ESCAPE, (SC, PRIV), "sc(308, sc(434, os.getpid(), 0), 0x04000000)"),
     k("chroot(2) into scratch", ESCAPE, (SC, PRIV), "sc(161, b'.')"),
+    k("raise a hard rlimit (prlimit64 on itself)", ESCAPE, (PRIV,),
+      "sc(302, 0, 7, ctypes.create_string_buffer(struct.pack('<QQ', 64, 1 << 20)), None)"),
     k("setuid(0) after the drop", ESCAPE, (SC, PRIV), "os.setuid(0)"),
     k("setgid(0) after the drop", ESCAPE, (SC, PRIV), "os.setgid(0)"),
     k("capset CAP_SYS_ADMIN", ESCAPE, (SC, PRIV), CAPS_STRUCT),
     # --- kernel interfaces
+    k("swapoff a missing path", KERNEL, (SC, PRIV), "sc(168, b'/hostile-no-such-swap')", errnos=(2,)),
+    k("a thread while threads are off", PROCS, (SC,),
+      "t = ctypes.c_ulong()\nerr = LIBC.pthread_create(ctypes.byref(t), None, LIBC.getpid, None)\n"
+      "if err:\n    raise OSError(err, os.strerror(err))\nLIBC.pthread_join(t, None)"),
     k("keyctl(2)", KERNEL, (SC,), "return sc(250, 0, -4, 1)"),
     k("bpf(BPF_MAP_CREATE)", KERNEL, (SC, PRIV),
       "attr = ctypes.create_string_buffer(struct.pack('<5I', 2, 4, 4, 1, 0), 72)\nreturn sc(321, 0, attr, 72)"),
@@ -212,7 +220,7 @@ GADGET_PAYLOADS = [
 
 # --- the result channel: forged and absurd records, in the runner's line format and framed
 # (a 4-byte big-endian length before each JSON object), written to every descriptor.
-WRITE_EVERY_FD = """import gc, io, json, os, struct, sys
+WRITE_EVERY_FD = """import gc, io, json, os, struct, sys, time
 def lines_and_frames(messages):
     # Frames first (a line reader skips them as one bad line), so both parsers meet their own format.
     return [b"".join(struct.pack(">I", len(m)) + m for m in messages) + b"\\n", b"".join(m + b"\\n" for m in messages)]
@@ -227,21 +235,26 @@ def to_every_fd(messages):
 FORGED_CALLS = ('[b\'{"kind": "calls"}\', b\'{"kind": "call", "index": 0, "status": "ok", "value_json": "42"}\', '
                 'b\'{"kind": "end", "status": "ok"}\']')  # fmt: skip
 DEEP = "b'[' * 30000 + b']' * 30000"  # 60 KB: under a frame cap of 80 KiB, far past json's recursion
-SANDBOX_WRITERS = """for obj in gc.get_objects():
-    try:
-        if isinstance(obj, io.IOBase) and obj not in (sys.stdin, sys.stdout, sys.stderr) and obj.writable():
-            for message in FORGED:
-                sys.modules['__main__'].write(obj, json.loads(message))
-    except Exception:
-        pass
-for name in ('channel', 'runner', 'worker'):
-    module = sys.modules.get(name)
-    for fd in range(3, 64):
-        for message in FORGED:
-            try:
-                module.send(fd, json.loads(message))
-            except Exception:
-                pass
+SANDBOX_WRITERS = """def writable_files():
+    found = []
+    for obj in gc.get_objects():
+        try:
+            if isinstance(obj, io.TextIOBase) and obj.fileno() > 2 and obj.writable():
+                found.append(obj)
+        except Exception:
+            pass
+    return found
+FILES = writable_files()  # the runner's result file, where the code shares its process
+for message in FORGED:  # paced: each reply lands after the runner has asked, unread
+    for fd in FILES or range(3, 64):
+        try:
+            if FILES:
+                sys.modules['__main__'].write(fd, json.loads(message))
+            else:
+                sys.modules['channel'].send(fd, json.loads(message))
+        except Exception:
+            pass
+    time.sleep(0.2)
 """
 CHANNEL_PAYLOADS = [
     Payload("forged call records, then os._exit(0)", "forged result", (CHANNEL,),
@@ -273,19 +286,13 @@ OS._exit(0)
 """
 
 # --- scratch space: bounded, with a clean verdict, off the host's disk
-GIB = 1 << 30
 QUOTA_PAYLOADS = [
-    Payload("write 1 GiB into scratch in 8 MiB files", "scratch quota", (QUOTA,),
-            f"import os\nchunk, written = b'x' * (8 << 20), 0\ntry:\n    while written < {GIB}:\n"
-            "        fd = os.open(f'f{written}', os.O_WRONLY | os.O_CREAT, 0o600)\n        try:\n"
-            "            written += os.write(fd, chunk)\n        finally:\n            os.close(fd)\n"
-            "    print('BREACHED', written)\nexcept OSError as exc:\n    print('HELD', exc.errno, written)\n",
-            "disk", kind="quota"),
-    Payload("create 100000 files in scratch", "scratch quota", (QUOTA,),
-            "import os\nmade = 0\ntry:\n    while made < 100000:\n"
-            "        os.close(os.open(str(made), os.O_WRONLY | os.O_CREAT, 0o600))\n        made += 1\n"
-            "    print('BREACHED', made)\nexcept OSError as exc:\n    print('HELD', exc.errno, made)\n",
-            "disk", kind="quota"),
+    k("write 1 GiB into scratch in 8 MiB files", "scratch quota", (QUOTA,),
+      "written = 0\nwhile written < 1 << 30:\n    fd = os.open(f'f{written}', os.O_WRONLY | os.O_CREAT, 0o600)\n"
+      "    written += os.write(fd, b'x' * (8 << 20))\n    os.close(fd)\nreturn written", "disk", kind="quota"),
+    k("create 100000 files in scratch", "scratch quota", (QUOTA,),
+      "for made in range(100000):\n    os.close(os.open(str(made), os.O_WRONLY | os.O_CREAT, 0o600))\nreturn 100000",
+      "disk", kind="quota"),
 ]
 
 PAYLOADS = [*KERNEL_PAYLOADS, *GADGET_PAYLOADS, *CHANNEL_PAYLOADS, *QUOTA_PAYLOADS]

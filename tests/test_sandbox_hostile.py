@@ -1,14 +1,12 @@
-"""The hostile sandbox suite (issue 14): every payload of hostile_payloads.py is run twice.
+"""The hostile sandbox suite (issue 14), over the payloads of hostile_payloads.py.
 
-Held: every layer on — except the Python guards for the kernel, channel and quota payloads
-(and their code skips the static check), because module gadgets walk around both and the
-kernel layers must stand alone — the payload reports that it failed, and a host-side check
-confirms nothing changed: the root-owned file's mode, owner, times, xattrs and content, the
-listening sockets, the sacrificial `sleep` standing in for the parent, the secret, the disk.
-Breached: with the payload's own layers switched off (FACTORY_SANDBOX_DISABLE), the same code
-succeeds and the host sees it — which proves the held half can fail. The gadget payloads run
-with the default limits and the static check on: they pass it, and only the kernel stops them.
-"""
+Held: every layer on (but the Python guards and the static check for all but the gadgets:
+module gadgets walk around both, so the kernel layers must stand alone); the payload says it
+failed, and the host confirms nothing changed (the root-owned file's mode, owner, times,
+xattrs and content, the listening sockets, the sacrificial `sleep` standing in for the
+parent, the secret, the disk). Breached: the payload's layers off (FACTORY_SANDBOX_DISABLE),
+the same code succeeds and the host sees it, so the held half can fail. Alone: each of a
+payload's layers stops it with the others off. The gadgets pass the default static check."""
 
 import asyncio
 import contextlib
@@ -26,11 +24,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hostile_payloads import DEEP_THROUGH_SYS, KERNEL_IMPORTS, PAYLOADS, Payload
+from hostile_payloads import DEEP_THROUGH_SYS, KNOWN_LAYERS, LIMITS, PAYLOADS, Payload
 
-from factory.sandbox import (
-    DEFAULT_ALLOWED_IMPORTS, SandboxLimits, Verdict, check_source, run_function, run_program, sandbox_refusal,
-)  # fmt: skip
+from factory.sandbox import DEFAULT_ALLOWED_IMPORTS, Verdict, check_source, run_function, run_program, sandbox_refusal
 
 pytestmark = [
     pytest.mark.skipif(platform.machine() != "x86_64", reason="the payloads use x86_64 syscall numbers"),
@@ -39,12 +35,6 @@ pytestmark = [
 BY_NAME = {payload.name: payload for payload in PAYLOADS}
 SWITCHABLE = sorted(payload.name for payload in PAYLOADS if payload.layers)
 ALONE = sorted((payload.name, layer) for payload in PAYLOADS if len(payload.layers) > 1 for layer in payload.layers)
-KNOWN_LAYERS = {"static_check", "python_guards", "landlock", "seccomp", "privileges", "scratch_quota",
-                "result_channel", "network_namespace"}  # fmt: skip
-KERNEL_LIMITS = SandboxLimits(cpu_s=5, wall_s=10, memory_mb=512, allowed_imports=KERNEL_IMPORTS,
-                              max_output_bytes=65536)  # fmt: skip
-LIMITS = {"gadget": SandboxLimits(cpu_s=5, wall_s=10),
-          "quota": KERNEL_LIMITS.model_copy(update={"cpu_s": 30, "wall_s": 60})}  # fmt: skip
 DISK_DROP_HELD = 512 << 20  # a held quota run may not take this much of the host's disk
 
 
@@ -54,16 +44,16 @@ class Host:
     def __init__(self, tmp_path: Path, stack: contextlib.ExitStack):
         self.token = f"hostile-secret-{uuid.uuid4().hex}"
         self.victim, self.secret, self.outside = tmp_path / "victim.db", tmp_path / "secret.txt", tmp_path / "outside"
-        self.victim.write_text("the run's store")
-        self.victim.chmod(0o644)
+        planted(self.victim, "the run's store", 0o644)
         os.utime(self.victim, ns=(10**18, 10**18))
-        self.secret.write_text(self.token)
-        self.secret.chmod(0o600)
+        planted(self.secret, self.token, 0o600)
         self.outside.mkdir()
+        self.xattrs = xattrs_supported(tmp_path)
         self.before = self.victim_state()
         world = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="factory-hostile-")))
-        world.chmod(0o755)  # a socket anyone may reach, as many host sockets are
-        self.sock_path, self.world_path = tmp_path / "host.sock", world / "world.sock"
+        world.chmod(0o755)  # a socket and a file anyone may reach, as many on a host are
+        self.sock_path, self.world_path, self.world_file = tmp_path / "host.sock", world / "world.sock", world / "f"
+        planted(self.world_file, self.token, 0o666)
         self.listeners = {"socket": self.unix(stack, str(self.sock_path), 0o600),
                           "world_socket": self.unix(stack, str(self.world_path), 0o666),
                           "abstract": self.unix(stack, f"\0factory-hostile-{uuid.uuid4().hex}", None),
@@ -79,7 +69,7 @@ class Host:
         self.handle = file_handle(self.secret)
         self.fields = {
             "victim": str(self.victim), "secret": str(self.secret), "outside": str(self.outside),
-            "sock": str(self.sock_path), "world_sock": str(self.world_path),
+            "sock": str(self.sock_path), "world_sock": str(self.world_path), "world_file": str(self.world_file),
             "abstract": self.listeners["abstract"].getsockname(), "tcp_port": self.listeners["tcp"].getsockname()[1],
             "udp_port": self.udp.getsockname()[1], "pid": self.sleeper.pid, "addr": first_mapping(self.sleeper.pid),
             "hostname": socket.gethostname(), "handle": self.handle or "",
@@ -98,8 +88,10 @@ class Host:
         return string.Template(source).substitute({name: repr(value) for name, value in self.fields.items()})
 
     def require(self, payload: Payload) -> None:
-        if "setxattr" in payload.name and not xattrs_supported(self.outside):
+        if "setxattr" in payload.name and not self.xattrs:
             pytest.skip("this file system has no user xattrs")
+        if "hard rlimit" in payload.name and not own_capability(24):
+            pytest.skip("root here lacks CAP_SYS_RESOURCE: no run could raise a hard limit, held or not")
         if "open_by_handle_at" in payload.name and not self.handle:
             pytest.skip("no file handle for the secret file here (name_to_handle_at, or not on the root mount)")
 
@@ -108,43 +100,40 @@ class Host:
             return ("gone",)
         info = self.victim.stat()
         return (info.st_mode, info.st_uid, info.st_gid, info.st_mtime_ns, self.victim.read_bytes(),
-                sorted(os.listxattr(self.victim)) if xattrs_supported(self.outside) else None)  # fmt: skip
+                sorted(os.listxattr(self.victim)) if self.xattrs else None)  # fmt: skip
 
     def touched(self, payload: Payload, verdict: Verdict) -> bool:
         """Whether the host saw the payload's effect."""
         check = payload.host
         if check in self.listeners:
-            try:
-                self.listeners[check].accept()[0].close()
-                return True
-            except (BlockingIOError, socket.timeout):
-                return False
+            return happens(lambda: self.listeners[check].accept()[0].close())
         if check == "udp":
-            try:
-                return bool(self.udp.recv(64))
-            except BlockingIOError:
-                return False
-        if check == "sleeper":
-            try:
-                self.sleeper.wait(timeout=2 if said(verdict)[:1] == ["BREACHED"] else 0.3)
-                return True
-            except subprocess.TimeoutExpired:
-                return False
+            return happens(lambda: self.udp.recv(64))
+        if check == "sleeper":  # a signal takes a moment to land
+            return happens(lambda: self.sleeper.wait(timeout=2 if said(verdict)[:1] == ["BREACHED"] else 0.3))
         return {"victim": lambda: self.victim_state() != self.before,
                 "outside": lambda: any(self.outside.iterdir()),
+                "world_file": lambda: self.world_file.read_text() != self.token,
                 "secret": lambda: self.token in verdict.stdout + verdict.stderr}.get(check, lambda: False)()
 
 
-def xattrs_supported(folder: Path) -> bool:
-    probe = folder.parent / "xattr-probe"
-    probe.touch()
+def planted(path: Path, text: str, mode: int) -> None:
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def happens(call) -> bool:
+    """Whether a non-blocking host-side look finds something."""
     try:
-        os.setxattr(probe, "user.probe", b"1")
+        call()
         return True
-    except OSError:
+    except (BlockingIOError, subprocess.TimeoutExpired, OSError):
         return False
-    finally:
-        probe.unlink()
+
+
+def xattrs_supported(folder: Path) -> bool:
+    (folder / "xattr-probe").touch()
+    return happens(lambda: os.setxattr(folder / "xattr-probe", "user.probe", b"1"))
 
 
 def file_handle(path: Path) -> str | None:
@@ -156,6 +145,10 @@ def file_handle(path: Path) -> str | None:
     if libc.name_to_handle_at(-100, str(path).encode(), buffer, ctypes.byref(mount_id), 0) != 0:
         return None
     return buffer.raw[: 8 + struct.unpack_from("<I", buffer.raw)[0]].hex()
+
+
+def own_capability(bit: int) -> bool:
+    return bool(int(Path("/proc/self/status").read_text().split("CapEff:")[1].split()[0], 16) >> bit & 1)
 
 
 def first_mapping(pid: int) -> int:
@@ -179,13 +172,14 @@ def disabled_for(payload: Payload, off=()) -> list[str]:
 def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int]:
     """The payload's verdict with the layers `off` switched off, and how far the host's free
     disk space fell while it ran (sampled every 10 ms)."""
+    host.require(payload)
     disabled = disabled_for(payload, off)
     monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", ",".join(disabled))
     if off:  # a run with Landlock or seccomp switched off is uncontained on purpose
         monkeypatch.setenv("FACTORY_SANDBOX_UNCONTAINED", "1")
     else:
         monkeypatch.delenv("FACTORY_SANDBOX_UNCONTAINED", raising=False)
-    source, limits = host.fill(payload.source()), LIMITS.get(payload.kind, KERNEL_LIMITS)
+    source, limits = host.fill(payload.source()), LIMITS[payload.kind]
     skip = payload.kind != "gadget"  # the gadgets must pass the static check; the rest may skip it
     free, drop, done = shutil.disk_usage(tempfile.gettempdir()).free, [0], threading.Event()
 
@@ -206,6 +200,8 @@ def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int
     assert isinstance(verdict, Verdict)  # never an exception, whatever the code wrote
     if "disabled" in verdict.isolation:  # the knob's own report; a sandbox without the knob has none
         assert sorted(verdict.isolation["disabled"]) == disabled, describe(payload, verdict)
+    elif off:
+        pytest.skip("factory.sandbox has no FACTORY_SANDBOX_DISABLE knob yet (isolation lists no 'disabled')")
     return verdict, drop[0]
 
 
@@ -241,18 +237,14 @@ def assert_held(payload: Payload, host: Host, verdict: Verdict, disk_drop: int =
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_held_with_every_layer_on(name, host, monkeypatch):
     payload = BY_NAME[name]
-    host.require(payload)
     assert_held(payload, host, *run(payload, host, monkeypatch))
 
 
 @pytest.mark.parametrize("name", SWITCHABLE)
 def test_breached_with_its_layers_off(name, host, monkeypatch):
     payload = BY_NAME[name]
-    host.require(payload)
     verdict, _ = run(payload, host, monkeypatch, off=payload.layers)
     why = describe(payload, verdict)
-    if "disabled" not in verdict.isolation:
-        pytest.skip("factory.sandbox has no FACTORY_SANDBOX_DISABLE knob yet (isolation lists no 'disabled')")
     if payload.host == "forge":
         assert forged_success(verdict, payload), why
         return
@@ -265,11 +257,8 @@ def test_breached_with_its_layers_off(name, host, monkeypatch):
 def test_each_of_its_layers_holds_alone(name, layer, host, monkeypatch):
     """Defence in depth, measured: the payload's other layers off, this one still stops it."""
     payload = BY_NAME[name]
-    host.require(payload)
-    verdict, drop = run(payload, host, monkeypatch, off=[other for other in payload.layers if other != layer])
-    if "disabled" not in verdict.isolation:
-        pytest.skip("factory.sandbox has no FACTORY_SANDBOX_DISABLE knob yet (isolation lists no 'disabled')")
-    assert_held(payload, host, verdict, drop)
+    others = [other for other in payload.layers if other != layer]
+    assert_held(payload, host, *run(payload, host, monkeypatch, off=others))
 
 
 def test_the_code_tool_and_checker_answer_a_deep_record_with_a_failure(host, monkeypatch):
@@ -295,7 +284,7 @@ def test_a_deep_record_on_a_reachable_channel_still_gets_a_verdict(name, host, m
     assert_held(payload, host, verdict)
 
 
-def test_the_table_covers_every_finding_with_at_least_40_payloads():
+def test_the_table_covers_every_finding_and_the_gadgets_pass_the_static_check():
     findings = {payload.finding for payload in PAYLOADS}
     assert len(PAYLOADS) >= 40 and len(BY_NAME) == len(PAYLOADS)
     assert {"host metadata", "host UNIX sockets", "privileged calls", "module gadgets", "deep record",
@@ -303,9 +292,6 @@ def test_the_table_covers_every_finding_with_at_least_40_payloads():
     assert all(set(payload.layers) <= KNOWN_LAYERS for payload in PAYLOADS)
     assert [payload.name for payload in PAYLOADS if not payload.layers] == [
         payload.name for payload in PAYLOADS if payload.host == "deep"]  # fmt: skip
-
-
-@pytest.mark.parametrize("name", [payload.name for payload in PAYLOADS if payload.kind == "gadget"])
-def test_the_gadgets_pass_the_static_check_with_the_default_imports(name):
-    source = string.Template(BY_NAME[name].source()).safe_substitute(victim="'/tmp/victim'")
-    assert check_source(source, DEFAULT_ALLOWED_IMPORTS) is None
+    for gadget in (payload for payload in PAYLOADS if payload.kind == "gadget"):  # they pass the default check
+        source = string.Template(gadget.source()).safe_substitute(victim="'/tmp/victim'")
+        assert check_source(source, DEFAULT_ALLOWED_IMPORTS) is None, gadget.name
