@@ -20,17 +20,18 @@ def factory_cli(*args):
 
 
 def start_slow_smoke(server, run_dir):
-    """A `factory smoke` of 600 calls (0.05 s each, 4 in flight: 7 s or more), one topic refused; snapshots every 0.2 s."""
+    """A `factory smoke` of 600 calls (0.1 s each, 4 in flight: 15 s or more until the test speeds the server up),
+    one topic refused; snapshots every 0.2 s."""
     from loopback_server import Action
 
-    server.default = Action(delay_s=0.05)
+    server.default = Action(delay_s=0.1)
     server.route("tracking a parcel", *[Action(status=400, body=ERROR_REPLY) for _ in range(100)])
     command = [sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", "600", "--model", "m", "--base-url",
                server.base_url, "--concurrency", "4", "--run-dir", str(run_dir)]  # fmt: skip
     env = {**os.environ, "FACTORY_STATUS_INTERVAL_S": "0.2"}
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(run_dir.parent / "smoke.err", "w"), env=env)
     deadline = time.monotonic() + 60
-    while len(server.requests) < 60 and time.monotonic() < deadline and proc.poll() is None:
+    while len(server.requests) < 40 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     time.sleep(0.5)  # a snapshot or two past the first answers
     assert proc.poll() is None, (run_dir.parent / "smoke.err").read_text()[-2000:]
@@ -64,13 +65,21 @@ def test_readers_see_a_running_smoke_through_its_live_snapshot(server, tmp_path)
         later = json.loads(factory_cli("calls", str(run_dir), "--json").stdout)
         assert later["calls"] > live["calls"]  # progress shows between two looks
 
-        watch = factory_cli("status", str(run_dir), "--watch", "0.5")  # follows the run to its end
+        assert proc.poll() is None, "the run should still be going"
+        from loopback_server import Action
+
+        watch = subprocess.Popen([sys.executable, "-m", "factory.cli", "status", str(run_dir), "--watch", "0.5"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        first_line = watch.stdout.readline()  # the watch has shown the live run once
+        server.default = Action(delay_s=0.005)  # now let the run finish while the watch follows it
+        watched, watch_err = watch.communicate(timeout=120)
     finally:
         proc.wait(timeout=120)
     assert proc.returncode == 1  # the refused topic's calls failed, as a plain run reports
-    assert watch.returncode == 0, watch.stderr
-    assert watch.stdout.startswith("live snapshot of run ") and "this run: " in watch.stdout
-    final = watch.stdout.split("no run is writing this store; its latest runs:\n")[1]
+    assert watch.returncode == 0, watch_err
+    assert first_line.startswith("live snapshot of run ") and ": running, elapsed " in first_line
+    assert "this run: " in watched  # (communicate reads past what readline had buffered: later blocks only)
+    final = watched.split("no run is writing this store; its latest runs:\n")[1]
     assert final.split("\n", 1)[0].endswith(")") and " smoke: done (" in final
     after = factory_cli("calls", str(run_dir), "--json")
     summary = json.loads(after.stdout)

@@ -67,13 +67,13 @@ def test_a_damaged_store_is_one_line_and_never_written(how, command, smoke_store
     assert not (smoke_store.parent / "factory.duckdb.wal").exists()
 
 
-def test_damage_met_by_a_reader_mid_query_is_the_same_error(smoke_store):
-    damage(smoke_store, "random bytes in the middle")
-    with Store(smoke_store, read_only=True) as store:  # opening reads only the headers and the catalog
+def test_damage_met_mid_query_is_the_same_error(smoke_store):
+    with Store(smoke_store, read_only=True) as store:  # closed cleanly: opened without a read-through
+        damage(smoke_store, "random bytes in the middle")  # under a reader that has not read the data yet
         with pytest.raises(StoreDamagedError, match="is damaged .*move it aside"):
             store.query("SELECT * FROM llm_calls")
     with pytest.raises(StoreDamagedError, match="is damaged"):
-        Store(smoke_store)  # a writer reads the file through before it writes
+        Store(smoke_store, read_only=True)  # the file no longer matches its clean-close stamp: read through
 
 
 def test_a_clean_store_is_written_as_before(smoke_store):

@@ -12,7 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import FactoryError
-from .integrity import check_complete, classify, damaged, forget_clean, is_damage, known_clean, read_through, stamp_clean
+from .integrity import classify, damaged, forget_clean, is_damage, known_clean, read_through, stamp_clean
 from .migrations import MIGRATIONS
 
 STORE_FILENAME = "factory.duckdb"
@@ -44,22 +44,14 @@ class Store:
             raise classify(self.path, exc) from None
         # DuckDB connections are not safe for concurrent use from threads.
         self._lock = threading.RLock()
-        if not self.in_memory:
-            self._check_complete()
+        self._check_readable()
         if not read_only:
-            self._check_before_writing()
             self.migrate()
             self.mark_dead_runs_interrupted()
 
-    def _check_complete(self) -> None:
-        try:
-            check_complete(self.con, self.path)
-        except BaseException:
-            self.con.close()
-            raise
-
-    def _check_before_writing(self) -> None:
-        """Refuse to write into a damaged file: read it through unless the last clean close left it as it is."""
+    def _check_readable(self) -> None:
+        """Refuse a damaged file before writing to it or reporting part of it: read it through,
+        unless the last clean close left it as it is."""
         if self.in_memory or known_clean(self.path):
             return
         try:
@@ -67,7 +59,8 @@ class Store:
         except duckdb.Error as exc:
             self.con.close()
             raise classify(self.path, exc, "read") from None
-        forget_clean(self.path)  # this process writes now; close() stamps the file again
+        if not self.read_only:
+            forget_clean(self.path)  # this process writes now; close() stamps the file again
 
     def mark_dead_runs_interrupted(self) -> int:
         """Mark `interrupted` every run left `running` by a process that is gone.

@@ -1,10 +1,12 @@
 """Telling a damaged or busy store apart from other errors, and checking a store before writing to it.
 
 DuckDB checks a block's checksum only when it reads that block: a file with random bytes in a
-table's data opens, answers `count(*)` from metadata, and accepts new writes. So a store opened
-for writing is read through once (every column of every table), unless it is exactly the file
-that the last clean close left: a stamp beside it records that file's size, mtime and inode.
-The read costs about 1 s per GB; it happens after a crash or a change made outside factory.
+table's data opens, answers `count(*)` from metadata, and accepts new writes. A file cut short
+opens too, and answers whatever lies in its first part. So a store is read through once when
+opened (every column of every table), unless it is exactly the file that the last clean close
+by a writer left: a stamp beside it records that file's size, mtime and inode. The read costs
+about 1 s per GB; it happens after a crash or a change made outside factory. (DuckDB's header
+block count is no lower bound on the file's size: free blocks at its end need not be written.)
 """
 
 from __future__ import annotations
@@ -94,21 +96,6 @@ def forget_clean(path: Path) -> None:
         os.unlink(_stamp_path(path))
     except OSError:
         pass
-
-
-HEADER_BYTES = 3 * 4096  # DuckDB's file header and its two database headers, before the first block
-
-
-def check_complete(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """A file shorter than the blocks its header counts was cut off (a copy or a disk that ran out)."""
-    rows = con.execute("SELECT total_blocks, block_size FROM pragma_database_size() "
-                       "WHERE database_name = current_database()").fetchall()  # fmt: skip
-    if not rows:
-        return
-    blocks, block_size = rows[0]
-    needed, size = HEADER_BYTES + blocks * block_size, path.stat().st_size
-    if size < needed:
-        raise damaged(path, ValueError(f"truncated: {size} bytes of the {needed} its {blocks} blocks need"))
 
 
 def read_through(con: duckdb.DuckDBPyConnection) -> None:
