@@ -177,3 +177,21 @@ def test_a_value_nested_past_100_levels_is_the_codes_error_not_the_parents():
     assert verdict.calls[0].ok and verdict.calls[0].value is not None
     assert (verdict.calls[1].status, verdict.calls[1].reason) == ("error", "value"), verdict.calls[1]
     verdict.model_dump_json()
+
+
+def test_a_paced_blind_forger_cannot_answer_a_request_it_never_read():
+    """Replies written on a timer, each after the runner has asked, still lack the request's nonce."""
+    ahead = [framed({"kind": "calls"}), framed({"kind": "call", "index": 0, "status": "ok", "value_json": "42"}),
+             framed({"kind": "end", "status": "ok"})]  # fmt: skip
+    source = OS + "time = sys.modules['time']\n" + f"""
+for blob in {ahead!r}:
+    for fd in range(3, 64):
+        try:
+            OS.write(fd, blob)
+        except OSError:
+            pass
+    time.sleep(0.2)
+OS._exit(0)
+"""
+    verdict = run_function(source, "f", [[]], CODE)
+    assert (verdict.status, verdict.reason, verdict.calls[0].value) == ("error", "tampered", None), verdict

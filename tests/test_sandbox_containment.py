@@ -3,6 +3,7 @@
 not run; a code task is then a recorded error, never a score. The Python layers are no
 boundary for any profile, the default one included, and the tests show why."""
 
+import ast
 import asyncio
 import logging
 
@@ -152,3 +153,83 @@ def test_refine_with_validation_code_stops_up_front_where_the_sandbox_cannot_hol
     monkeypatch.delenv("FACTORY_SANDBOX_UNCONTAINED", raising=False)
     with pytest.raises(FactoryError, match="^refine: validation code cannot run here: .*Landlock.*--no-code$"):
         SandboxCodeChecker()
+
+
+# --- issue 14: the worker's privileges, the seccomp findings, the scratch quota, the knob ---------------
+GADGET_OS = "import random\nos = random._os\nimport sys\nC = sys.modules['importlib'].import_module('ctypes')\n"
+needs_root = pytest.mark.skipif(not CAPS["unprivileged_ids"], reason="the parent is not the machine's root")
+
+
+@needs_root
+def test_the_worker_is_nobody_with_no_capabilities(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    source = GADGET_OS + f"print(os.getuid(), os.getgid(), os.getgroups())\ntry:\n    os.chown({str(victim)!r}, 0, 0)\n" \
+                         "except OSError as e:\n    print(type(e).__name__)\n"  # fmt: skip
+    verdict = run_program(source, limits=CODE)
+    assert verdict.stdout.splitlines() == ["65534 65534 []", "PermissionError"], verdict
+    held = verdict.isolation["privileges"]
+    assert held == {"uid": 65534, "gid": 65534, "groups": 0, "caps_empty": True, "bounding_empty": True,
+                    "no_new_privs": True}  # fmt: skip
+    assert run_program("import math\nprint(math.pi)", limits=CODE).ok  # Python still readable for nobody
+
+
+SECCOMP_FINDINGS = {  # harmless arguments (a file of the scratch): a call let through would do nothing to the host
+    "chmod": "libc.chmod(b'mine', 0o600)",
+    "fchmodat2": "libc.syscall(452, -100, b'mine', 0o600, 0)",
+    "utimensat": "libc.utimensat(-100, b'mine', None, 0)",
+    "setxattr": "libc.setxattr(b'mine', b'user.x', b'1', 1, 0)",
+    "socket_unix": "libc.socket(1, 1, 0)",
+    "reboot_bad_magic": "libc.syscall(169, 0, 0, 0, 0)",
+    "sethostname_same": "libc.sethostname(os.uname().nodename.encode(), len(os.uname().nodename))",
+    "syslog_size": "libc.syslog_size(10, None, 0)",
+    "fanotify_init": "libc.fanotify_init(0, 0)",
+    "sched_setscheduler": "libc.sched_setscheduler(0, 0, C.byref(C.c_int(0)))",
+    "setpriority": "libc.setpriority(0, 0, 0)",
+    "setuid": "libc.setuid(0)",
+    "prlimit_other": "libc.prlimit(1, 7, None, None)",
+}
+
+
+@pytest.mark.skipif(not CAPS["seccomp"], reason="kernel without seccomp")
+def test_seccomp_alone_denies_every_finding_with_eperm(monkeypatch):
+    """Privileges and Landlock switched off (the knob): the filter is all that answers, with EPERM."""
+    monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "privileges,landlock")
+    body = "".join(f"    {name!r}: ({call}, C.get_errno()),\n" for name, call in SECCOMP_FINDINGS.items())
+    source = GADGET_OS + "os.close(os.open('mine', os.O_WRONLY | os.O_CREAT))\n" \
+                         "libc = C.CDLL(None, use_errno=True)\nlibc.syslog_size = libc.klogctl\n" \
+                         "results = {\n" + body + "}\nprint(results)\n"  # fmt: skip
+    verdict = run_program(source, limits=CODE)
+    assert verdict.ok, verdict
+    results = ast.literal_eval(verdict.stdout)
+    assert {name: got for name, got in results.items() if got != (-1, 1)} == {}
+    assert verdict.isolation["disabled"] == ["privileges", "landlock"] and verdict.isolation["landlock_abi"] == 0
+
+
+@pytest.mark.skipif(not CAPS["scratch_quota"], reason="no mount namespace for a scratch tmpfs")
+@pytest.mark.parametrize("source, what", [
+    ("import sys\nos = sys.modules['os']\nfd = os.open('big', os.O_WRONLY | os.O_CREAT)\n"
+     "for _ in range(20):\n    os.write(fd, b'x' * (1 << 20))\n", "No space left"),
+    ("import sys\nos = sys.modules['os']\nfor i in range(100):\n    os.close(os.open(str(i), os.O_WRONLY | os.O_CREAT))\n",
+     "No space left"),
+])  # fmt: skip
+def test_a_full_scratch_is_the_codes_own_oserror(source, what):
+    limits = CODE.model_copy(update={"scratch_mb": 8, "scratch_files": 32})
+    verdict = run_program(source, limits=limits)
+    assert (verdict.status, verdict.reason) == ("error", "exception") and what in verdict.error, verdict
+    assert verdict.isolation["scratch_quota"] == {"mb": 8, "files": 32}
+
+
+def test_the_knob_names_only_known_layers_and_waives_containment(monkeypatch):
+    monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "seccomp, no_such_layer")
+    verdict = run_program("print(1)")
+    assert (verdict.status, verdict.reason) == ("error", "input") and "no_such_layer" in verdict.error
+    assert "no_such_layer" in sandbox_refusal()
+    monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "static_check")
+    assert run_program("import os\nprint(1)").reason == "exception"  # the guard answers instead: ImportError
+    monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "landlock,seccomp")
+    monkeypatch.setattr(api, "landlock_abi", lambda: 0)  # a kernel lacking a layer the test switched off anyway
+    monkeypatch.delenv(containment.UNCONTAINED_ENV, raising=False)
+    verdict = run_program("print(1)", limits=CODE)
+    assert verdict.ok and verdict.isolation["seccomp"] is False
+    assert verdict.isolation["disabled"] == ["landlock", "seccomp"]

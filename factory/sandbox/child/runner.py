@@ -64,16 +64,20 @@ class FileReporter:
 
 
 class PipeReporter:
-    """The worker's end of the channel: it is told each call when the runner asks."""
+    """The worker's end of the channel: it is told each call when the runner asks, and
+    answers with the request's nonce, which only a reader of the request can know."""
 
     def __init__(self, to_runner: int, from_runner: int):
-        self.to_runner, self.from_runner = to_runner, from_runner
+        self.to_runner, self.from_runner, self.nonce = to_runner, from_runner, None
 
     def send(self, message: dict) -> None:
-        channel.send(self.to_runner, message)
+        channel.send(self.to_runner, {**message, "nonce": self.nonce} if self.nonce else message)
 
     def requests(self):
-        while (message := channel.receive(self.from_runner, 1 << 30)) and message.get("kind") == "call":
+        while message := channel.receive(self.from_runner, 1 << 30):
+            self.nonce = message["nonce"]
+            if message.get("kind") != "call":
+                return
             yield message["index"], message["args"]
 
 
@@ -147,14 +151,20 @@ def call_record(reply: dict, index: int, duration_s: float) -> dict:
 
 
 def ask(from_worker: int, to_worker: int, request: dict, cap: int) -> dict | None:
-    """Send `request` and read the one reply; None when the worker is gone."""
+    """Send `request` and read the one reply; None when the worker is gone. The request
+    carries a fresh nonce the reply must repeat: a reply written blind, ahead of time or
+    on a timer, cannot know it."""
     if channel.pending(from_worker) and channel.receive(from_worker, cap) is not None:
         raise channel.ChannelError("the worker wrote before it was asked")
+    nonce = os.urandom(16).hex()
     try:
-        channel.send(to_worker, request)
+        channel.send(to_worker, {**request, "nonce": nonce})
     except OSError:
         return None
-    return channel.receive(from_worker, cap)
+    reply = channel.receive(from_worker, cap)
+    if reply is not None and reply.get("nonce") != nonce:
+        raise channel.ChannelError("a reply that does not answer the request")
+    return reply
 
 
 def relay(job: dict, calls: list, from_worker: int, to_worker: int, results, held: dict) -> None:
