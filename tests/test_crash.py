@@ -54,5 +54,7 @@ def test_sigkill_mid_batch_then_rerun(server, tmp_path):
         )[0]
         statuses = store.query("SELECT status FROM runs ORDER BY started_at")
     assert total == distinct == ok == N
-    assert attempts == len(server.requests)  # the call journal counted the attempts the kill cut off
+    # The call journal counts every attempt, those the kill cut off too. One is journaled just before
+    # it is sent, so one the kill caught in between is counted and never seen: at most the 8 in flight.
+    assert len(server.requests) <= attempts <= len(server.requests) + 8
     assert statuses[-1] == ("done",) and statuses[0] != ("done",)  # the killed run is visible as never finished
