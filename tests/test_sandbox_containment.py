@@ -233,3 +233,19 @@ def test_the_knob_names_only_known_layers_and_waives_containment(monkeypatch):
     verdict = run_program("print(1)", limits=CODE)
     assert verdict.ok and verdict.isolation["seccomp"] is False
     assert verdict.isolation["disabled"] == ["landlock", "seccomp"]
+
+
+def test_without_a_mount_namespace_the_parent_watches_the_scratch(monkeypatch):
+    """The fallback quota: no tmpfs, so the parent measures the scratch directory and kills past it."""
+    base, spaces = api.namespace_support()
+    monkeypatch.setattr(api, "namespace_support", lambda: (base, spaces - {"mount"}))
+    limits = CODE.model_copy(update={"scratch_mb": 4, "scratch_files": 32, "wall_s": 20})
+    writer = "import sys\nos = sys.modules['os']\nfd = os.open('big', os.O_WRONLY | os.O_CREAT)\nwhile True:\n" \
+             "    os.write(fd, b'x' * (1 << 20))\n    os.fsync(fd)\n"  # fmt: skip
+    verdict = run_program(writer, limits=limits)
+    assert (verdict.status, verdict.reason) == ("error", "scratch"), verdict
+    many = run_program("import sys\nos = sys.modules['os']\nfor i in range(10 ** 6):\n"
+                       "    os.close(os.open(str(i), os.O_WRONLY | os.O_CREAT))\n", limits=limits)  # fmt: skip
+    assert (many.status, many.reason) == ("error", "scratch"), many
+    fine = run_program("print(1)", limits=limits)
+    assert fine.ok and fine.isolation["scratch_quota"] == {"mb": 4, "files": 32, "watched": True}

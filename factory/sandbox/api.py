@@ -20,12 +20,12 @@ from typing import Any, Coroutine
 
 from pydantic import ValidationError
 
-from .capabilities import landlock_abi, namespace_prefix, namespace_support
+from .capabilities import landlock_abi, namespace_support
 from .child import seccomp
 from .containment import refusal
 from .layers import disabled_layers
 from .models import CallVerdict, SandboxLimits, Verdict
-from .process import supervise
+from .process import ScratchWatch, supervise
 from .static_check import check_source
 from .verdict import make_verdict
 
@@ -52,8 +52,9 @@ def library_paths() -> list[str]:
 def child_argv(job_path: Path, layers: dict) -> list[str]:
     # Not -I: it implies -E, which would drop PYTHONHASHSEED. The environment is
     # built from nothing instead, so -E would have nothing left to protect.
-    prefix = namespace_prefix(network=layers["network_namespace"]) if layers["mount_namespace"] or \
-        layers["network_namespace"] else ()  # fmt: skip
+    spaces = [flag for flag, on in (("--mount", layers["mount_namespace"]), ("--net", layers["network_namespace"]))
+              if on]  # fmt: skip
+    prefix = (*namespace_support()[0], *spaces) if spaces else ()
     return [*prefix, sys.executable, "-s", "-S", str(RUNNER), str(job_path)]
 
 
@@ -170,10 +171,18 @@ async def run_in(job_dir: Path, source: str, limits: SandboxLimits, stdin: objec
             str(job_dir / "scratch"),
             str(stdin_path) if stdin_path else None, limits.wall_s, limits.max_output_bytes,
             str(job_dir / "result.jsonl"), max_result_bytes=limits.file_size_mb * 1024 * 1024,
+            scratch_watch=fallback_quota(job_dir / "scratch", limits, mode),
         )  # fmt: skip
     except OSError as exc:  # the child could not start at all (no executable, no fds)
         return failed("sandbox", f"could not start the sandbox: {exc}", n_calls)
     return make_verdict(raw, limits, n_calls)
+
+
+def fallback_quota(scratch: Path, limits: SandboxLimits, mode: dict) -> ScratchWatch | None:
+    """Where the child gets no mount namespace (no tmpfs of its own), the parent watches its scratch."""
+    if mode["layers"]["mount_namespace"] or "scratch_quota" in mode["disabled"]:
+        return None
+    return ScratchWatch(str(scratch), limits.scratch_mb * 1024 * 1024, limits.scratch_files)
 
 
 async def arun_program(source: str, stdin: str | bytes | None = None, limits: SandboxLimits | None = None,

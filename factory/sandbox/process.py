@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 READ_CHUNK = 65536
+SCRATCH_POLL_S = 0.05  # the fallback quota's reaction time: what a fast writer gets past the cap
 DRAIN_AFTER_KILL_S = 5.0  # a killed child's pipes close at once; this only bounds a surprise
 
 
@@ -41,6 +42,45 @@ class RawOutcome:
     timed_out: bool
     duration_s: float
     records: list[dict]
+    scratch_exceeded: bool = False
+
+
+@dataclass
+class ScratchWatch:
+    """The fallback quota where no tmpfs can be mounted: the parent measures the scratch
+    directory as the child runs and kills it past `max_bytes` or `max_files`."""
+
+    path: str
+    max_bytes: int
+    max_files: int
+    exceeded: bool = False
+
+
+def scratch_usage(path: str) -> tuple[int, int]:
+    """(bytes allocated, entries) under `path`, without recursion (the tree is the code's to shape)."""
+    used, entries, stack = 0, 0, [path]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as found:
+                for entry in found:
+                    entries += 1
+                    info = entry.stat(follow_symlinks=False)
+                    used += info.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:
+            continue  # removed while we looked
+    return used, entries
+
+
+async def watch_scratch(watch: ScratchWatch, process: asyncio.subprocess.Process) -> None:
+    while process.returncode is None:
+        used, entries = scratch_usage(watch.path)
+        if used > watch.max_bytes or entries > watch.max_files:
+            watch.exceeded = True
+            kill_group(process)
+            return
+        await asyncio.sleep(SCRATCH_POLL_S)
 
 
 def kill_group(process: asyncio.subprocess.Process) -> None:
@@ -63,7 +103,8 @@ async def pump(stream: asyncio.StreamReader, buffer: CappedBuffer, on_overflow) 
 
 
 async def supervise(argv: list[str], env: dict, cwd: str, stdin_path: str | None, wall_s: float,
-                    max_output_bytes: int, result_path: str, max_result_bytes: int) -> RawOutcome:  # fmt: skip
+                    max_output_bytes: int, result_path: str, max_result_bytes: int,
+                    scratch_watch: ScratchWatch | None = None) -> RawOutcome:  # fmt: skip
     started = time.monotonic()
     stdout, stderr = CappedBuffer(max_output_bytes), CappedBuffer(max_output_bytes)
     with open(stdin_path or os.devnull, "rb") as stdin:
@@ -76,6 +117,7 @@ async def supervise(argv: list[str], env: dict, cwd: str, stdin_path: str | None
         asyncio.ensure_future(pump(process.stderr, stderr, lambda: kill_group(process))),
         asyncio.ensure_future(process.wait()),
     ]
+    watcher = asyncio.ensure_future(watch_scratch(scratch_watch, process)) if scratch_watch else None
     try:
         _, pending = await asyncio.wait(tasks, timeout=wall_s)
         timed_out = bool(pending)
@@ -84,11 +126,12 @@ async def supervise(argv: list[str], env: dict, cwd: str, stdin_path: str | None
         # and let its pipes reach EOF so that the transport closes with the loop open.
         kill_group(process)
         await asyncio.wait(tasks, timeout=DRAIN_AFTER_KILL_S)
-        for task in tasks:
+        for task in [*tasks, watcher] if watcher else tasks:
             task.cancel()
     return RawOutcome(
         returncode=process.returncode, stdout=stdout, stderr=stderr, timed_out=timed_out,
         duration_s=time.monotonic() - started, records=read_records(result_path, max_result_bytes),
+        scratch_exceeded=bool(scratch_watch and scratch_watch.exceeded),
     )  # fmt: skip
 
 

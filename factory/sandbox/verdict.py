@@ -48,6 +48,9 @@ def parent_observation(raw: RawOutcome, limits: SandboxLimits) -> tuple[str, str
     name = signal_name(raw.returncode)
     if raw.timed_out:
         return "timeout", "wall", f"ran past the wall-clock limit of {limits.wall_s:g} s"
+    if raw.scratch_exceeded:
+        return "error", "scratch", (f"wrote more than the scratch limit of {limits.scratch_mb} MiB "
+                                    f"or {limits.scratch_files} files")  # fmt: skip
     if raw.stdout.overflowed or raw.stderr.overflowed:
         return "killed", "output", f"printed more than the output limit of {limits.max_output_bytes} bytes"
     if name == "SIGXCPU":

@@ -97,8 +97,11 @@ def prepare(job: dict) -> dict:
     if job["mount_namespace"] and "scratch_quota" not in disabled:
         mounts.scratch_tmpfs(job["scratch"], job["scratch_mb"], job["scratch_files"], ids)
         held["scratch_quota"] = {"mb": job["scratch_mb"], "files": job["scratch_files"]}
-    elif ids:
-        os.chown(job["scratch"], *ids)
+    else:
+        if "scratch_quota" not in disabled:  # no tmpfs of its own: the parent measures it as it runs
+            held["scratch_quota"] = {"mb": job["scratch_mb"], "files": job["scratch_files"], "watched": True}
+        if ids:
+            os.chown(job["scratch"], *ids)
     os.chdir(job["scratch"])  # the tmpfs, not the directory under it that the parent made our cwd
     job["worker_ids"] = ids
     return held
