@@ -88,7 +88,8 @@ def test_a_file_in_the_way_of_the_run_folder(tmp_path):
     blocker = tmp_path / "run"
     blocker.write_text("not a folder")
     result = factory_cli("smoke", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--run-dir", str(blocker))
-    assert (result.returncode, result.stderr) == (2, f"error: cannot create run folder {blocker}: a file is in the way\n")
+    expected = f"error: cannot create run folder {blocker}: a file is in the way\n"
+    assert (result.returncode, result.stderr) == (2, expected)
     below = blocker / "sub"
     result = factory_cli("smoke", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--run-dir", str(below))
     assert (result.returncode, result.stderr) == (2, f"error: cannot create run folder {below}: Not a directory\n")
@@ -108,6 +109,7 @@ def immutable_dir(tmp_path):
 def test_a_run_folder_under_a_read_only_parent(immutable_dir):
     run_dir = immutable_dir / "run"
     result = factory_cli("smoke", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--run-dir", str(run_dir))
-    assert (result.returncode, result.stderr) == (2, f"error: cannot create run folder {run_dir}: Operation not permitted\n")
+    expected = f"error: cannot create run folder {run_dir}: Operation not permitted\n"
+    assert (result.returncode, result.stderr) == (2, expected)
     with pytest.raises(FactoryError, match="cannot create run folder"):
         Store.open(run_dir)

@@ -84,9 +84,9 @@ def format_live(snapshot: dict[str, Any]) -> str:
 
 
 def render_live_html(snapshot: dict[str, Any]) -> str:
-    """A small page for `factory report` while the run goes: the snapshot, labelled, and what to do for the full report."""
+    """A small page for `factory report` while the run goes: the snapshot, labelled, and how to get the full report."""
     label = html.escape(describe(snapshot))
-    body = html.escape(format_live(snapshot).split("\n", 1)[1] if "\n" in format_live(snapshot) else "")
+    body = html.escape(format_live(snapshot).split("\n", 1)[1])  # all but the label line
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>factory: live run status</title></head><body>"
         f"<h1>Live snapshot, not the full report</h1><p><strong>{label}</strong></p>"
