@@ -11,9 +11,11 @@ from typing import Iterator
 
 from pydantic import BaseModel
 
+from .errors import FactoryError
 from .report import summarize_query
 from .store import Store, utcnow
 from .store.db import LIVE_RUNS
+from .store.integrity import first_line
 from .store.live import StatusPublisher, interval_from_env
 
 
@@ -65,9 +67,26 @@ def _start_publisher(run_dir: Path, run_id: str, command: str, started, store: S
 
 
 def _finish(store: Store, run_id: str, status: str, publisher: StatusPublisher | None) -> None:
+    """Record how the run ended, publish it, close the store.
+
+    When the run failed, its own error is the news: a store that cannot take the last update
+    (a full disk, a damaged or invalidated file) must not replace it with a second error. The
+    row then stays `running`, and the next writer marks it `interrupted`.
+    """
     try:
         store.execute("UPDATE runs SET finished_at = ?, status = ? WHERE run_id = ?", [utcnow(), status, run_id])
+    except Exception as exc:
+        if status == "done":
+            raise FactoryError(f"cannot record the end of run {run_id} in {store.path}: {first_line(exc)}") from None
     finally:
         if publisher is not None:
             publisher.finish(status)
+        _close(store, quiet=status != "done")
+
+
+def _close(store: Store, quiet: bool) -> None:
+    try:
         store.close()
+    except Exception as exc:
+        if not quiet:
+            raise FactoryError(f"cannot close run store {store.path}: {first_line(exc)}") from None

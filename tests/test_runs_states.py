@@ -94,3 +94,14 @@ def test_keyboard_interrupt_and_cancellation_record_interrupted_and_other_errors
         raise ValueError("a bug")
     assert [row[:2] for row in run_rows(tmp_path)] == [("sync", "interrupted"), ("async", "interrupted"),
                                                        ("broken", "failed")]  # fmt: skip
+
+
+def test_a_store_that_fails_at_the_end_does_not_hide_the_runs_own_error(tmp_path):
+    from factory.errors import FactoryError
+
+    with pytest.raises(FactoryError, match="^the disk is full$"), open_run(tmp_path, "broken") as run:
+        run.store.con.close()  # stands in for a store that takes no more writes (full disk, invalidated file)
+        raise FactoryError("the disk is full")
+    with pytest.raises(FactoryError, match="^cannot record the end of run .* in .*factory.duckdb: "), \
+            open_run(tmp_path / "other", "fine") as run:  # fmt: skip
+        run.store.con.close()
