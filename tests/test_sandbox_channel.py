@@ -1,6 +1,7 @@
 """What the sandbox's verdict rests on when the code holds the Python layer: the result
-records are the child's claims, checked against the kernel's exit status and the
-runner's own record sequence; the code cannot reach the parent's memory or signal it.
+records are written by the runner, which the code does not share; what the code writes to
+its fds reaches the runner out of turn (tampered) or nothing; the code cannot reach the
+parent's memory or signal it; and no shape of records raises in the parent.
 Also the code-task profile: livecodebench's prelude, its recursion limit, stdin via sys/io."""
 
 import ast

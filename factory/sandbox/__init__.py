@@ -14,11 +14,19 @@ Layers, each assuming the one before was bypassed:
    process and signal functions replaced by ones that raise PermissionError.
 3. The kernel: its own process and session (`killpg` on timeout), a fresh
    scratch cwd deleted afterwards, an environment built from nothing, rlimits
-   (CPU, address space, file size, open files, no core), an empty network
-   namespace (`unshare --net`), Landlock (read only Python's files, write only
-   the scratch directory, no TCP, no signals out), and a seccomp filter (no new
-   processes, no exec, no sockets but AF_UNIX). The last three are used where
-   the kernel offers them; `sandbox_capabilities()` and `Verdict.isolation` say.
+   (CPU, address space, file size, open files, no core), and, where the kernel
+   offers them: a mount and an empty network namespace (`unshare --mount --net`),
+   a size- and inode-capped tmpfs on scratch (`scratch_mb`, `scratch_files`; the
+   parent watches the directory where no tmpfs can be had), a worker process
+   that runs as `nobody` with no capabilities and no_new_privs, Landlock (read
+   only Python's files, write only the scratch directory, no TCP, no signals
+   out), and a seccomp denylist (no new processes, no exec, no socket(), no
+   chmod/chown/utime/xattr, no reboot/hostname/syslog/scheduling/ids...).
+4. The result channel: a trusted runner holds the result file and asks the
+   worker for each call (arguments and a nonce sent only then); what the code
+   writes out of turn makes the run error/tampered.
+`sandbox_capabilities()` and `Verdict.isolation` say what held; docs/sandbox.md
+has the details and FACTORY_SANDBOX_DISABLE, the test-only switch (layers.py).
 
 Containment (`containment.py`): layers 1 and 2 are not a boundary for any import
 profile (`datetime.sys`, `dataclasses.builtins`, `random._os` hand out what the
@@ -44,14 +52,17 @@ Verdict mapping (`status` / `reason`):
   limit, SystemExit with a non-zero code, a return value json cannot carry);
   `error` is "line N: Type: message", the traceback is in stderr (programs).
 - error / missing_function | input | sandbox: no such function, bad arguments
-  from the caller, the child could not start or report.
+  from the caller (or an unknown name in FACTORY_SANDBOX_DISABLE), the child
+  could not start or report, or its records could not be read.
+- error / scratch: past the scratch quota where the parent watches it (with the
+  tmpfs, a full scratch is the code's own OSError: error / exception).
 - error / isolation: this kernel lacks a layer that contains generated code
   (Landlock, seccomp); nothing ran, nothing was checked.
 - error / exit_code (also for SystemExit(0) while run_function's module is being
   defined, or inside a call), early_exit (the process ended with status 0 before
-  the runner reported: os._exit), tampered (the result records are not the
-  runner's own sequence: the code wrote to the result channel). The records are
-  the child's claims; see verdict.py for what the parent checks them against.
+  the runner reported: os._exit), tampered (the code wrote to the result channel
+  out of turn, or a reply without the request's nonce). See verdict.py and
+  child/runner.py.
 - timeout / wall: past `wall_s` (the parent kills the process group).
 - timeout / cpu: past `cpu_s` (SIGXCPU from RLIMIT_CPU).
 - timeout / call_wall: one call past `call_timeout_s` (per call only).

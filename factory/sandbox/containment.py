@@ -13,15 +13,18 @@ The rule: generated code runs only where both of these apply —
   the scratch directory. Below ABI 3 Landlock does not govern truncate(2), so
   the seccomp filter denies that call (ftruncate needs an fd opened for writing,
   which Landlock does govern).
-- seccomp: no new processes, no exec, no sockets but AF_UNIX, no signals out.
-  Its socket rule is what keeps a run off the network, so the network namespace
-  and Landlock's TCP rules (ABI 4) are extra depth, used where present, not
-  required.
+- seccomp: no new processes, no exec, no socket() at all, no signals out (and
+  the rest of issue 14's list: metadata, reboot, scheduling, ids...). Its socket
+  rule is what keeps a run off the network, so the network namespace and
+  Landlock's TCP rules (ABI 4) are extra depth, used where present, not
+  required; so are the unprivileged worker and the scratch tmpfs.
 
 Where one is missing, nothing runs: the verdict is `error/isolation`, naming
 what the kernel lacks (a checker records it as an error, never as a score). The
 operator of such a machine may accept uncontained runs for their own code with
-FACTORY_SANDBOX_UNCONTAINED=1; a warning then says so once per process.
+FACTORY_SANDBOX_UNCONTAINED=1; a warning then says so once per process. A layer
+the test-only FACTORY_SANDBOX_DISABLE switches off (layers.py) is waived here:
+the test chose to run without it.
 """
 
 from __future__ import annotations

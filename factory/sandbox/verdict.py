@@ -4,14 +4,16 @@ The parent's own observations come first — it ran out of wall clock, it cut th
 output, the kernel killed the child — because the child cannot be trusted to
 report on those; the child's result records explain everything else.
 
-The records are claims, not proof: the generated code shares the child's process
-and can write to the result file. So a run is "ok" only when the kernel's exit
-status agrees (0), a record sequence that is not the runner's own (two ends, a
-call out of order, a second "ready") makes the run "error/tampered", and a
-process that ends with status 0 before the runner reports is an early exit, not a
-success. What a record can still carry is a value the code chose to return,
-which is all a return value ever is: checkers compare it, in the parent, with
-expected values that never enter the sandbox.
+The records are written by the runner, a process the generated code does not share
+(child/runner.py): it asks the worker for each call with a nonce, takes one reply per
+request, and writes "end" with reason "tampered" when the worker writes out of turn.
+The parent still checks them — a run is "ok" only when the kernel's exit status agrees
+(0), a record sequence that is not the runner's own (two ends, a call out of order, a
+second "ready") is "error/tampered", a process that ends with status 0 before the
+runner reports is an early exit — and reads them defensively: whatever their shape,
+`make_verdict` returns a Verdict. What a reply can still carry is a value the code
+chose to return, which is all a return value ever is: checkers compare it, in the
+parent, with expected values that never enter the sandbox.
 """
 
 from __future__ import annotations
