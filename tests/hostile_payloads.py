@@ -1,10 +1,9 @@
 """The hostile sandbox suite's payloads (issue 14): what each tries, the layers that stop it,
-the host-side check that confirms nothing happened. A payload reports on its last stdout
-line: `HELD <errno>` or `BREACHED [detail]` (for reboot(2) with an invalid magic and the like,
-an errno only a caller past the permission check sees is BREACHED). $fields are filled in by
-the test with Python literals; every target is the test's own (a root-owned file in tmp_path,
-a listening socket, a sacrificial `sleep`), and nothing here harms the machine when a layer is
-really off (no valid reboot magic, the hostname set to its current value). x86_64 numbers."""
+the host-side check. A payload reports on its last stdout line: `HELD <errno>` or `BREACHED
+[detail]` (an errno that only a caller past the permission check sees, as reboot(2)'s EINVAL
+for an invalid magic, is BREACHED). $fields are the test's Python literals; every target is
+the test's own (a root-owned file in tmp_path, a socket, a sacrificial `sleep`), and nothing
+harms the machine with a layer off (no valid reboot magic, the current hostname). x86_64."""
 
 import struct
 from dataclasses import dataclass
@@ -15,12 +14,10 @@ PRIV, LL, SC, NET = "privileges", "landlock", "seccomp", "network_namespace"
 CHANNEL, QUOTA = "result_channel", "scratch_quota"
 KNOWN_LAYERS = {"static_check", "python_guards", LL, SC, PRIV, QUOTA, CHANNEL, NET}
 KERNEL_IMPORTS = ("ctypes", "errno", "gc", "io", "json", "os", "socket", "stat", "struct", "sys", "time")
-KERNEL_LIMITS = SandboxLimits(cpu_s=5, wall_s=10, memory_mb=512, allowed_imports=KERNEL_IMPORTS,
-                              max_output_bytes=65536)  # fmt: skip
+KERNEL_LIMITS = SandboxLimits(cpu_s=5, wall_s=10, allowed_imports=KERNEL_IMPORTS, max_output_bytes=65536)
 LIMITS = {"kernel": KERNEL_LIMITS, "channel": KERNEL_LIMITS, "gadget": SandboxLimits(cpu_s=5, wall_s=10),
           "quota": KERNEL_LIMITS.model_copy(update={"cpu_s": 30, "wall_s": 60})}  # by Payload.kind
-# Prepended to every kernel payload: raw syscalls, and the one-line report.
-PRELUDE = """import ctypes, os, socket, struct, sys
+PRELUDE = """import ctypes, os, socket, struct, sys  # before every kernel payload: raw syscalls, the report
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.syscall.restype = ctypes.c_long
 def sc(nr, *args):
@@ -39,14 +36,12 @@ def report(attack, breached_errnos=()):
 
 
 def tiny_elf(message: bytes) -> bytes:
-    """A static x86_64 executable that writes `message` to stdout and exits 0: it needs no
-    file of the host, so only the exec itself can be refused."""
+    """A static x86_64 executable that prints `message`: no file of the host, so only the exec can be refused."""
     code = (b"\xb8\x01\x00\x00\x00\xbf\x01\x00\x00\x00\x48\x8d\x35\x10\x00\x00\x00\xba"
             + struct.pack("<I", len(message)) + b"\x0f\x05\xb8\x3c\x00\x00\x00\x31\xff\x0f\x05" + message)  # fmt: skip
     size, base = 120 + len(code), 0x400000
-    header = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01", 2, 0x3E, 1, base + 120, 64, 0, 0, 64, 56,
-                         1, 0, 0, 0)  # fmt: skip
-    return header + struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, size, size, 0x1000) + code
+    hdr = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01", 2, 62, 1, base + 120, 64, 0, 0, 64, 56, 1, 0, 0, 0)
+    return hdr + struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, size, size, 0x1000) + code
 
 
 @dataclass(frozen=True)
@@ -55,8 +50,7 @@ class Payload:
     finding: str  # the finding of issue 14 it covers
     layers: tuple[str, ...]  # switched off together, the attack works; () where no knob applies
     code: str  # the attack; kernel payloads define attack() and get PRELUDE and the report line
-    host: str | None = None  # the host-side check: victim, outside, socket, world_socket, abstract, tcp, udp,
-    #                          sleeper, secret, forge, deep, disk
+    host: str | None = None  # the host-side check (Host.touched), or forge | deep | disk
     kind: str = "kernel"  # kernel | gadget (default limits, static check on) | channel | quota
     breached_errnos: tuple[int, ...] = ()
     function: bool = False  # run with run_function instead of run_program
@@ -75,14 +69,8 @@ def k(name, finding, layers, body, host=None, errnos=(), **extra) -> Payload:
 
 META, SOCKETS, MACHINE = "host metadata", "host UNIX sockets", "privileged calls"
 PROCS, NETWORK, FILES, OTHERS = "processes", "network", "files outside scratch", "other processes"
-ESCAPE, KERNEL = "namespaces and ids", "kernel interfaces"
-CAPS_STRUCT = """class Hdr(ctypes.Structure): _fields_ = [("v", ctypes.c_uint32), ("pid", ctypes.c_int)]
-class Data(ctypes.Structure): _fields_ = [("eff", ctypes.c_uint32), ("prm", ctypes.c_uint32), ("inh", ctypes.c_uint32)]
-hdr, data = Hdr(0x20080522, 0), (Data * 2)()
-sc(125, ctypes.byref(hdr), data)
-data[0].eff |= 1 << 21
-data[0].prm |= 1 << 21
-return sc(126, ctypes.byref(hdr), data)"""
+ESCAPE, KERNEL, SYSV = "namespaces and ids", "kernel interfaces", "host SysV IPC"
+CAPSET = "return sc(126, (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)(1 << 21, 1 << 21, 0, 0, 0, 0))"
 FORK_LIKE = "if pid == 0:\n    sc(60, 0)\nos.waitpid(pid, 0)\nreturn pid"
 SPAWN = """pid, argv = ctypes.c_int(0), (ctypes.c_char_p * 3)(b"echo", b"spawned", None)
 err = LIBC.posix_spawn(ctypes.byref(pid), b"/bin/echo", None, None, argv, None)
@@ -114,8 +102,7 @@ KERNEL_PAYLOADS = [
     k("reboot(2) with an invalid magic", MACHINE, (SC, PRIV), "sc(169, 0, 0, 0, 0)", errnos=(22,)),
     k("sethostname to the current name", MACHINE, (SC, PRIV), "sc(170, $hostname.encode(), len($hostname))"),
     k("syslog SIZE_BUFFER", MACHINE, (SC, PRIV), "return sc(103, 10, None, 0)"),
-    k("syslog READ_ALL", MACHINE, (SC, PRIV),
-      "buf = ctypes.create_string_buffer(4096)\nreturn sc(103, 3, buf, 4096)"),
+    k("syslog READ_ALL", MACHINE, (SC, PRIV), "buf = ctypes.create_string_buffer(4096)\nreturn sc(103, 3, buf, 4096)"),
     k("fanotify_init", MACHINE, (SC, PRIV), "return sc(300, 0, 0)"),
     k("sched_setscheduler SCHED_FIFO on itself", MACHINE, (SC, PRIV),
       "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))\n"
@@ -172,7 +159,17 @@ KERNEL_PAYLOADS = [
       "fd = os.open(f'/proc/{$pid}/environ', os.O_RDONLY)\nreturn os.read(fd, 4096).decode()", "secret"),
     k("read /proc/<parent>/mem", OTHERS, (LL, PRIV),
       "fd = os.open(f'/proc/{$pid}/mem', os.O_RDONLY)\nreturn os.pread(fd, 8, $addr).hex()"),
+    k("ptrace(PTRACE_SEIZE) the runner", OTHERS, (SC, LL, PRIV), "sc(101, 0x4206, os.getppid(), 0, 0)"),
+    k("list the runner's fds in /proc", OTHERS, (LL, PRIV), "return os.listdir(f'/proc/{os.getppid()}/fd')"),
     k("pidfd_getfd the parent's stdout", OTHERS, (SC, LL, PRIV), "return sc(438, sc(434, $pid, 0), 1, 0)"),
+    # --- System V IPC lives in the host's IPC namespace: objects outlive the run, and others' are reachable
+    k("leave a SysV shared memory segment behind", SYSV, (SC,), "return sc(29, $leak_key, 1 << 20, 0o1600)",
+      "sysv_leak"),
+    k("write a host's SysV shared memory", SYSV, (SC,),
+      "ctypes.memmove(sc(30, sc(29, $shm_key, 0, 0), None, 0), b'hostile', 7)", "sysv_shm"),
+    k("send to a host's SysV message queue", SYSV, (SC,),
+      "sc(69, sc(68, $msg_key, 0), ctypes.create_string_buffer(struct.pack('<q', 1) + b'hostile'), 7, 0o4000)",
+      "sysv_msg"),
     # --- namespaces, ids, capabilities
     k("mount(2) an unknown file system", ESCAPE, (SC, PRIV, LL),
       "sc(165, b'none', b'.', b'hostile-no-such-fs', 0, None)", errnos=(19,)),  # ENODEV: past the permission check
@@ -184,7 +181,7 @@ KERNEL_PAYLOADS = [
       "sc(302, 0, 7, ctypes.create_string_buffer(struct.pack('<QQ', 64, 1 << 20)), None)"),
     k("setuid(0) after the drop", ESCAPE, (SC, PRIV), "os.setuid(0)"),
     k("setgid(0) after the drop", ESCAPE, (SC, PRIV), "os.setgid(0)"),
-    k("capset CAP_SYS_ADMIN", ESCAPE, (SC, PRIV), CAPS_STRUCT),
+    k("capset CAP_SYS_ADMIN", ESCAPE, (SC, PRIV), CAPSET),
     # --- kernel interfaces
     k("swapoff a missing path", KERNEL, (SC, PRIV), "sc(168, b'/hostile-no-such-swap')", errnos=(2,)),
     k("a thread while threads are off", PROCS, (SC,),
@@ -221,11 +218,9 @@ GADGET_PAYLOADS = [
 # --- the result channel: forged and absurd records, in the runner's line format and framed
 # (a 4-byte big-endian length before each JSON object), written to every descriptor.
 WRITE_EVERY_FD = """import gc, io, json, os, struct, sys, time
-def lines_and_frames(messages):
-    # Frames first (a line reader skips them as one bad line), so both parsers meet their own format.
-    return [b"".join(struct.pack(">I", len(m)) + m for m in messages) + b"\\n", b"".join(m + b"\\n" for m in messages)]
-def to_every_fd(messages):
-    for blob in lines_and_frames(messages):
+def to_every_fd(messages):  # framed first (a line reader skips that as one bad line), then as lines
+    framed = b"".join(struct.pack(">I", len(m)) + m for m in messages) + b"\\n"
+    for blob in (framed, b"".join(m + b"\\n" for m in messages)):
         for fd in range(3, 1024):
             try:
                 os.write(fd, blob)
@@ -235,23 +230,19 @@ def to_every_fd(messages):
 FORGED_CALLS = ('[b\'{"kind": "calls"}\', b\'{"kind": "call", "index": 0, "status": "ok", "value_json": "42"}\', '
                 'b\'{"kind": "end", "status": "ok"}\']')  # fmt: skip
 DEEP = "b'[' * 30000 + b']' * 30000"  # 60 KB: under a frame cap of 80 KiB, far past json's recursion
-SANDBOX_WRITERS = """def writable_files():
+SANDBOX_WRITERS = """def result_files():  # where the code shares the runner's process: its open result file
     found = []
     for obj in gc.get_objects():
         try:
-            if isinstance(obj, io.TextIOBase) and obj.fileno() > 2 and obj.writable():
-                found.append(obj)
+            found += [obj] if isinstance(obj, io.TextIOBase) and obj.fileno() > 2 and obj.writable() else []
         except Exception:
             pass
     return found
-FILES = writable_files()  # the runner's result file, where the code shares its process
+FILES, RUNNER, CHANNEL = result_files(), sys.modules['__main__'], sys.modules['channel']
 for message in FORGED:  # paced: each reply lands after the runner has asked, unread
-    for fd in FILES or range(3, 64):
+    for target in FILES or range(3, 64):
         try:
-            if FILES:
-                sys.modules['__main__'].write(fd, json.loads(message))
-            else:
-                sys.modules['channel'].send(fd, json.loads(message))
+            (RUNNER.write if FILES else CHANNEL.send)(target, json.loads(message))
         except Exception:
             pass
     time.sleep(0.2)
@@ -274,7 +265,7 @@ CHANNEL_PAYLOADS = [
 
 # The deep record again, as code-task code (sys is allowed there, os is not): for the code tool and checker.
 DEEP_THROUGH_SYS = f"""import sys
-OS = sys.modules['os']
+OS = sys.modules['os']  # the real os, through the allowed sys
 DEEP = b'{{"kind": "end", "status": "ok", "x": ' + {DEEP} + b'}}'
 for fd in range(3, 1024):
     for blob in (len(DEEP).to_bytes(4, 'big') + DEEP + bytes([10]), DEEP + bytes([10])):
@@ -296,3 +287,13 @@ QUOTA_PAYLOADS = [
 ]
 
 PAYLOADS = [*KERNEL_PAYLOADS, *GADGET_PAYLOADS, *CHANNEL_PAYLOADS, *QUOTA_PAYLOADS]
+
+
+def said(stdout: str) -> list[str]:
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    return lines[-1].split() if lines else []
+
+
+def forged_success(payload: Payload, status: str, calls: list) -> bool:
+    """Whether a forge payload got what it forged: an ok run (and call 0 ok with 42)."""
+    return status == "ok" and (not payload.function or [(c.status, c.value) for c in calls] == [("ok", 42)])

@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import os
 import platform
+import random
 import shutil
 import socket
 import string
@@ -24,7 +25,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hostile_payloads import DEEP_THROUGH_SYS, KNOWN_LAYERS, LIMITS, PAYLOADS, Payload
+from hostile_payloads import DEEP_THROUGH_SYS, KNOWN_LAYERS, LIMITS, PAYLOADS, Payload, forged_success, said
 
 from factory.sandbox import DEFAULT_ALLOWED_IMPORTS, Verdict, check_source, run_function, run_program, sandbox_refusal
 
@@ -48,7 +49,8 @@ class Host:
         os.utime(self.victim, ns=(10**18, 10**18))
         planted(self.secret, self.token, 0o600)
         self.outside.mkdir()
-        self.xattrs = xattrs_supported(tmp_path)
+        (tmp_path / "xattr-probe").touch()
+        self.xattrs = happens(lambda: os.setxattr(tmp_path / "xattr-probe", "user.probe", b"1"))
         self.before = self.victim_state()
         world = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="factory-hostile-")))
         world.chmod(0o755)  # a socket and a file anyone may reach, as many on a host are
@@ -67,12 +69,16 @@ class Host:
         stack.callback(self.sleeper.wait)
         stack.callback(self.sleeper.kill)
         self.handle = file_handle(self.secret)
+        self.keys = dict(zip(("shm_key", "msg_key", "leak_key"), random.sample(range(1 << 24, 1 << 30), 3)))
+        self.shm_id = LIBC.shmget(self.keys["shm_key"], 4096, 0o1666)  # IPC_CREAT, as world-writable as some are
+        self.msg_id = LIBC.msgget(self.keys["msg_key"], 0o1666)
+        stack.callback(self.remove_ipc)
         self.fields = {
             "victim": str(self.victim), "secret": str(self.secret), "outside": str(self.outside),
             "sock": str(self.sock_path), "world_sock": str(self.world_path), "world_file": str(self.world_file),
             "abstract": self.listeners["abstract"].getsockname(), "tcp_port": self.listeners["tcp"].getsockname()[1],
-            "udp_port": self.udp.getsockname()[1], "pid": self.sleeper.pid, "addr": first_mapping(self.sleeper.pid),
-            "hostname": socket.gethostname(), "handle": self.handle or "",
+            "udp_port": self.udp.getsockname()[1], "pid": self.sleeper.pid, "addr": self.first_mapping(),
+            "hostname": socket.gethostname(), "handle": self.handle or "", **self.keys,
         }  # fmt: skip
 
     @staticmethod
@@ -84,13 +90,30 @@ class Host:
             os.chmod(address, mode)
         return listener
 
+    def remove_ipc(self) -> None:
+        for remove, ipc_id in ((LIBC.shmctl, self.shm_id), (LIBC.msgctl, self.msg_id), (LIBC.shmctl, self.leaked())):
+            remove(ipc_id, 0, None)  # IPC_RMID; an id of -1 fails harmlessly
+
+    def shared_memory(self) -> bytes:
+        address = LIBC.shmat(self.shm_id, None, 0o10000)  # SHM_RDONLY
+        data = ctypes.string_at(address, 7)
+        LIBC.shmdt(ctypes.c_void_p(address))
+        return data
+
+    def first_mapping(self) -> int:
+        return int(Path(f"/proc/{self.sleeper.pid}/maps").read_text().split("-", 1)[0], 16)
+
+    def leaked(self) -> int:
+        return LIBC.shmget(self.keys["leak_key"], 0, 0)
+
     def fill(self, source: str) -> str:
         return string.Template(source).substitute({name: repr(value) for name, value in self.fields.items()})
 
     def require(self, payload: Payload) -> None:
         if "setxattr" in payload.name and not self.xattrs:
             pytest.skip("this file system has no user xattrs")
-        if "hard rlimit" in payload.name and not own_capability(24):
+        capabilities = int(Path("/proc/self/status").read_text().split("CapEff:")[1].split()[0], 16)
+        if "hard rlimit" in payload.name and not capabilities >> 24 & 1:  # CAP_SYS_RESOURCE
             pytest.skip("root here lacks CAP_SYS_RESOURCE: no run could raise a hard limit, held or not")
         if "open_by_handle_at" in payload.name and not self.handle:
             pytest.skip("no file handle for the secret file here (name_to_handle_at, or not on the root mount)")
@@ -110,11 +133,18 @@ class Host:
         if check == "udp":
             return happens(lambda: self.udp.recv(64))
         if check == "sleeper":  # a signal takes a moment to land
-            return happens(lambda: self.sleeper.wait(timeout=2 if said(verdict)[:1] == ["BREACHED"] else 0.3))
+            return happens(lambda: self.sleeper.wait(timeout=2 if said(verdict.stdout)[:1] == ["BREACHED"] else 0.3))
         return {"victim": lambda: self.victim_state() != self.before,
                 "outside": lambda: any(self.outside.iterdir()),
                 "world_file": lambda: self.world_file.read_text() != self.token,
+                "sysv_leak": lambda: self.leaked() >= 0,
+                "sysv_shm": lambda: self.shared_memory() == b"hostile",
+                "sysv_msg": lambda: LIBC.msgrcv(self.msg_id, ctypes.create_string_buffer(64), 56, 0, 0o4000) >= 0,
                 "secret": lambda: self.token in verdict.stdout + verdict.stderr}.get(check, lambda: False)()
+
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.shmat.restype = ctypes.c_void_p
 
 
 def planted(path: Path, text: str, mode: int) -> None:
@@ -131,34 +161,18 @@ def happens(call) -> bool:
         return False
 
 
-def xattrs_supported(folder: Path) -> bool:
-    (folder / "xattr-probe").touch()
-    return happens(lambda: os.setxattr(folder / "xattr-probe", "user.probe", b"1"))
-
-
 def file_handle(path: Path) -> str | None:
     """name_to_handle_at(path) as hex, for a payload to open by handle from the root mount."""
-    if os.stat("/").st_dev != path.stat().st_dev:
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)
     buffer, mount_id = ctypes.create_string_buffer(struct.pack("<I", 128), 136), ctypes.c_int()
-    if libc.name_to_handle_at(-100, str(path).encode(), buffer, ctypes.byref(mount_id), 0) != 0:
+    if os.stat("/").st_dev != path.stat().st_dev or LIBC.name_to_handle_at(
+            -100, str(path).encode(), buffer, ctypes.byref(mount_id), 0) != 0:  # fmt: skip
         return None
     return buffer.raw[: 8 + struct.unpack_from("<I", buffer.raw)[0]].hex()
 
 
-def own_capability(bit: int) -> bool:
-    return bool(int(Path("/proc/self/status").read_text().split("CapEff:")[1].split()[0], 16) >> bit & 1)
-
-
-def first_mapping(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/maps").read_text().split("-", 1)[0], 16)
-
-
 @pytest.fixture
 def host(tmp_path):
-    refused = sandbox_refusal()
-    if refused:
+    if refused := sandbox_refusal():
         pytest.skip(f"the sandbox does not run here: {refused}")
     with contextlib.ExitStack() as stack:
         yield Host(tmp_path, stack)
@@ -175,10 +189,7 @@ def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int
     host.require(payload)
     disabled = disabled_for(payload, off)
     monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", ",".join(disabled))
-    if off:  # a run with Landlock or seccomp switched off is uncontained on purpose
-        monkeypatch.setenv("FACTORY_SANDBOX_UNCONTAINED", "1")
-    else:
-        monkeypatch.delenv("FACTORY_SANDBOX_UNCONTAINED", raising=False)
+    monkeypatch.setenv("FACTORY_SANDBOX_UNCONTAINED", "1" if off else "0")  # layers off: uncontained on purpose
     source, limits = host.fill(payload.source()), LIMITS[payload.kind]
     skip = payload.kind != "gadget"  # the gadgets must pass the static check; the rest may skip it
     free, drop, done = shutil.disk_usage(tempfile.gettempdir()).free, [0], threading.Event()
@@ -190,10 +201,8 @@ def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int
     watcher = threading.Thread(target=watch_disk, daemon=True)
     watcher.start()
     try:
-        if payload.function:
-            verdict = run_function(source, "f", [[]], limits, _skip_static_check=skip)
-        else:
-            verdict = run_program(source, limits=limits, _skip_static_check=skip)
+        verdict = (run_function(source, "f", [[]], limits, _skip_static_check=skip) if payload.function
+                   else run_program(source, limits=limits, _skip_static_check=skip))  # fmt: skip
     finally:
         done.set()
         watcher.join()
@@ -205,30 +214,18 @@ def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int
     return verdict, drop[0]
 
 
-def said(verdict: Verdict) -> list[str]:
-    """The payload's own report: the words of its last line on stdout."""
-    lines = [line for line in verdict.stdout.splitlines() if line.strip()]
-    return lines[-1].split() if lines else []
-
-
 def describe(payload: Payload, verdict: Verdict) -> str:
     return (f"{payload.name}: status={verdict.status}/{verdict.reason} signal={verdict.signal} "
             f"stdout={verdict.stdout[-300:]!r} error={verdict.error!r} isolation={verdict.isolation}")  # fmt: skip
 
 
-def forged_success(verdict: Verdict, payload: Payload) -> bool:
-    if payload.function:
-        return verdict.status == "ok" and [(c.status, c.value) for c in verdict.calls] == [("ok", 42)]
-    return verdict.status == "ok"
-
-
 def assert_held(payload: Payload, host: Host, verdict: Verdict, disk_drop: int = 0) -> None:
     why = describe(payload, verdict)
     if payload.host in ("forge", "deep"):
-        assert not forged_success(verdict, payload), why
+        assert not forged_success(payload, verdict.status, verdict.calls), why
         assert all(call.status != "ok" for call in verdict.calls), why
         return
-    assert said(verdict)[:1] == ["HELD"] or verdict.signal == "SIGSYS", why
+    assert said(verdict.stdout)[:1] == ["HELD"] or verdict.signal == "SIGSYS", why
     assert not host.touched(payload, verdict), f"the host saw it: {why}"
     if payload.host == "disk":  # other runs write to this disk too: only the quota runs are judged on it
         assert disk_drop < DISK_DROP_HELD, f"the host's disk lost {disk_drop >> 20} MiB: {why}"
@@ -246,9 +243,9 @@ def test_breached_with_its_layers_off(name, host, monkeypatch):
     verdict, _ = run(payload, host, monkeypatch, off=payload.layers)
     why = describe(payload, verdict)
     if payload.host == "forge":
-        assert forged_success(verdict, payload), why
+        assert forged_success(payload, verdict.status, verdict.calls), why
         return
-    assert said(verdict)[:1] == ["BREACHED"], why
+    assert said(verdict.stdout)[:1] == ["BREACHED"], why
     if payload.host not in (None, "disk"):
         assert host.touched(payload, verdict), f"the payload says BREACHED but the host saw nothing: {why}"
 
