@@ -14,6 +14,8 @@ good. Denied calls fail with EPERM, so Python raises a normal PermissionError:
   real-time scheduling and priorities, keys, perf, modules, kexec, accounting,
   swap, quotas, clocks, port I/O, device nodes, file handles, userfaultfd,
   personality, and changing ids or capabilities after the drop;
+- SysV IPC (shm, sem, msg) and POSIX message queues: the host's objects are
+  reachable by key from any namespace-less process with the right mode;
 - truncate(2) by path, which Landlock below ABI 3 does not govern (ftruncate
   needs an fd opened for writing, which Landlock does govern).
 A denylist, not an allowlist: numpy, sympy and the standard library touch many
@@ -63,7 +65,9 @@ ARCHES = {
         "name_to_handle_at": 303, "userfaultfd": 323, "personality": 135, "setuid": 105, "setgid": 106,
         "setreuid": 113, "setregid": 114, "setresuid": 117, "setresgid": 119, "setgroups": 116, "setfsuid": 122,
         "setfsgid": 123, "capset": 126, "lookup_dcookie": 212, "vhangup": 153, "kcmp": 312, "uselib": 134,
-        "ustat": 136, "sysfs": 139, "_sysctl": 156,
+        "ustat": 136, "sysfs": 139, "_sysctl": 156, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67,
+        "semget": 64, "semop": 65, "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70,
+        "msgctl": 71, "mq_open": 240, "mq_unlink": 241,
     }),
     "aarch64": (0xC00000B7, {**SHARED,
         "clone": 220, "execve": 221, "execveat": 281, "ptrace": 117, "unshare": 97, "setns": 268, "mount": 40,
@@ -80,7 +84,9 @@ ARCHES = {
         "clock_adjtime": 266, "adjtimex": 171, "mknodat": 33, "open_by_handle_at": 265, "name_to_handle_at": 264,
         "userfaultfd": 282, "personality": 92, "setuid": 146, "setgid": 144, "setreuid": 145, "setregid": 143,
         "setresuid": 147, "setresgid": 149, "setgroups": 159, "setfsuid": 151, "setfsgid": 152, "capset": 91,
-        "lookup_dcookie": 18, "vhangup": 58, "kcmp": 272,
+        "lookup_dcookie": 18, "vhangup": 58, "kcmp": 272, "msgget": 186, "msgctl": 187, "msgrcv": 188,
+        "msgsnd": 189, "semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193, "shmget": 194,
+        "shmctl": 195, "shmat": 196, "shmdt": 197, "mq_open": 180, "mq_unlink": 181,
     }),
 }  # fmt: skip
 # Every named call but the ones with a rule of their own below (an arch lacking a name has no such call).
