@@ -98,6 +98,9 @@ def cmd_refine(args: argparse.Namespace) -> int:
     _print_funnel(outcome.funnel)
     losses = ", ".join(f"{rule}={n}" for rule, n in outcome.rule_losses.items()) or "none"
     print(f"failed verifier checks (all attempts): {losses}")
+    if outcome.skipped_personas:
+        print(f"personas skipped (too long to be a persona): {len(outcome.skipped_personas)}; "
+              f"first: {outcome.skipped_personas[0]}")  # fmt: skip
     print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (factory show {config.run_dir} ID)")
     print(format_call_summary(summarize_calls(config.run_dir)))
     print(format_quality(run_quality(config.run_dir)))  # issue 13: the data's quality, not only its yield

@@ -65,7 +65,9 @@ def test_a_1mb_persona_is_skipped_counted_and_named_and_never_sent(server, tmp_p
     # a warning line (on stderr from the CLI, through logging's last-resort handler; pytest captures it here)
     [warning] = [r for r in caplog.records if r.name == "factory.personas.loaders"]
     err = warning.getMessage()
-    assert "Traceback" not in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert f"personas skipped (too long to be a persona): 1; first: {path}:2 ({len(huge.strip())} characters)" in captured.out
     assert f"{path}: skipped 1 of 3 persona rows longer than {MAX_PERSONA_CHARS} characters" in err
     assert f"first: {path}:2 ({len(huge.strip())} characters)" in err and "\n" not in err
     assert server.requests, "the usable personas still run"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
 
+from ..errors import StoreWriteError
 from ..llm import LLMClient
 from ..personas import Persona, load_library, load_personas, sample_personas, save_personas
 from ..run import open_run
@@ -22,16 +23,20 @@ class RefineOutcome:
     run_id: str
     funnel: dict[str, int]
     rule_losses: dict[str, int]
+    skipped_personas: list[str] = field(default_factory=list)  # rows too long to be a persona, "file:line (N characters)"
 
 
-def choose_personas(config: RefineConfig) -> list[Persona]:
+def choose_personas(config: RefineConfig) -> tuple[list[Persona], list[str]]:
+    """The sampled personas, and the rows of the file skipped as too long."""
     pool = load_personas(config.personas, field=config.persona_field) if config.personas else load_library()
-    return sample_personas(pool, min(config.count, len(pool)), config.seed)
+    return sample_personas(pool, min(config.count, len(pool)), config.seed), list(getattr(pool, "too_long", []))
 
 
 async def _one(llm: LLMClient, store: Store, persona: Persona, settings: RefineConfig, checker) -> None:
     try:
         await refine_one(llm, store, persona.id, persona.text, settings, checker)
+    except StoreWriteError:
+        raise  # the store cannot keep answers: the batch must stop, not record a failure per persona
     except Exception as exc:  # one persona's bug must not end the batch: record it
         row = {"trajectory_id": f"refine:{persona.id}", "source": "refine", "persona_id": persona.id,
                "verified": False, "reason": f"internal: {type(exc).__name__}: {exc}"}  # fmt: skip
@@ -55,7 +60,7 @@ def trajectory_source(config: FactoryConfig) -> str:
 
 
 async def run_refine_async(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
-    personas = choose_personas(config.refine)
+    personas, skipped = choose_personas(config.refine)
     settings = config.refine.model_copy(update={"scripts": script_source(config), "trajectories": trajectory_source(config)})
     checker = SandboxCodeChecker() if settings.with_code else None
     with open_run(config.run_dir, "refine", config) as run:
@@ -66,7 +71,7 @@ async def run_refine_async(config: FactoryConfig, progress: bool = True) -> Refi
             tasks = [asyncio.ensure_future(_one(llm, run.store, p, settings, checker)) for p in todo]
             for finished in tqdm(asyncio.as_completed(tasks), total=len(tasks), desc="refine", disable=not progress):
                 await finished
-        return RefineOutcome(run.run_id, refine_funnel(run.store), rule_losses(run.store))
+        return RefineOutcome(run.run_id, refine_funnel(run.store), rule_losses(run.store), skipped)
 
 
 def run_refine(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
