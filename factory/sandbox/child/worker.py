@@ -73,7 +73,9 @@ def close_doors(job: dict) -> dict:
     applied = {"rlimits": True, "python_guards": "python_guards" not in disabled, "network_namespace": isolated_network}
     if "privileges" not in disabled:
         privileges.drop(job["worker_ids"])
-    applied["privileges"] = privileges.report()
+    applied["privileges"] = held = privileges.report()
+    if "privileges" not in disabled and not (held["caps_empty"] and held["no_new_privs"]):
+        raise PermissionError(f"the privilege drop did not hold: {held}")  # fail closed, as for the kernel layers
     applied["landlock_abi"] = landlock.restrict(read_paths(job), [job["scratch"]]) if job["landlock"] else 0
     applied["seccomp"] = seccomp.install(allow_threads=job["max_processes"] > 1) if job["seccomp"] else False
     return applied
