@@ -91,15 +91,20 @@ def kill_once(args, server: TimedServer, run_dir: Path, rng: random.Random) -> f
 
 
 def lost_answers(server: TimedServer, kills: list[float]) -> list[float]:
-    """Ages (s) at the kill of replies that went out before it and were sent again after it."""
+    """Ages (s) at the kill of replies that went out before the kill of the run that sent them
+    and whose request a later run sent again. A send and its reply pair up in order, per key."""
     sends: dict[str, list[float]] = {}
     for request in server.requests:
         sends.setdefault(request["hash"], []).append(request["time"])
-    ages = []
+    replies: dict[str, list[float]] = {}
     for key, reply_time in server.replies:
-        kill = next((k for k in kills if k >= reply_time), None)
-        if kill is not None and any(t > kill for t in sends[key]):
-            ages.append(kill - reply_time)
+        replies.setdefault(key, []).append(reply_time)
+    ages = []
+    for key, times in sends.items():
+        for sent, replied in zip(times, replies.get(key, [])):
+            kill = next((k for k in kills if k >= sent), None)  # the kill that ended the sending run
+            if kill is not None and replied < kill and any(t > kill for t in times):
+                ages.append(kill - replied)
     return ages
 
 
