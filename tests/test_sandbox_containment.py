@@ -164,7 +164,8 @@ needs_root = pytest.mark.skipif(not CAPS["unprivileged_ids"], reason="the parent
 def test_the_worker_is_nobody_with_no_capabilities(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep")
-    source = GADGET_OS + f"print(os.getuid(), os.getgid(), os.getgroups())\ntry:\n    os.chown({str(victim)!r}, 0, 0)\n" \
+    source = GADGET_OS + "print(os.getuid(), os.getgid(), os.getgroups())\n" \
+                         f"try:\n    os.chown({str(victim)!r}, 0, 0)\n" \
                          "except OSError as e:\n    print(type(e).__name__)\n"  # fmt: skip
     verdict = run_program(source, limits=CODE)
     assert verdict.stdout.splitlines() == ["65534 65534 []", "PermissionError"], verdict
@@ -210,7 +211,8 @@ def test_seccomp_alone_denies_every_finding_with_eperm(monkeypatch):
 @pytest.mark.parametrize("source, what", [
     ("import sys\nos = sys.modules['os']\nfd = os.open('big', os.O_WRONLY | os.O_CREAT)\n"
      "for _ in range(20):\n    os.write(fd, b'x' * (1 << 20))\n", "No space left"),
-    ("import sys\nos = sys.modules['os']\nfor i in range(100):\n    os.close(os.open(str(i), os.O_WRONLY | os.O_CREAT))\n",
+    ("import sys\nos = sys.modules['os']\nfor i in range(100):\n"
+     "    os.close(os.open(str(i), os.O_WRONLY | os.O_CREAT))\n",
      "No space left"),
 ])  # fmt: skip
 def test_a_full_scratch_is_the_codes_own_oserror(source, what):

@@ -62,8 +62,9 @@ def uncover(directory: str, children: set[str]) -> None:
     lib = libc()
     trees = {}
     for child in children:
-        fd = int(lib.syscall(ctypes.c_long(SYS_OPEN_TREE), ctypes.c_int(AT_FDCWD),
-                             os.path.join(directory, child).encode(), ctypes.c_uint(OPEN_TREE_CLONE | AT_RECURSIVE)))  # fmt: skip
+        source = os.path.join(directory, child).encode()
+        flags = ctypes.c_uint(OPEN_TREE_CLONE | AT_RECURSIVE)
+        fd = int(lib.syscall(ctypes.c_long(SYS_OPEN_TREE), ctypes.c_int(AT_FDCWD), source, flags))
         if fd < 0:
             raise OSError(ctypes.get_errno(), f"open_tree {directory}/{child}")
         trees[child] = (fd, os.path.isdir(os.path.join(directory, child)))

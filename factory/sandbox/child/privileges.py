@@ -87,4 +87,5 @@ def report() -> dict:
     caps = {name: int(status.get(name, "1").strip() or "1", 16) for name in CAP_FIELDS}
     return {"uid": os.getuid(), "gid": os.getgid(), "groups": len(os.getgroups()),
             "caps_empty": not any(caps[name] for name in CAP_FIELDS if name != "CapBnd"),
-            "bounding_empty": caps["CapBnd"] == 0, "no_new_privs": status.get("NoNewPrivs", "").strip() == "1"}  # fmt: skip
+            "bounding_empty": caps["CapBnd"] == 0,
+            "no_new_privs": status.get("NoNewPrivs", "").strip() == "1"}  # fmt: skip
