@@ -90,6 +90,31 @@ def test_full_disk_stops_the_batch_keeps_every_answer_and_the_rerun_asks_only_th
     assert attempts == len(server.requests)  # every request the server saw is counted once
 
 
+def test_passrate_stops_on_a_full_disk_and_the_rerun_samples_only_the_rest(server, small_disk, tmp_path):
+    """The pass-rate sampler lets the store failure end the command (it used to record it per slot)."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(f'{{"id": "q{i}", "question": "Capital of France? #{i}", "answer": "Paris"}}\n'
+                             for i in range(40)), encoding="utf-8")  # fmt: skip
+    server.default = Action(content="<answer>Paris</answer>", delay_s=0.1)
+    command = [sys.executable, "-m", "factory.cli", "passrate", str(small_disk / "run"), "--tasks", str(tasks),
+               "--model", "loopback", "--base-url", server.base_url, "-q", "--n", "8", "--concurrency", "16", "--no-retry-failures"]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for(lambda: len(server.requests) >= 40, proc)
+    filler = fill(small_disk)
+    stderr = proc.communicate(timeout=120)[1].decode()
+    first = server.hashes()
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and "cannot write the call log" in lines[0], stderr[-3000:]
+    assert len(first) < 320
+
+    filler.unlink()
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert not set(server.hashes()[len(first):]) & set(first)
+    with Store.open(small_disk / "run", read_only=True) as store:
+        assert store.query("SELECT count(*), count(*) FILTER (correct) FROM rollouts") == [(320, 320)]
+
+
 KILLED_CLIENT = textwrap.dedent("""
     import asyncio, os, signal, sys
     sys.path.insert(0, {tests!r})
@@ -200,3 +225,27 @@ def test_clients_on_one_store_share_its_call_log(server, fast_config, tmp_path):
     assert all(r.ok for r in asyncio.run(go()))
     assert store.query("SELECT count(*) FROM llm_calls") == [(2,)]
     assert journal_path(store.path).stat().st_size == 0  # closed clean: nothing left to replay
+
+
+def test_a_batch_ending_on_an_error_keeps_the_answers_on_the_wire_and_sends_nothing_new(server, fast_config, tmp_path):
+    """E.g. a stage's own store write fails: the client waits for what it paid for, starts nothing new."""
+    import asyncio
+
+    from test_llm_faults import ask
+
+    from factory.llm import LLMClient
+
+    server.default = Action(delay_s=0.3)
+    store = Store(tmp_path / "s.duckdb")
+
+    async def go():
+        async with LLMClient(fast_config(concurrency=4), store) as llm:
+            calls = [asyncio.ensure_future(llm.run(ask(f"w{i} "))) for i in range(12)]  # noqa: F841 (left running)
+            while len(server.requests) < 4:
+                await asyncio.sleep(0.01)
+            raise RuntimeError("a stage's bug")
+
+    with pytest.raises(RuntimeError):
+        asyncio.run(go())
+    assert len(server.requests) == 4  # the 8 waiting for a slot were never sent
+    assert store.query("SELECT status, count(*) FROM llm_calls GROUP BY 1") == [("ok", 4)]

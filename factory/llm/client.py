@@ -88,9 +88,10 @@ class LLMClient:
             endpoint.base_url, endpoint.api_key, self.config.timeout_s, max(self.config.concurrency, 8)
         )
 
-    async def close(self) -> None:
-        """Flush and close; raises StoreWriteError when the call log could not be written."""
-        await self.keeper.close(list(self._inflight.values()), self.config.timeout_s + 1)
+    async def close(self, on_error: bool = False) -> None:
+        """Flush and close; raises StoreWriteError when the call log could not be written.
+        on_error: the batch is ending on an exception; its calls still on the wire finish first."""
+        await self.keeper.close(list(self._inflight.values()), self.config.timeout_s + 1, on_error)
         if self.sender is not None:
             await self.sender.close()
         self._started = False
@@ -99,8 +100,9 @@ class LLMClient:
     async def __aenter__(self) -> "LLMClient":
         return await self.start()
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        # Ctrl-C or a cancellation ends at once; any other error waits for the answers already paid for.
+        await self.close(on_error=isinstance(exc, Exception))
 
     # -- public calls ------------------------------------------------------
     async def complete(self, messages: list[dict[str, Any]], response_model=None, **kwargs: Any) -> Result:
@@ -112,7 +114,7 @@ class LLMClient:
         """Run one Request; never raises for a failed call (see Result.error_kind),
         only StoreWriteError once the call log cannot be written."""
         await self.start()
-        self.keeper.check()
+        self.keeper.check_can_send()
         spec = output_spec(request.response_model) if request.response_model is not None else None
         params = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens}
         params.update(self.config.params)

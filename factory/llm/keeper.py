@@ -24,6 +24,7 @@ class LogKeeper:
         self.log: CallLog | None = None
         self.failure: StoreWriteError | None = None
         self._flusher: asyncio.Task | None = None
+        self.closing = False  # the batch is ending on an error: nothing new is sent
 
     def open(self, store: Store | None) -> None:
         """Open the call log (replaying its journal) and start the background flush."""
@@ -55,9 +56,16 @@ class LogKeeper:
         if self.log is not None:
             self._journaled(self.log.begin, key, fixed)
 
+    def check_can_send(self) -> None:
+        """Raise StoreWriteError after a failure; end the calling task (CancelledError) while closing,
+        so a batch's leftover workers neither send nor record a failure for their item."""
+        self.check()
+        if self.closing:
+            raise asyncio.CancelledError()
+
     def before_attempt(self, key: str, number: int) -> None:
         """The sender's hook: nothing more is sent after a failure; each attempt is journaled first."""
-        self.check()
+        self.check_can_send()
         if self.log is not None:
             self._journaled(self.log.attempt, key, number)
 
@@ -77,16 +85,18 @@ class LogKeeper:
                     return
                 self.log.journal.rotate_if_large()
 
-    async def close(self, inflight: list[asyncio.Future], wait_s: float) -> None:
-        """Last flush, then the journal closes. After a failure, calls on the wire are
-        waited for first (their answers are paid for and go to the journal)."""
+    async def close(self, inflight: list[asyncio.Future], wait_s: float, on_error: bool = False) -> None:
+        """Last flush, then the journal closes. Leaving on an error or after a failure, calls
+        on the wire are waited for first: their answers are paid for and go to the journal."""
         if self._flusher is not None:
             self._flusher.cancel()
             self._flusher = None
         if self.log is not None and self.log.failure is not None:
             self._fail(self.log.failure)
-        if self.failure is not None and inflight:
+        if (on_error or self.failure is not None) and inflight:
+            self.closing = True
             await asyncio.wait(inflight, timeout=wait_s)
+        self.closing = False
         if self.log is not None:
             self._final_flush()
             self.log = None
