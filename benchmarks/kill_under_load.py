@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--delay", type=float, default=0.05, help="server seconds before each reply")
     parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument("--source", type=Path, default=ROOT, help="the source tree whose factory runs (default: this one)")
+    parser.add_argument("--source", type=Path, default=ROOT, help="the source tree whose factory runs (default: this)")
     parser.add_argument("--key", default="after", help="the results entry to write")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args()

@@ -85,7 +85,9 @@ def test_full_disk_stops_the_batch_keeps_every_answer_and_the_rerun_asks_only_th
     again = server.hashes()[len(first):]
     assert not set(again) & set(first), "a request answered before the disk filled was asked again"
     with Store.open(run_dir, read_only=True) as store:
-        rows, ok, attempts = store.query("SELECT count(*), count(*) FILTER (status = 'ok'), sum(attempts) FROM llm_calls")[0]
+        rows, ok, attempts = store.query(
+            "SELECT count(*), count(*) FILTER (status = 'ok'), sum(attempts) FROM llm_calls"
+        )[0]
     assert rows == ok == N
     assert attempts == len(server.requests)  # every request the server saw is counted once
 
@@ -97,7 +99,8 @@ def test_passrate_stops_on_a_full_disk_and_the_rerun_samples_only_the_rest(serve
                              for i in range(40)), encoding="utf-8")  # fmt: skip
     server.default = Action(content="<answer>Paris</answer>", delay_s=0.1)
     command = [sys.executable, "-m", "factory.cli", "passrate", str(small_disk / "run"), "--tasks", str(tasks),
-               "--model", "loopback", "--base-url", server.base_url, "-q", "--n", "8", "--concurrency", "16", "--no-retry-failures"]  # fmt: skip
+               "--model", "loopback", "--base-url", server.base_url, "-q", "--n", "8", "--concurrency", "16",
+               "--no-retry-failures"]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_for(lambda: len(server.requests) >= 40, proc)
     filler = fill(small_disk)
@@ -147,8 +150,8 @@ def run_killed_client(server, tmp_path, n, wait_slow=False, flush_every_s=3600, 
     """A client that SIGKILLs itself once n answers are in (and, with wait_slow, the slow request is sent).
     By default it never flushes (only the journal can keep the answers) and never rotates its journal."""
     marker = tmp_path / "slow-sent"
-    script = KILLED_CLIENT.format(tests=os.path.dirname(__file__), url=server.base_url, store=str(tmp_path / "s.duckdb"),
-                                  n=n, wait_slow=wait_slow, marker=str(marker), flush_every_s=flush_every_s,
+    script = KILLED_CLIENT.format(tests=os.path.dirname(__file__), url=server.base_url,
+                                  store=str(tmp_path / "s.duckdb"), n=n, wait_slow=wait_slow, marker=str(marker), flush_every_s=flush_every_s,
                                   rotate_bytes=rotate_bytes, pause_s=pause_s)  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
     if wait_slow:

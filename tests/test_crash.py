@@ -38,7 +38,8 @@ def test_sigkill_mid_batch_then_rerun(server, tmp_path):
 
     with Store.open(run_dir, read_only=True) as store:  # the killed store opens and reads
         saved = {h for (h,) in store.query("SELECT request_hash FROM llm_calls WHERE status = 'ok'")}
-    journaled = {row[0] for row in read_journal(journal_path(run_dir / STORE_FILENAME))[0] if row[COLUMNS.index("status")] == "ok"}
+    answered = read_journal(journal_path(run_dir / STORE_FILENAME))[0]
+    journaled = {row[0] for row in answered if row[COLUMNS.index("status")] == "ok"}
     saved |= journaled  # answers the flush had not reached yet, kept by the call journal
     assert 0 < len(saved) < N, "the kill should land mid-batch with some work saved"
     sent_before = len(server.requests)
@@ -50,7 +51,8 @@ def test_sigkill_mid_batch_then_rerun(server, tmp_path):
     assert not (resent & saved), "a request already answered and saved was sent again"
     with Store.open(run_dir, read_only=True) as store:
         total, distinct, ok, attempts = store.query(
-            "SELECT count(*), count(DISTINCT request_hash), count(*) FILTER (status = 'ok'), sum(attempts) FROM llm_calls"
+            "SELECT count(*), count(DISTINCT request_hash), count(*) FILTER (status = 'ok'), sum(attempts) "
+            "FROM llm_calls"
         )[0]
         statuses = store.query("SELECT status FROM runs ORDER BY started_at")
     assert total == distinct == ok == N

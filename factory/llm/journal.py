@@ -30,6 +30,7 @@ from ..errors import StoreWriteError
 
 CHUNK_BYTES = 16 * 2**20  # allocated ahead of the lines, so they still land when the disk fills up
 ROTATE_BYTES = 64 * 2**20  # rewrite the file with only what DuckDB still lacks past this size
+HINT = "; free space (or fix the folder's permissions) and run the same command again"
 
 
 def journal_path(store_path: Path) -> Path:
@@ -51,7 +52,7 @@ class Journal:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as exc:
-            raise StoreWriteError(f"cannot open the call journal {path}: {exc.strerror}") from None
+            raise StoreWriteError(f"cannot open the call journal {path}: {exc.strerror}{HINT}") from None
         try:
             os.write(fd, content)
             capacity = self._allocate(fd, len(content), len(content) + CHUNK_BYTES)
@@ -64,7 +65,7 @@ class Journal:
         try:  # real blocks, not a sparse file: a write into the mapping can then never fail
             os.posix_fallocate(fd, start, capacity - start)
         except OSError as exc:
-            raise StoreWriteError(f"cannot write the call journal {self.path}: {exc.strerror}") from None
+            raise StoreWriteError(f"cannot write the call journal {self.path}: {exc.strerror}{HINT}") from None
         return capacity
 
     def _grow(self, need: int) -> None:
