@@ -24,15 +24,15 @@ from tqdm.auto import tqdm
 from ..errors import StoreWriteError
 from ..store import Store, utcnow
 from .calllog import CallLog
-from .keeper import LogKeeper
 from .config import LLMConfig
 from .cost import call_cost, price_map
+from .keeper import LogKeeper
 from .local import local_server
+from .many import iter_results
 from .providers import Endpoint, resolve_endpoint
 from .request import Request, Result, request_key
-from .structured import OutputInvalid, OutputSpec, feedback_messages, output_spec, response_format, with_schema_instruction
-from .many import iter_results
 from .sender import Sender, Tally
+from .structured import OutputInvalid, OutputSpec, feedback_messages, output_spec, response_format, with_schema_instruction
 from .transport import OpenAICompatTransport, Reply, TransportError
 
 DOWNGRADE = {"json_schema": "json_object", "json_object": "prompt"}
@@ -284,4 +284,3 @@ class LLMClient:
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "cost_usd": result.cost_usd, "latency_s": result.latency_s, "finished_at": utcnow(),
         })  # fmt: skip
-
