@@ -202,8 +202,9 @@ class LLMClient:
 
     async def _call(self, request: Request, spec: OutputSpec | None, params: dict[str, Any], key: str) -> Result:
         started, clock = utcnow(), time.perf_counter()
-        if self.log is not None:
-            self.keeper.begin(key, self._fixed_columns(request, spec, params, key, started))
+        fixed = self._fixed_columns(request, spec, params, key, started) if self.log is not None else None
+        if fixed is not None:
+            self.keeper.begin(key, fixed)
         tally = Tally()
         params = dict(params)
         conversation = self._conversation(request, spec)
@@ -247,7 +248,7 @@ class LLMClient:
             tally.completion_tokens, call_cost(self.endpoint.provider, self.endpoint.model,
             tally.prompt_tokens, tally.completion_tokens), time.perf_counter() - clock, request.tag, notes,
         )  # fmt: skip
-        self._record(request, spec, params, result, jsonable, started)
+        self._record(request, spec, params, result, jsonable, started, fixed)
         return result
 
     @staticmethod
@@ -272,11 +273,12 @@ class LLMClient:
             "response_schema": spec.schema_json if spec else None, "started_at": started,
         }  # fmt: skip
 
-    def _record(self, request: Request, spec, params, result: Result, jsonable, started) -> None:
+    def _record(self, request: Request, spec, params, result: Result, jsonable, started, fixed=None) -> None:
         if self.log is None:
             return
+        fixed = fixed or self._fixed_columns(request, spec, params, result.request_hash, started)
         self.keeper.record({
-            **self._fixed_columns(request, spec, params, result.request_hash, started), "response": result.text,
+            **fixed, "params": orjson.dumps(params).decode(), "response": result.text,  # params: max_tokens may grow
             "parsed": orjson.dumps(jsonable).decode() if jsonable is not None else None,
             "finish_reason": result.finish_reason, "status": "ok" if result.ok else "error",
             "error_kind": result.error_kind, "error": result.error or "; ".join(result.notes) or None,
