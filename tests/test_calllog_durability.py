@@ -1,9 +1,7 @@
-"""No paid answer lost: a disk that fills up under a batch, and kills between flushes.
+"""No paid answer lost, no attempt uncounted, when the process is killed between flushes.
 
-The full-disk test mounts a real small tmpfs (root only; skipped otherwise) and
-runs the real `factory smoke` command against the loopback server. The kill
-tests run the client in a child process that SIGKILLs itself before the call
-log's flush, so only the call journal can have kept its answers.
+The tests run the client in a child process that SIGKILLs itself before the
+call log's flush, so only the call journal can have kept its answers.
 """
 
 import os
@@ -19,42 +17,6 @@ from factory.llm.calllog import CallLog
 from factory.llm.journal import journal_lines, journal_path
 from factory.store import Store
 
-N = 300
-
-
-def smoke_command(base_url, run_dir, n=N):
-    return [
-        sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", str(n), "--model", "loopback",
-        "--base-url", base_url, "--concurrency", "16", "--run-dir", str(run_dir),
-    ]  # fmt: skip
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount_point)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
-def fill(disk) -> "os.PathLike":
-    """Write a file until the filesystem is full; returns its path."""
-    filler = disk / "filler"
-    chunk = b"\0" * 2**20
-    with open(filler, "wb") as out:
-        try:
-            while True:
-                out.write(chunk)
-                out.flush()
-        except OSError:
-            pass
-    return filler
-
 
 def wait_for(condition, proc, timeout_s=60):
     import time
@@ -62,60 +24,6 @@ def wait_for(condition, proc, timeout_s=60):
     deadline = time.monotonic() + timeout_s
     while not condition() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.01)
-
-
-def test_full_disk_stops_the_batch_keeps_every_answer_and_the_rerun_asks_only_the_rest(server, small_disk):
-    server.default = Action(delay_s=0.1)  # 300 requests at concurrency 16: about 2 s
-    run_dir = small_disk / "run"
-    proc = subprocess.Popen(smoke_command(server.base_url, run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_for(lambda: len(server.requests) >= 40, proc)
-    filler = fill(small_disk)
-    stderr = proc.communicate(timeout=120)[1].decode()
-    first = server.hashes()
-
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert proc.returncode == 2, stderr[-3000:]
-    assert len(lines) == 1 and lines[0].startswith("error: cannot write the call log to "), stderr[-3000:]
-    assert "No space left on device" in lines[0] and "run the same command again" in lines[0]
-    assert len(first) < N, "the batch should stop sending once the store cannot be written"
-
-    filler.unlink()
-    rerun = subprocess.run(smoke_command(server.base_url, run_dir), capture_output=True, text=True, timeout=180)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    again = server.hashes()[len(first):]
-    assert not set(again) & set(first), "a request answered before the disk filled was asked again"
-    with Store.open(run_dir, read_only=True) as store:
-        rows, ok, attempts = store.query(
-            "SELECT count(*), count(*) FILTER (status = 'ok'), sum(attempts) FROM llm_calls"
-        )[0]
-    assert rows == ok == N
-    assert attempts == len(server.requests)  # every request the server saw is counted once
-
-
-def test_passrate_stops_on_a_full_disk_and_the_rerun_samples_only_the_rest(server, small_disk, tmp_path):
-    """The pass-rate sampler lets the store failure end the command (it used to record it per slot)."""
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("".join(f'{{"id": "q{i}", "question": "Capital of France? #{i}", "answer": "Paris"}}\n'
-                             for i in range(40)), encoding="utf-8")  # fmt: skip
-    server.default = Action(content="<answer>Paris</answer>", delay_s=0.1)
-    command = [sys.executable, "-m", "factory.cli", "passrate", str(small_disk / "run"), "--tasks", str(tasks),
-               "--model", "loopback", "--base-url", server.base_url, "-q", "--n", "8", "--concurrency", "16",
-               "--no-retry-failures"]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_for(lambda: len(server.requests) >= 40, proc)
-    filler = fill(small_disk)
-    stderr = proc.communicate(timeout=120)[1].decode()
-    first = server.hashes()
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert proc.returncode == 2 and len(lines) == 1 and "cannot write the call log" in lines[0], stderr[-3000:]
-    assert len(first) < 320
-
-    filler.unlink()
-    rerun = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert not set(server.hashes()[len(first):]) & set(first)
-    with Store.open(small_disk / "run", read_only=True) as store:
-        assert store.query("SELECT count(*), count(*) FILTER (correct) FROM rollouts") == [(320, 320)]
 
 
 KILLED_CLIENT = textwrap.dedent("""

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import StoreWriteError
 from ..store import Store
 from .calllog import CallLog
+from .many import mark_retrieved
 
 FLUSH_EVERY_S = 0.25
 
@@ -37,6 +38,7 @@ class LogKeeper:
         if self.failure is None and self.log is not None:
             self.failure = self.log.failure  # another client on this store failed: stop too
         if self.failure is not None:
+            _quiet_current_task()
             raise StoreWriteError(str(self.failure))
 
     def _fail(self, exc: StoreWriteError) -> None:
@@ -50,6 +52,7 @@ class LogKeeper:
             write(*args)
         except StoreWriteError as exc:
             self._fail(exc)
+            _quiet_current_task()
             raise
 
     def begin(self, key: str, fixed: dict[str, Any]) -> None:
@@ -112,3 +115,14 @@ class LogKeeper:
             except StoreWriteError:
                 pass  # the journal keeps the rows; the next open writes them
         self.log.release()
+
+
+def _quiet_current_task() -> None:
+    """The task about to raise StoreWriteError ends quietly if nobody awaits it: a batch's other
+    workers all stop on the same error, and one line (from close) is enough to say so."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop (a flush from a worker thread)
+        return
+    if task is not None:
+        task.add_done_callback(mark_retrieved)

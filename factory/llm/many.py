@@ -35,12 +35,12 @@ async def iter_results(
             yield index, task.result()
     finally:
         for task in running:  # left early: nobody reads these, so mark their outcome seen
-            task.add_done_callback(_retrieve)
+            task.add_done_callback(mark_retrieved)
         while not finished.empty():
-            _retrieve(finished.get_nowait()[1])
+            mark_retrieved(finished.get_nowait()[1])
 
 
-def _retrieve(task: asyncio.Future) -> None:
+def mark_retrieved(task: asyncio.Future) -> None:
     """Mark a task's outcome as seen (asyncio warns about exceptions nobody read)."""
     if not task.cancelled():
         task.exception()
