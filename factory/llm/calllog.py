@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ..errors import StoreWriteError
+from ..errors import FactoryError, StoreWriteError
 from ..store import Store
 from .journal import Journal, journal_path
 from .replay import replay_journal
@@ -62,7 +62,7 @@ class CallLog:
         self.journal_path = journal_path(store.path)
         try:
             self.replayed = replay_journal(store, self.journal_path)
-        except (duckdb.Error, OSError) as exc:
+        except (duckdb.Error, OSError, FactoryError) as exc:  # FactoryError: the store named it
             raise self.write_error(exc) from None
         self.journal = Journal(self.journal_path)
         self.users = 0
@@ -143,7 +143,7 @@ class CallLog:
     def _write(self, write) -> None:
         try:
             write()
-        except (duckdb.Error, OSError) as exc:
+        except (duckdb.Error, OSError, FactoryError) as exc:  # FactoryError: the store named it
             raise self.write_error(exc) from None
 
     def _bump_hits(self, hits: Counter[str]) -> None:
