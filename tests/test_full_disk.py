@@ -144,3 +144,19 @@ def test_a_batch_of_item_tasks_ends_with_one_line_not_a_traceback_per_task(serve
     assert proc.returncode == 1 and len(lines) == 1, stderr[-3000:]  # sys.exit(message) exits 1
     assert lines[0].startswith("error: cannot write the call log to ")
     assert len(server.requests) < 300
+
+
+def test_a_stage_write_the_full_disk_refuses_is_one_store_write_error(small_disk):
+    """Not only the call log: any write to the store that the disk refuses (a stage saving its
+    rows) is the one-line StoreWriteError that ends the batch, not DuckDB's traceback."""
+    from factory.errors import StoreWriteError
+
+    store = Store.open(small_disk / "run")
+    fill(small_disk)
+    big = {"request_hash": [f"k{i}" for i in range(20_000)], "response": ["x" * 2000] * 20_000}
+    with pytest.raises(StoreWriteError) as caught:
+        for _ in range(10):  # DuckDB buffers some writes: go on until the disk says no
+            store.insert_rows("llm_calls", big, replace=True)
+            store.execute("CHECKPOINT")
+    message = str(caught.value)
+    assert "\n" not in message and str(store.path) in message and "free space" in message

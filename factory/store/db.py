@@ -12,7 +12,8 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import FactoryError
-from .integrity import classify, damaged, forget_clean, is_damage, known_clean, read_through, stamp_clean
+from .integrity import (classify, damaged, forget_clean, is_damage, is_write_failure, known_clean, read_through,
+                        stamp_clean, unwritable)
 from .migrations import MIGRATIONS
 
 STORE_FILENAME = "factory.duckdb"
@@ -123,14 +124,19 @@ class Store:
 
     @contextmanager
     def _errors_named(self) -> Iterator[None]:
-        """A damaged file met mid-run becomes the one-line damage error (other errors pass as they are).
+        """A damaged file met mid-run becomes the one-line damage error, a write the disk refused the
+        one-line StoreWriteError that stops the batch (other errors pass as they are).
 
         An in-memory store (the report's) does not know which attached file failed: its caller says.
         """
         try:
             yield
         except duckdb.Error as exc:
-            if self.in_memory or not is_damage(exc):
+            if self.in_memory:
+                raise
+            if is_write_failure(exc):
+                raise unwritable(self.path, exc) from None
+            if not is_damage(exc):
                 raise
             self.seen_damage = True
             raise damaged(self.path, exc) from None

@@ -17,12 +17,14 @@ from pathlib import Path
 
 import duckdb
 
-from ..errors import FactoryError
+from ..errors import FactoryError, StoreWriteError
 
 # Substrings of DuckDB's messages for a file that is not what it wrote (1.x and 2.x).
 DAMAGE_SIGNS = ("corrupt", "checksum", "could not read enough bytes", "not a valid duckdb database",
                 "invalid database", "the file is not", "database file header")  # fmt: skip
 LOCK_SIGNS = ("could not set lock", "conflicting lock")
+# A write the disk refused (full, over quota); DuckDB may invalidate the database after one.
+WRITE_SIGNS = ("no space left", "disk quota", "could not write", "file too large")
 
 
 class StoreDamagedError(FactoryError):
@@ -45,6 +47,17 @@ def is_damage(exc: BaseException) -> bool:
 def is_lock(exc: BaseException) -> bool:
     text = str(exc).lower()
     return any(sign in text for sign in LOCK_SIGNS)
+
+
+def is_write_failure(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(sign in text for sign in WRITE_SIGNS)
+
+
+def unwritable(path: Path, exc: BaseException) -> StoreWriteError:
+    return StoreWriteError(
+        f"cannot write the run store {path}: {first_line(exc)}; free space and run the same command again"
+    )
 
 
 def damaged(path: Path, exc: BaseException) -> StoreDamagedError:
