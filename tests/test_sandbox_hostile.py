@@ -267,3 +267,39 @@ def layer_held(layer: str, isolation: dict) -> bool:
     if layer == "privileges":
         return isinstance(value, dict) and value.get("uid") == 65534 and value.get("caps_empty") is True
     return isinstance(value, dict) and not value.get("watched") if layer == "scratch_quota" else bool(value)
+
+
+def test_the_code_tool_and_checker_answer_a_deep_record_with_a_failure(host, monkeypatch):
+    """The same finding through the callers, with the code-task profile and its static check."""
+    from factory.checks import CODE_LIMITS, CodeTests
+    from factory.coa.tasks import Task
+    from factory.coa.tools import CodeTool
+
+    monkeypatch.delenv("FACTORY_SANDBOX_DISABLE", raising=False)
+    tool = asyncio.run(CodeTool()(DEEP_THROUGH_SYS))
+    assert not tool.ok and "[FAILED]" in tool.text, tool.text
+    task = Task(id="t/echo", question="print the input", domain="code", source="t",
+                tests={"stdin": ["7\n"], "expected_output": ["7\n"]})  # fmt: skip
+    checked = CodeTests(limits=CODE_LIMITS).check(f"```python\n{DEEP_THROUGH_SYS}```", task)
+    assert (checked.correct, checked.score) == (False, 0.0), checked
+
+
+@pytest.mark.parametrize("name", [payload.name for payload in PAYLOADS if payload.host == "deep"])
+def test_a_deep_record_on_a_reachable_channel_still_gets_a_verdict(name, host, monkeypatch):
+    """No layer to switch off here: with the channel reachable, the parent's parser is the defence."""
+    payload = BY_NAME[name]
+    verdict, _ = run(payload, host, monkeypatch, off=["result_channel"])
+    assert_held(payload, host, verdict)
+
+
+def test_the_table_covers_every_finding_and_the_gadgets_pass_the_static_check():
+    findings = {payload.finding for payload in PAYLOADS}
+    assert len(PAYLOADS) >= 40 and len(BY_NAME) == len(PAYLOADS)
+    assert {"host metadata", "host UNIX sockets", "privileged calls", "module gadgets", "deep record",
+            "forged result", "scratch quota"} <= findings  # fmt: skip
+    assert all(set(payload.layers) <= KNOWN_LAYERS for payload in PAYLOADS)
+    assert [payload.name for payload in PAYLOADS if not payload.layers] == [
+        payload.name for payload in PAYLOADS if payload.host == "deep"]  # fmt: skip
+    for gadget in (payload for payload in PAYLOADS if payload.kind == "gadget"):  # they pass the default check
+        source = string.Template(gadget.source()).safe_substitute(victim="'/tmp/victim'")
+        assert check_source(source, DEFAULT_ALLOWED_IMPORTS) is None, gadget.name
