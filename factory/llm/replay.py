@@ -37,10 +37,24 @@ class Replayed:
     lost_attempts: int = 0
 
 
+INTS = ("sample_index", "attempts", "prompt_tokens", "completion_tokens")
+FLOATS = ("cost_usd", "latency_s")
+
+
 def _as_row(values: dict[str, Any]) -> tuple:
+    """The row in llm_calls' types; ValueError or TypeError for a line no writer of ours wrote
+    (a damaged journal), which the reader then skips."""
     for name in TIMES:
         if isinstance(values.get(name), str):
             values[name] = datetime.fromisoformat(values[name])
+    for name in COLUMNS:
+        value = values.get(name)
+        if value is None or name in TIMES:
+            continue
+        kind = int if name in INTS else float if name in FLOATS else str
+        if kind is str and not isinstance(value, str) or isinstance(value, (list, dict)):
+            raise TypeError(f"{name}: {type(value).__name__}")
+        values[name] = kind(value)
     return tuple(values.get(c) for c in COLUMNS)
 
 
@@ -51,17 +65,22 @@ def read_journal(path: Path) -> tuple[list[tuple], list[tuple]]:
     for line in journal_lines(path):
         try:
             entry = orjson.loads(line)
-            key, event = entry["k"], entry["e"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            continue  # the last line of a killed writer may be cut short
-        state = states.setdefault(key, KeyState())
-        if event == "start":
-            state.fixed = entry.get("row") or {}
-        elif event == "try":
-            state.tries += 1
-        elif event == "answer":
-            answered.append(_answered_row(key, state, entry.get("row") or {}))
-    lost = [_lost_row(key, state) for key, state in states.items() if state.tries + state.lost]
+            key, event, row = str(entry["k"]), entry["e"], entry.get("row") or {}
+            state = states.setdefault(key, KeyState())
+            if event == "start":
+                state.fixed = dict(row)
+            elif event == "try":
+                state.tries += 1
+            elif event == "answer":
+                answered.append(_answered_row(key, state, dict(row)))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            continue  # the last line of a killed writer may be cut short; a damaged one is not ours
+    lost = []
+    for key, state in states.items():
+        try:
+            lost += [_lost_row(key, state)] if state.tries + state.lost else []
+        except (TypeError, ValueError):
+            continue  # its start line was damaged: the attempts cannot be placed
     return answered, lost
 
 
