@@ -181,3 +181,37 @@ def test_a_damaged_journal_is_skipped_line_by_line_never_a_traceback(tmp_path, d
     assert replayed.answered == 0 and replayed.lost_attempts >= 1  # the good lines still count
     assert store.query("SELECT status, error_kind FROM llm_calls WHERE request_hash = 'ok1'") == [("error", "interrupted")]
     store.close()
+
+
+def test_an_attempt_is_journaled_when_its_request_leaves_not_before(server, tmp_path):
+    """The journal counts an attempt once its headers are on the wire, so a request that never
+    left (no connection) is not counted as one the provider saw, and one that left always is."""
+    import asyncio
+    import json
+    import socket
+
+    from test_llm_faults import ask
+
+    from factory.llm import LLMClient, LLMConfig
+
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        dead_url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+
+    def tries(url):
+        async def go():
+            config = LLMConfig(model="loopback", base_url=url, max_retries=0, timeout_s=10)
+            store = Store(tmp_path / f"{len(list(tmp_path.iterdir()))}.duckdb")
+            llm = LLMClient(config, store, run_id="t")
+            await llm.start()
+            result = await llm.run(ask("q "))
+            lines = [json.loads(line) for line in journal_lines(journal_path(store.path))]
+            await llm.close()
+            return result, sum(line["e"] == "try" for line in lines)
+
+        return asyncio.run(go())
+
+    refused, refused_tries = tries(dead_url)
+    assert refused.error_kind == "connection" and refused.attempts == 1 and refused_tries == 0
+    answered, answered_tries = tries(server.base_url)
+    assert answered.ok and answered_tries == 1 == len(server.requests)

@@ -71,7 +71,8 @@ class LLMClient:
             server = await asyncio.to_thread(local_server, self.config.model or "local", self.config.local)
             local_url = server.base_url
         self.endpoint = resolve_endpoint(self.config, local_url)
-        self.sender = Sender(self._make_transport(self.endpoint), self.config, self.keeper.before_attempt)
+        self.sender = Sender(self._make_transport(self.endpoint), self.config, self.keeper.before_attempt,
+                             self.keeper.attempt_sent)  # fmt: skip
         if self.endpoint.provider != "local":
             await asyncio.to_thread(price_map)  # read the price table now, not on the first reply
         if self._mode == "auto":

@@ -66,9 +66,15 @@ class LogKeeper:
         if self.closing:
             raise asyncio.CancelledError()
 
-    def before_attempt(self, key: str, number: int) -> None:
-        """The sender's hook: nothing more is sent after a failure; each attempt is journaled first."""
+    def before_attempt(self, key: str, number: int, journal: bool = True) -> None:
+        """The sender's hook: nothing more is sent after a failure; the attempt is journaled here
+        when the transport cannot say when it left (`journal`), else by attempt_sent."""
         self.check_can_send()
+        if journal:
+            self.attempt_sent(key, number)
+
+    def attempt_sent(self, key: str, number: int) -> None:
+        """The request is on the wire: journal it now, so a kill from here on still counts it."""
         if self.log is not None:
             self._journaled(self.log.attempt, key, number)
 

@@ -8,6 +8,7 @@ exponential backoff (or as long as Retry-After says), and counts what it spent.
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -47,12 +48,15 @@ def estimate_tokens(body: dict[str, Any]) -> int:
 
 
 class Sender:
-    def __init__(self, transport, config: LLMConfig, before_attempt: Callable[[str, int], None] | None = None):
+    def __init__(self, transport, config: LLMConfig, before_attempt: Callable[[str, int, bool], None] | None = None,
+                 attempt_sent: Callable[[str, int], None] | None = None):  # fmt: skip
         self.transport = transport
         self.config = config
-        # Called with (key, attempt number) just before each HTTP attempt: the client journals it,
-        # or raises to send nothing more once its store cannot be written.
+        # before_attempt(key, number, journal) runs just before each HTTP attempt: it raises to send
+        # nothing more once the store cannot be written, and journals the attempt when the transport
+        # cannot say when the request left; attempt_sent(key, number) journals it when it can.
         self.before_attempt = before_attempt
+        self.attempt_sent = attempt_sent if getattr(transport, "notices_sends", False) else None
         self.limiter = RateLimiter(config.rpm, config.tpm)
         self.cooldown = CoolDown(config.cooldown_burst, config.cooldown_window_s, config.cooldown_s)
 
@@ -81,11 +85,15 @@ class Sender:
     async def _attempt(self, body: dict[str, Any], tally: Tally, key: str, estimate: int) -> Reply:
         await self.cooldown.wait()
         await self.limiter.acquire(estimate)
+        number = tally.attempts + 1
         if self.before_attempt is not None:
-            self.before_attempt(key, tally.attempts + 1)
-        tally.attempts += 1
+            self.before_attempt(key, number, self.attempt_sent is None)
+        tally.attempts = number
         try:
-            reply = await self.transport.chat(body, key)
+            if self.attempt_sent is not None:
+                reply = await self.transport.chat(body, key, functools.partial(self.attempt_sent, key, number))
+            else:
+                reply = await self.transport.chat(body, key)
         except TransportError as exc:
             if exc.kind == "rate_limit":
                 self.cooldown.record_429(exc.retry_after)

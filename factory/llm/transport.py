@@ -12,7 +12,7 @@ import email.utils
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import aiohttp
 import orjson
@@ -210,7 +210,18 @@ def parse_completion(payload: bytes, headers: Any = None) -> Reply:
     )
 
 
+async def _headers_sent(session: Any, trace: Any, params: Any) -> None:
+    """aiohttp's trace hook: the request has left (its headers are on the wire)."""
+    on_sent = trace.trace_request_ctx
+    if on_sent is not None:
+        on_sent()
+
+
 class OpenAICompatTransport:
+    # chat() takes `on_sent`, called once the request's headers are on the wire: the call log
+    # counts an attempt then, not before a wait for a connection that a kill may cut short.
+    notices_sends = True
+
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float, max_connections: int):
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.headers = {"Content-Type": "application/json"}
@@ -223,15 +234,20 @@ class OpenAICompatTransport:
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self.max_connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self.timeout, headers=self.headers)
+            sent = aiohttp.TraceConfig()
+            sent.on_request_headers_sent.append(_headers_sent)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self.timeout, headers=self.headers,
+                                                  trace_configs=[sent])  # fmt: skip
         return self._session
 
-    async def chat(self, body: dict[str, Any], request_hash: str | None = None) -> Reply:
+    async def chat(self, body: dict[str, Any], request_hash: str | None = None,
+                   on_sent: Callable[[], None] | None = None) -> Reply:  # fmt: skip
         session = self._get_session()
         # The request hash travels as a header so server-side logs can be joined to llm_calls.
         headers = {REQUEST_HASH_HEADER: request_hash} if request_hash else None
         try:
-            async with session.post(self.url, data=orjson.dumps(body), headers=headers) as resp:
+            async with session.post(self.url, data=orjson.dumps(body), headers=headers,
+                                    trace_request_ctx=on_sent) as resp:  # fmt: skip
                 payload = await resp.read()
                 headers = resp.headers
                 if resp.status != 200:
