@@ -11,7 +11,24 @@ from .store import Store
 def summarize_calls(run_dir: str | Path, stage: str | None = None) -> dict[str, Any]:
     """Calls, errors by kind, cache hits, tokens, cost and latency percentiles."""
     with Store.open(run_dir, read_only=True) as store:
-        return summarize_query(store.query, stage)
+        summary = summarize_query(store.query, stage)
+        summary["journal"] = journal_backlog(store.path)
+        return summary
+
+
+def journal_backlog(store_path: Path) -> dict[str, int] | None:
+    """What a killed run left in its call journal and DuckDB lacks for now (the next command
+    whose LLM client opens the store moves it there), or None when nothing waits."""
+    from .llm.journal import journal_path
+    from .llm.replay import read_journal
+    from .llm.rows import COLUMNS
+
+    path = journal_path(store_path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    answered, lost = read_journal(path)
+    attempts = sum(row[COLUMNS.index("attempts")] or 0 for row in lost)
+    return {"answered": len(answered), "unanswered_attempts": attempts} if answered or attempts else None
 
 
 def summarize_query(query: Callable[[str, list[Any] | None], list[tuple]], stage: str | None = None) -> dict[str, Any]:
@@ -66,4 +83,9 @@ def format_call_summary(summary: dict[str, Any]) -> str:
     ]
     for row in summary["by_stage"]:
         lines.append(f"  stage {row['stage']!r} model {row['model']!r}: {row['calls']} calls, {row['ok']} ok")
+    if summary.get("journal"):
+        waiting = summary["journal"]
+        lines.append(f"in the call journal, not yet counted above (a killed run; the next command that calls the "
+                     f"LLM on this run folder writes them): {waiting['answered']} answered calls, "
+                     f"{waiting['unanswered_attempts']} attempts without an answer")  # fmt: skip
     return "\n".join(lines)

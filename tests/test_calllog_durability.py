@@ -54,12 +54,13 @@ KILLED_CLIENT = textwrap.dedent("""
 """)
 
 
-def run_killed_client(server, tmp_path, n, wait_slow=False, flush_every_s=3600, rotate_bytes=2**30, pause_s=0):
+def run_killed_client(server, tmp_path, n, wait_slow=False, flush_every_s=3600, rotate_bytes=2**30, pause_s=0,
+                      store_name="s.duckdb"):  # fmt: skip
     """A client that SIGKILLs itself once n answers are in (and, with wait_slow, the slow request is sent).
     By default it never flushes (only the journal can keep the answers) and never rotates its journal."""
     marker = tmp_path / "slow-sent"
     script = KILLED_CLIENT.format(tests=os.path.dirname(__file__), url=server.base_url,
-                                  store=str(tmp_path / "s.duckdb"), n=n, wait_slow=wait_slow, marker=str(marker), flush_every_s=flush_every_s,
+                                  store=str(tmp_path / store_name), n=n, wait_slow=wait_slow, marker=str(marker), flush_every_s=flush_every_s,
                                   rotate_bytes=rotate_bytes, pause_s=pause_s)  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
     if wait_slow:
@@ -215,3 +216,21 @@ def test_an_attempt_is_journaled_when_its_request_leaves_not_before(server, tmp_
     assert refused.error_kind == "connection" and refused.attempts == 1 and refused_tries == 0
     answered, answered_tries = tries(server.base_url)
     assert answered.ok and answered_tries == 1 == len(server.requests)
+
+
+def test_factory_calls_on_a_killed_run_says_what_waits_in_its_journal(server, tmp_path, capsys):
+    """Read-only readers do not replay the journal (the next command's LLM client does), so they say what it holds."""
+    from factory.cli import main
+
+    server.route("slow", Action(delay_s=3))
+    run_killed_client(server, tmp_path, 5, wait_slow=True, store_name="factory.duckdb")
+    assert main(["calls", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "calls: 0 (0 ok)" in out
+    assert "in the call journal, not yet counted above" in out and "5 answered calls, 1 attempts without" in out
+    store = Store(tmp_path / "factory.duckdb")
+    CallLog(store).close()  # the next command's LLM client replays it
+    store.close()
+    assert main(["calls", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "calls: 6 (5 ok)" in out and "in the call journal" not in out
