@@ -12,23 +12,29 @@ def summarize_calls(run_dir: str | Path, stage: str | None = None) -> dict[str, 
     """Calls, errors by kind, cache hits, tokens, cost and latency percentiles."""
     with Store.open(run_dir, read_only=True) as store:
         summary = summarize_query(store.query, stage)
-        summary["journal"] = journal_backlog(store.path)
+        summary["journal"] = journal_backlog(store)
         return summary
 
 
-def journal_backlog(store_path: Path) -> dict[str, int] | None:
-    """What a killed run left in its call journal and DuckDB lacks for now (the next command
-    whose LLM client opens the store moves it there), or None when nothing waits."""
+def journal_backlog(store: Store) -> dict[str, int] | None:
+    """What a killed run left in its call journal and DuckDB lacks (the next command whose LLM
+    client opens the store writes it), or None when nothing waits. The journal still holds lines
+    already flushed; an answer counts only where llm_calls lacks its row (the replay's own rule)."""
     from .llm.journal import journal_path
     from .llm.replay import read_journal
-    from .llm.rows import COLUMNS
+    from .llm.rows import COLUMNS, as_table, merge_duplicates
 
-    path = journal_path(store_path)
+    path = journal_path(store.path)
     if not path.is_file() or path.stat().st_size == 0:
         return None
     answered, lost = read_journal(path)
+    with store.arrow_view("journal_rows", as_table(merge_duplicates(answered))):
+        [(missing,)] = store.query(
+            "SELECT count(*) FROM journal_rows j LEFT JOIN llm_calls o ON o.request_hash = j.request_hash "
+            "WHERE o.finished_at IS DISTINCT FROM j.finished_at"
+        )
     attempts = sum(row[COLUMNS.index("attempts")] or 0 for row in lost)
-    return {"answered": len(answered), "unanswered_attempts": attempts} if answered or attempts else None
+    return {"answered": missing, "unanswered_attempts": attempts} if missing or attempts else None
 
 
 def summarize_query(query: Callable[[str, list[Any] | None], list[tuple]], stage: str | None = None) -> dict[str, Any]:

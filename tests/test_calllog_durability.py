@@ -234,3 +234,19 @@ def test_factory_calls_on_a_killed_run_says_what_waits_in_its_journal(server, tm
     assert main(["calls", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "calls: 6 (5 ok)" in out and "in the call journal" not in out
+
+
+def test_journal_lines_already_flushed_are_not_counted_twice(server, tmp_path, capsys):
+    import re
+
+    from factory.cli import main
+
+    server.route("slow", Action(delay_s=3))
+    run_killed_client(server, tmp_path, 8, wait_slow=True, store_name="factory.duckdb", flush_every_s=0.01,
+                      pause_s=0.05)  # fmt: skip
+    assert main(["calls", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    ok = int(re.search(r"calls: \d+ \((\d+) ok\)", out).group(1))
+    waiting = re.search(r"(\d+) answered calls", out)
+    assert ok > 0, "some answers reached DuckDB before the kill"
+    assert ok + (int(waiting.group(1)) if waiting else 0) == 8
