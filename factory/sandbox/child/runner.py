@@ -179,7 +179,8 @@ def relay(job: dict, calls: list, from_worker: int, to_worker: int, results, hel
         raise channel.ChannelError("the worker's first message is not its report")
     write(results, {"kind": "ready", "isolation": {**ready["isolation"], **held}})
     message = channel.receive(from_worker, cap)
-    if message is not None and message.get("kind") == "calls" and job["mode"] == "function":
+    called = message is not None and message.get("kind") == "calls" and job["mode"] == "function"
+    if called:
         write(results, {"kind": "calls"})
         for index, args in enumerate(calls):
             started = time.monotonic()
@@ -192,6 +193,10 @@ def relay(job: dict, calls: list, from_worker: int, to_worker: int, results, hel
         return
     if message.get("kind") != "end":
         raise channel.ChannelError("a message out of turn")
+    if job["mode"] == "function" and not called and message.get("status") != "error":
+        # The worker ends a function run early only on a failure (the module raised, no such
+        # function): an ok end before the calls would make a verdict `ok` for calls never run.
+        raise channel.ChannelError("an end that is not a failure, before the calls")
     write(results, {"kind": "end", **outcome_fields(message)})
     if channel.receive(from_worker, cap) is not None:  # until the worker exits: nothing more is due
         raise channel.ChannelError("the worker wrote after its end")
