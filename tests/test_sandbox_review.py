@@ -7,7 +7,9 @@ at it: only files and processes this test creates are looked at."""
 import asyncio
 import os
 import platform
+import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 
@@ -65,3 +67,90 @@ def test_a_real_module_failure_before_the_calls_still_reads_as_its_own_error():
     assert (verdict.status, verdict.reason) == ("error", "exception")
     missing = run_function("x = 1\n", "f", [[]], LIMITS)
     assert (missing.status, missing.reason) == ("error", "missing_function")
+
+
+def test_the_worker_holds_no_descriptor_but_its_stdio_and_two_pipes():
+    source = ("import os, stat\nfor fd in range(64):\n    try:\n        mode = os.fstat(fd).st_mode\n"
+              "    except OSError:\n        continue\n    print(fd, stat.S_ISFIFO(mode), stat.S_ISCHR(mode))\n")  # fmt: skip
+    verdict = run_program(source, limits=LIMITS, _skip_static_check=True)
+    assert verdict.ok, verdict
+    rows = [line.split() for line in verdict.stdout.splitlines()]
+    assert rows[0] == ["0", "False", "True"]  # /dev/null
+    assert [fd for fd, *_ in rows] == ["0", "1", "2", rows[3][0], rows[4][0]] and len(rows) == 5
+    assert all(fifo == "True" for _, fifo, _ in rows[1:])  # no file, no socket: the result file was closed
+
+
+@pytest.mark.parametrize("directory", ["/dev/shm", "/tmp", "/var/tmp", "/run", "/proc/self/root/tmp"])
+def test_no_write_outside_scratch(directory):
+    name = f"sandbox-review-{uuid.uuid4().hex}"
+    host_path = os.path.join(directory.replace("/proc/self/root", ""), name)
+    source = (f"try:\n    open({os.path.join(directory, name)!r}, 'w').write('x')\n    print('wrote')\n"
+              "except OSError as exc:\n    print(type(exc).__name__)\n")  # fmt: skip
+    try:
+        verdict = run_program(source, limits=LIMITS, _skip_static_check=True)
+        assert verdict.ok and verdict.stdout.strip() == "PermissionError", verdict
+        assert not os.path.lexists(host_path)
+    finally:
+        if os.path.lexists(host_path):
+            os.unlink(host_path)
+
+
+def test_a_message_stalled_midway_ends_on_the_wall_clock():
+    """The worker sends a length prefix and half a body, then sleeps: the runner waits in
+    its read, and only the parent's wall clock can end it."""
+    source = FIND_PIPE + "def f():\n    os.write(channel_fd(), struct.pack('>I', 100) + b'{\"kind\"')\n    time.sleep(60)\n"
+    started = time.monotonic()
+    verdict = run_function(source, "f", [[]], SandboxLimits(wall_s=2), _skip_static_check=True)
+    assert (verdict.status, verdict.reason) == ("timeout", "wall")
+    assert time.monotonic() - started < 30  # not a timing figure: the 60 s sleep did not run out
+
+
+def test_a_giant_length_prefix_is_refused_without_reading_it():
+    source = FIND_PIPE + "def f():\n    os.write(channel_fd(), struct.pack('>I', 0xFFFFFFFF))\n    time.sleep(60)\n"
+    verdict = run_function(source, "f", [[]], LIMITS, _skip_static_check=True)
+    assert (verdict.status, verdict.reason) == ("error", "tampered"), verdict
+
+
+def live_processes_with(marker: str) -> list[str]:
+    """Processes (zombies aside: init reaps those) whose command line holds `marker`."""
+    table = subprocess.run(["ps", "-ww", "-eo", "stat=,args="], capture_output=True, text=True, check=True).stdout
+    return [line for line in table.splitlines() if marker in line and not line.lstrip().startswith("Z")]
+
+
+@pytest.fixture
+def own_job_dirs(monkeypatch):
+    """Job folders under a folder of this test's own, so that its runs (and no one else's)
+    can be told by their command line."""
+    parent = tempfile.mkdtemp(prefix="sandbox-review-")
+    os.chmod(parent, 0o755)
+    monkeypatch.setattr(tempfile, "tempdir", parent)
+    yield parent
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_a_cancelled_run_leaves_no_process_and_no_mount(own_job_dirs):
+    mounts_before = open("/proc/mounts").read()
+
+    async def cancel_midway() -> None:
+        source = "import time\ntime.sleep(30)\n"
+        task = asyncio.ensure_future(arun_program(source, limits=SandboxLimits(wall_s=60), _skip_static_check=True))
+        await asyncio.sleep(1.0)
+        assert live_processes_with(own_job_dirs), "the run had not started"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_midway())
+    assert not live_processes_with(own_job_dirs)
+    assert open("/proc/mounts").read() == mounts_before
+    assert os.listdir(own_job_dirs) == []  # the job folder went too
+
+
+@pytest.mark.xfail(strict=True, reason="not fixed: the scratch tmpfs is not counted against memory_mb "
+                                       "(RLIMIT_AS does not see tmpfs pages); a run holds memory_mb + scratch_mb")
+def test_scratch_counts_against_the_memory_limit():
+    source = ("for i in range(6):\n    with open(f'f{i}', 'wb') as out:\n        out.write(b'x' * (10 << 20))\n"
+              "held = bytearray(30 << 20)\nprint('held')\n")  # fmt: skip
+    verdict = run_program(source, limits=SandboxLimits(memory_mb=64, scratch_mb=64, wall_s=10), _skip_static_check=True)
+    assert verdict.isolation.get("scratch_quota", {}).get("mb") == 64
+    assert verdict.stdout.strip() != "held"  # 60 MiB of files and 30 MiB of memory under a 64 MiB limit
