@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from factory.sandbox import SandboxLimits, arun_program, run_function, run_program, sandbox_refusal
+from factory.sandbox import SandboxLimits, arun_function, arun_program, run_function, run_program, sandbox_refusal
 
 pytestmark = [
     pytest.mark.skipif(platform.system() != "Linux", reason="the sandbox's kernel layers are Linux's"),
@@ -154,3 +154,49 @@ def test_scratch_counts_against_the_memory_limit():
     verdict = run_program(source, limits=SandboxLimits(memory_mb=64, scratch_mb=64, wall_s=10), _skip_static_check=True)
     assert verdict.isolation.get("scratch_quota", {}).get("mb") == 64
     assert verdict.stdout.strip() != "held"  # 60 MiB of files and 30 MiB of memory under a 64 MiB limit
+
+
+@pytest.fixture
+def small_disk_for_jobs(monkeypatch):
+    """Job folders (the runner's result file) on a 2 MiB tmpfs of this test's own."""
+    mount_point = tempfile.mkdtemp(prefix="sandbox-review-disk-")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", mount_point],
+                             capture_output=True, text=True)  # fmt: skip
+    if mounted.returncode != 0:
+        os.rmdir(mount_point)
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    monkeypatch.setattr(tempfile, "tempdir", mount_point)
+    yield mount_point
+    subprocess.run(["umount", "-l", mount_point], check=False)
+    os.rmdir(mount_point)
+
+
+def test_a_runner_that_fails_takes_its_worker_with_it(small_disk_for_jobs):
+    """Finding: the runner died on an error of its own (here ENOSPC writing the result file)
+    and left its worker running: the parent, which signals the group only while the runner
+    is unreaped, waited out the wall clock, said `timeout`, and left the worker behind."""
+    source = FIND_PIPE + (
+        "import gc, json\ndef f():\n    time.sleep(1.5)\n"  # the disk fills meanwhile
+        "    channel = next(o for o in gc.get_objects() if type(o).__name__ == 'PipeReporter')\n"
+        "    reply = {'kind': 'call', 'index': 0, 'status': 'ok', 'value_json': json.dumps('x' * 100000)}\n"
+        "    send(json.dumps({**reply, 'nonce': channel.nonce}).encode())  # its own reply, past one page\n"
+        "    time.sleep(30)\n")  # fmt: skip
+
+    async def fill_the_disk_midway():
+        limits = SandboxLimits(wall_s=8)
+        run = asyncio.ensure_future(arun_function(source, "f", [[]], limits, _skip_static_check=True))
+        await asyncio.sleep(0.7)
+        with open(os.path.join(small_disk_for_jobs, "filler"), "wb") as filler:
+            try:
+                while True:
+                    filler.write(b"x" * 65536)
+                    filler.flush()
+            except OSError:
+                pass
+        return await run
+
+    verdict = asyncio.run(fill_the_disk_midway())
+    left = live_processes_with(small_disk_for_jobs)
+    outcome = f"{verdict.status}/{verdict.reason}: {verdict.error}"
+    assert outcome.startswith("error/sandbox: ") and "No space left" in outcome, outcome
+    assert left == []

@@ -202,6 +202,11 @@ def relay(job: dict, calls: list, from_worker: int, to_worker: int, results, hel
         raise channel.ChannelError("the worker wrote after its end")
 
 
+def stop(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
 def end_as(pid: int) -> None:
     """Exit the way the worker did, so the parent reads its status and signal as before."""
     _, status = os.waitpid(pid, 0)
@@ -224,16 +229,21 @@ def main() -> None:
         results.close()
         sys.exit(status)
     pid, from_worker, to_worker = start_worker(job, results)
-    calls = read_calls(job)
-    held = {**held, "result_channel": True, "runner": confine_runner(job, pid)}
     try:
+        calls = read_calls(job)
+        held = {**held, "result_channel": True, "runner": confine_runner(job, pid)}
         relay(job, calls, from_worker, to_worker, results, held)
     except channel.ChannelError as exc:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        stop(pid)
         write(results, {"kind": "end", "status": "error", "reason": "tampered",
                         "error": f"the code wrote to the sandbox's result channel: {exc}"})  # fmt: skip
         os._exit(1)
+    except BaseException:
+        # The runner's own failure (a full disk under the result file, say): the worker goes
+        # first. Left alone it would outlive us, out of the parent's reach: the parent signals
+        # the group only while the runner is unreaped. The traceback then says why, status 1.
+        stop(pid)
+        raise
     results.close()
     end_as(pid)
 
