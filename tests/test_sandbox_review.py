@@ -71,7 +71,8 @@ def test_a_real_module_failure_before_the_calls_still_reads_as_its_own_error():
 
 def test_the_worker_holds_no_descriptor_but_its_stdio_and_two_pipes():
     source = ("import os, stat\nfor fd in range(64):\n    try:\n        mode = os.fstat(fd).st_mode\n"
-              "    except OSError:\n        continue\n    print(fd, stat.S_ISFIFO(mode), stat.S_ISCHR(mode))\n")  # fmt: skip
+              "    except OSError:\n        continue\n"
+              "    print(fd, stat.S_ISFIFO(mode), stat.S_ISCHR(mode))\n")  # fmt: skip
     verdict = run_program(source, limits=LIMITS, _skip_static_check=True)
     assert verdict.ok, verdict
     rows = [line.split() for line in verdict.stdout.splitlines()]
@@ -98,7 +99,8 @@ def test_no_write_outside_scratch(directory):
 def test_a_message_stalled_midway_ends_on_the_wall_clock():
     """The worker sends a length prefix and half a body, then sleeps: the runner waits in
     its read, and only the parent's wall clock can end it."""
-    source = FIND_PIPE + "def f():\n    os.write(channel_fd(), struct.pack('>I', 100) + b'{\"kind\"')\n    time.sleep(60)\n"
+    source = FIND_PIPE + ("def f():\n    os.write(channel_fd(), struct.pack('>I', 100) + b'{\"kind\"')\n"
+                          "    time.sleep(60)\n")
     started = time.monotonic()
     verdict = run_function(source, "f", [[]], SandboxLimits(wall_s=2), _skip_static_check=True)
     assert (verdict.status, verdict.reason) == ("timeout", "wall")
@@ -200,3 +202,21 @@ def test_a_runner_that_fails_takes_its_worker_with_it(small_disk_for_jobs):
     outcome = f"{verdict.status}/{verdict.reason}: {verdict.error}"
     assert outcome.startswith("error/sandbox: ") and "No space left" in outcome, outcome
     assert left == []
+
+
+def test_a_reply_that_nests_beside_its_value_is_refused():
+    """Finding: a reply is a flat object (kind, index, status, value_json, nonce ...), but the
+    runner parsed anything under its size cap, and 1 MB of `[{}, {}, ...]` beside the value
+    is about 24 MiB of objects in the runner, which has no memory limit of its own (a caller
+    raising max_output_bytes multiplies it). Nested fields are now refused before parsing."""
+    source = FIND_PIPE + (
+        "import gc, json\ndef f():\n"
+        "    channel = next(o for o in gc.get_objects() if type(o).__name__ == 'PipeReporter')\n"
+        "    padding = '[' + ','.join(['{}'] * 300000) + ']'\n"
+        "    reply = json.dumps({'kind': 'call', 'index': 0, 'status': 'ok', 'value_json': '1',\n"
+        "                        'nonce': channel.nonce})\n"
+        "    send((reply[:-1] + ', \"padding\": ' + padding + '}').encode())\n"
+        "    time.sleep(30)\n")  # fmt: skip
+    verdict = run_function(source, "f", [[]], LIMITS, _skip_static_check=True)
+    outcome = f"{verdict.status}/{verdict.reason}: {verdict.error}"
+    assert outcome.startswith("error/tampered: ") and "nest" in outcome, outcome

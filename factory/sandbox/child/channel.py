@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import struct
 
 HEADER = struct.Struct(">I")
 DUMPS = json.dumps  # bound at import: the worker's code may rebind json's functions later
+JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # linear: no backtracking to speak of
 
 
 class ChannelError(Exception):
@@ -41,9 +43,18 @@ def read_exactly(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def receive(fd: int, max_bytes: int) -> dict | None:
+def nests(body: bytes) -> bool:
+    """Whether a JSON text is more than one object of scalars: strings blanked out, a
+    second brace or any bracket is a nested value."""
+    skeleton = JSON_STRING.sub(b'""', body)
+    return skeleton.count(b"{") > 1 or b"[" in skeleton
+
+
+def receive(fd: int, max_bytes: int, flat: bool = False) -> dict | None:
     """The next message, or None when the writer is gone. Raises ChannelError for
-    anything else: too long, not JSON, nested past the parser, not an object."""
+    anything else: too long, not JSON, nested past the parser, not an object, or (with
+    `flat`) an object with a list or an object inside: the runner's replies are flat, and
+    1 MB of `[{}, {}, ...]` would be some 24 MiB of objects in a runner with no memory limit."""
     header = read_exactly(fd, HEADER.size)
     if header is None:
         return None
@@ -51,6 +62,8 @@ def receive(fd: int, max_bytes: int) -> dict | None:
     if size > max_bytes:
         raise ChannelError(f"a message of {size} bytes, over the {max_bytes} allowed")
     body = read_exactly(fd, size) or b""
+    if flat and nests(body):
+        raise ChannelError("a message that nests values where the protocol has none")
     try:
         message = json.loads(body)
     except (ValueError, RecursionError) as exc:

@@ -157,14 +157,14 @@ def ask(from_worker: int, to_worker: int, request: dict, cap: int) -> dict | Non
     """Send `request` and read the one reply; None when the worker is gone. The request
     carries a fresh nonce the reply must repeat: a reply written blind, ahead of time or
     on a timer, cannot know it."""
-    if channel.pending(from_worker) and channel.receive(from_worker, cap) is not None:
+    if channel.pending(from_worker) and channel.receive(from_worker, cap, flat=True) is not None:
         raise channel.ChannelError("the worker wrote before it was asked")
     nonce = os.urandom(16).hex()
     try:
         channel.send(to_worker, {**request, "nonce": nonce})
     except OSError:
         return None
-    reply = channel.receive(from_worker, cap)
+    reply = channel.receive(from_worker, cap, flat=True)
     if reply is not None and reply.get("nonce") != nonce:
         raise channel.ChannelError("a reply that does not answer the request")
     return reply
@@ -172,13 +172,13 @@ def ask(from_worker: int, to_worker: int, request: dict, cap: int) -> dict | Non
 
 def relay(job: dict, calls: list, from_worker: int, to_worker: int, results, held: dict) -> None:
     cap = job["max_value_bytes"] + MESSAGE_OVERHEAD
-    ready = channel.receive(from_worker, cap)  # written before any generated code ran
+    ready = channel.receive(from_worker, cap)  # written before any generated code ran; nested (its layers)
     if ready is None:
         return
     if ready.get("kind") != "ready" or not isinstance(ready.get("isolation"), dict):
         raise channel.ChannelError("the worker's first message is not its report")
     write(results, {"kind": "ready", "isolation": {**ready["isolation"], **held}})
-    message = channel.receive(from_worker, cap)
+    message = channel.receive(from_worker, cap, flat=True)
     called = message is not None and message.get("kind") == "calls" and job["mode"] == "function"
     if called:
         write(results, {"kind": "calls"})
@@ -198,7 +198,7 @@ def relay(job: dict, calls: list, from_worker: int, to_worker: int, results, hel
         # function): an ok end before the calls would make a verdict `ok` for calls never run.
         raise channel.ChannelError("an end that is not a failure, before the calls")
     write(results, {"kind": "end", **outcome_fields(message)})
-    if channel.receive(from_worker, cap) is not None:  # until the worker exits: nothing more is due
+    if channel.receive(from_worker, cap, flat=True) is not None:  # until the worker exits: nothing more is due
         raise channel.ChannelError("the worker wrote after its end")
 
 
