@@ -220,3 +220,21 @@ def test_a_reply_that_nests_beside_its_value_is_refused():
     verdict = run_function(source, "f", [[]], LIMITS, _skip_static_check=True)
     outcome = f"{verdict.status}/{verdict.reason}: {verdict.error}"
     assert outcome.startswith("error/tampered: ") and "nest" in outcome, outcome
+
+
+def test_a_worker_that_stops_reading_ends_on_the_wall_clock():
+    """Call 0 answers itself on the channel and sleeps, never reading again: call 1's
+    arguments (1 MB) fill the pipe, the runner blocks in its write, and the wall clock
+    still ends the run."""
+    source = FIND_PIPE + (
+        "import gc, json\ndef f(x):\n"
+        "    channel = next(o for o in gc.get_objects() if type(o).__name__ == 'PipeReporter')\n"
+        "    reply = {'kind': 'call', 'index': 0, 'status': 'ok', 'value_json': '1', 'nonce': channel.nonce}\n"
+        "    send(json.dumps(reply).encode())\n"
+        "    time.sleep(60)\n")  # fmt: skip
+    started = time.monotonic()
+    limits = SandboxLimits(wall_s=2)
+    verdict = run_function(source, "f", [[0], ["y" * 1_000_000]], limits, _skip_static_check=True)
+    assert (verdict.status, verdict.reason) == ("timeout", "wall")
+    assert [call.status for call in verdict.calls] == ["ok", "timeout"]
+    assert time.monotonic() - started < 30
