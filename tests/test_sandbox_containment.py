@@ -241,7 +241,8 @@ def test_without_a_mount_namespace_the_parent_watches_the_scratch(monkeypatch):
     """The fallback quota: no tmpfs, so the parent measures the scratch directory and kills past it."""
     base, spaces = api.namespace_support()
     monkeypatch.setattr(api, "namespace_support", lambda: (base, spaces - {"mount"}))
-    limits = CODE.model_copy(update={"scratch_mb": 4, "scratch_files": 32, "wall_s": 20})
+    # file_size_mb well past the quota: RLIMIT_FSIZE must not end the writer before the parent's 50 ms watch does
+    limits = CODE.model_copy(update={"scratch_mb": 4, "scratch_files": 32, "wall_s": 20, "file_size_mb": 256})
     writer = "import sys\nos = sys.modules['os']\nfd = os.open('big', os.O_WRONLY | os.O_CREAT)\nwhile True:\n" \
              "    os.write(fd, b'x' * (1 << 20))\n    os.fsync(fd)\n"  # fmt: skip
     verdict = run_program(writer, limits=limits)
