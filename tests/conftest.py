@@ -1,11 +1,23 @@
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# The suite never writes the user's Hugging Face caches: `datasets` caches a local folder by its
+# name, so fixture rows cached under ~/.cache would be served back for the user's own folder of
+# the same name. Set before anything imports datasets or huggingface_hub (they read it once);
+# subprocesses the tests start inherit it.
+HF_TEST_HOME = tempfile.mkdtemp(prefix="factory-tests-hf-")
+atexit.register(shutil.rmtree, HF_TEST_HOME, True)
+for variable in ("HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE"):
+    os.environ[variable] = os.path.join(HF_TEST_HOME, variable.lower())
 
 from loopback_server import LoopbackServer  # noqa: E402
 
@@ -33,3 +45,4 @@ def fast_config(server):
         return LLMConfig(**values)
 
     return make
+

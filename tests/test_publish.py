@@ -280,3 +280,14 @@ def test_export_command(run_dir, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert f"afm: train {len(COA_KEPT)}" in printed and "dataset card:" in printed
     assert list((tmp_path / "afm").glob("train-*.jsonl"))
+
+
+def test_the_suite_never_writes_the_users_hf_caches():
+    """conftest points every Hugging Face cache into the suite's own temp dir: `datasets` caches a
+    local folder by name, so fixture rows left in ~/.cache would come back for a user's own folder."""
+    import datasets.config
+    import huggingface_hub.constants
+    from conftest import HF_TEST_HOME
+
+    for path in (datasets.config.HF_DATASETS_CACHE, huggingface_hub.constants.HF_HUB_CACHE):
+        assert str(path).startswith(HF_TEST_HOME), path
