@@ -7,6 +7,7 @@ import base64
 import importlib.util
 import io
 import json
+import re
 import sys
 import threading
 import types
@@ -22,6 +23,7 @@ from test_export import COA_KEPT, KEPT, make_run
 from factory.errors import FactoryError
 from factory.export import ExportError, ExportOptions, publish
 from factory.export.command import add_export_parser, add_publish_parser
+from factory.store import Store
 
 STALE = "data/old_config/train-00000-of-00001.parquet"
 
@@ -118,8 +120,11 @@ def test_local_folder_reads_back_with_load_dataset(run_dir, tmp_path):
     result = publish(run_dir, to=folder, options=ExportOptions(validation=0.3, file_type="jsonl"))
     assert result.export.options.file_type == "parquet"  # the Hub layout is always Parquet
     assert (folder / "README.md").is_file()
+    [sharegpt_files] = [fmt for fmt in result.export.formats if fmt.name == "sharegpt"]
+    tag = sharegpt_files.fingerprint
+    assert re.fullmatch(r"[0-9a-f]{12}", tag)
     assert sorted(p.relative_to(folder).as_posix() for p in (folder / "data" / "sharegpt").iterdir()) == [
-        "data/sharegpt/train-00000-of-00001.parquet", "data/sharegpt/validation-00000-of-00001.parquet"]
+        f"data/sharegpt/train-{tag}-00000-of-00001.parquet", f"data/sharegpt/validation-{tag}-00000-of-00001.parquet"]
     sharegpt = datasets.load_dataset(str(folder), "sharegpt")
     assert set(sharegpt) == {"train", "validation"}
     assert {row["id"] for split in sharegpt.values() for row in split} == KEPT
@@ -191,9 +196,10 @@ def test_card_yaml_names_the_configs_and_the_provenance(hub_folder):
     text = (hub_folder / "README.md").read_text()
     header = yaml.safe_load(text.split("---")[1])
     assert [c["config_name"] for c in header["configs"]] == ["sharegpt", "messages", "afm", "llamafactory"]
+    tag = next((hub_folder / "data" / "sharegpt").glob("train-*")).name.split("-")[1]  # the content digest
     assert header["configs"][0]["data_files"] == [
-        {"split": "train", "path": "data/sharegpt/train-*.parquet"},
-        {"split": "validation", "path": "data/sharegpt/validation-*.parquet"},
+        {"split": "train", "path": f"data/sharegpt/train-{tag}-*.parquet"},
+        {"split": "validation", "path": f"data/sharegpt/validation-{tag}-*.parquet"},
     ]
     assert header["license"] == "apache-2.0" and header["size_categories"] == ["n<1K"]
     assert DatasetCard(text).data.to_dict()["task_categories"] == ["text-generation"]
@@ -223,7 +229,8 @@ def test_push_creates_the_repo_and_sends_one_commit(run_dir, hub, monkeypatch):
     assert set(added) == expected and any(p.startswith("data/afm/") for p in added)
     assert [line["value"]["path"] for line in lines if line["key"] == "deletedFile"] == [STALE]
     assert b"config_name: sharegpt" in added["README.md"] and b'load_dataset("org/name"' in added["README.md"]
-    train = pq.read_table(io.BytesIO(added["data/sharegpt/train-00000-of-00001.parquet"]))
+    [train_path] = [path for path in added if path.startswith("data/sharegpt/train-")]
+    train = pq.read_table(io.BytesIO(added[train_path]))
     assert set(train.column_names) == {"id", "conversations", "source", "task_id", "script_id", "weight"}
     assert result.commit_url.endswith("/commit/abc123") and result.folder is None
 
@@ -291,3 +298,19 @@ def test_the_suite_never_writes_the_users_hf_caches():
 
     for path in (datasets.config.HF_DATASETS_CACHE, huggingface_hub.constants.HF_HUB_CACHE):
         assert str(path).startswith(HF_TEST_HOME), path
+
+
+def test_a_published_folder_loads_its_own_rows_after_another_of_the_same_name(tmp_path):
+    """`datasets` caches a local folder by name and file patterns: without the content digest in the
+    shard names, the second `hub` loaded the first one's rows."""
+    from test_export import verdict
+
+    first, second = tmp_path / "one" / "hub", tmp_path / "two" / "hub"
+    publish(make_run(tmp_path / "run1"), to=first, options=ExportOptions(validation=0.0))
+    run2 = make_run(tmp_path / "run2")
+    with Store.open(run2) as store:  # the user's next run: a filter drops one more row
+        verdict(store, "refine:p1", "dedup", False, "duplicate of refine:p2")
+    publish(run2, to=second, options=ExportOptions(validation=0.0))
+    one = {row["id"] for row in datasets.load_dataset(str(first), "sharegpt")["train"]}
+    two = {row["id"] for row in datasets.load_dataset(str(second), "sharegpt")["train"]}
+    assert one == KEPT and two == KEPT - {"refine:p1"}

@@ -33,7 +33,8 @@ def card_data(result: ExportResult) -> DatasetCardData:
     extension = "parquet" if result.options.file_type == "parquet" else "jsonl"
     configs = []
     for index, fmt in enumerate(result.formats):
-        files = [{"split": split, "path": f"{fmt.folder.as_posix()}/{split}-*.{extension}"} for split in fmt.rows]
+        tag = f"{fmt.fingerprint}-" if fmt.fingerprint else ""  # see dataset.fingerprint_shards
+        files = [{"split": split, "path": f"{fmt.folder.as_posix()}/{split}-{tag}*.{extension}"} for split in fmt.rows]
         configs.append({"config_name": fmt.name, "data_files": files, **({"default": True} if index == 0 else {})})
     largest = max((sum(fmt.rows.values()) for fmt in result.formats), default=0)
     return DatasetCardData(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ class FormatFiles:
     files: dict[str, list[Path]]  # split -> shard paths, relative to the output folder
     rows: dict[str, int]  # split -> rows written
     settings: dict[str, Any] = field(default_factory=dict)  # what the trainer's config must say (e.g. llamafactory mode)
+    fingerprint: str = ""  # in the shard names of a published layout (see fingerprint_shards)
 
 
 @dataclass
@@ -51,10 +54,11 @@ class ExportResult:
 
 def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions | None = None,
                    data_dir: str = "", load_path: str | None = None,
-                   rl: RLOptions | None = None) -> ExportResult:  # fmt: skip
+                   rl: RLOptions | None = None, fingerprint: bool = False) -> ExportResult:  # fmt: skip
     """Write out/<data_dir>/<format>/<split>-NNNNN-of-NNNNN.<ext> for each format, and out/README.md.
 
     The RL split (rl.split, default "rl") is not an SFT split: its queries go to out/<data_dir>/verl/ as verl rows.
+    With `fingerprint`, shard names carry a digest of the format's content (see fingerprint_shards).
     """
     options, rl = options or ExportOptions(), rl or RLOptions()
     result = ExportResult(Path(run_dir), Path(out), options, {})
@@ -79,7 +83,7 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
                 continue
             if reason:
                 raise ExportError(reason)
-            written = write_format(store, name, Path(data_dir) / name, result)
+            written = write_format(store, name, Path(data_dir) / name, result, fingerprint)
             if written.rows:
                 result.formats.append(written)
                 note_left_out(written, result)
@@ -91,16 +95,20 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
     return result
 
 
-def write_format(store: Store, name: FormatName, folder: Path, result: ExportResult) -> FormatFiles:
+def write_format(store: Store, name: FormatName, folder: Path, result: ExportResult,
+                 fingerprint: bool = False) -> FormatFiles:  # fmt: skip
     final = result.out / folder
     staging = fresh_folder(final.with_name(f".{final.name}.partial"))
     written = FormatFiles(name, folder, {}, {})
     write_rows = split_writer(store, name, selection_sql(result.options), result.options, written.settings)
+    shards: dict[str, list[Path]] = {}
     for split in result.selected:
         rows, paths = write_rows(split, staging)
         if rows:
-            written.rows[split] = rows
-            written.files[split] = [folder / path.name for path in paths]
+            written.rows[split], shards[split] = rows, paths
+    if fingerprint and shards:
+        written.fingerprint, shards = fingerprint_shards(shards)
+    written.files = {split: [folder / path.name for path in paths] for split, paths in shards.items()}
     finish_format(name, staging, written.files, written.settings, result.options)
     replace_folder(staging, final, keep=bool(written.rows))
     note = skipped_note(name, written.settings)
@@ -114,3 +122,20 @@ def note_left_out(written: FormatFiles, result: ExportResult) -> None:
     missing = sum(result.selected.values()) - sum(written.rows.values())
     if missing > 0 and written.name in LEFT_OUT:
         result.warnings.append(f"{written.name}: {missing} row(s) left out ({LEFT_OUT[written.name]})")
+
+
+def fingerprint_shards(shards: dict[str, list[Path]]) -> tuple[str, dict[str, list[Path]]]:
+    """Rename <split>-NNNNN-of-NNNNN.<ext> to <split>-<digest>-NNNNN-of-NNNNN.<ext>, the digest taken over
+    the format's shard bytes. `datasets` caches a local folder by its name and its configs' file
+    patterns, not by its content: two published folders named alike (`load_dataset("out/hub")` after
+    another `hub`) would share a cache entry and the second would load the first one's rows. The card's
+    patterns carry the digest, so different content is a different cache entry and equal content the same."""
+    digest = hashlib.sha256()
+    for path in sorted(path for paths in shards.values() for path in paths):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    tag = digest.hexdigest()[:12]
+    renamed = {}
+    for split, paths in shards.items():
+        renamed[split] = [path.rename(path.with_name(path.name.replace(f"{split}-", f"{split}-{tag}-", 1)))
+                          for path in paths]  # fmt: skip
+    return tag, renamed

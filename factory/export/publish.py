@@ -1,7 +1,8 @@
 """Publish a run as a Hub dataset: a local folder in the Hub's layout, or one commit to a Hub repo.
 
 The layout is README.md (the card, whose `configs` name the files) plus
-data/<format>/<split>-NNNNN-of-NNNNN.parquet. Pushing writes that folder to a
+data/<format>/<split>-<digest>-NNNNN-of-NNNNN.parquet (the digest: see
+dataset.fingerprint_shards). Pushing writes that folder to a
 temporary directory and sends it with huggingface_hub: create the repo, then
 one commit that adds every file and deletes the repo's data files this export
 no longer has (so a re-publish never mixes old shards into a config's glob).
@@ -44,13 +45,14 @@ def publish(run_dir: str | Path, repo_id: str | None = None, to: str | Path | No
         chosen["formats"] = list(formats)
     options = validate_config(ExportOptions, chosen, "publish options")
     if to is not None:
-        result = export_dataset(run_dir, to, options, data_dir=DATA_DIR, rl=rl)
+        result = export_dataset(run_dir, to, options, data_dir=DATA_DIR, rl=rl, fingerprint=True)
         return PublishResult(result, Path(to))
     if not REPO_ID.match(repo_id):
         raise ExportError(f"repo id {repo_id!r} is not of the form ORG/NAME")
     token = token or hub_token()
     with tempfile.TemporaryDirectory(prefix="factory-publish-") as folder:
-        result = export_dataset(run_dir, folder, options, data_dir=DATA_DIR, load_path=repo_id, rl=rl)
+        result = export_dataset(run_dir, folder, options, data_dir=DATA_DIR, load_path=repo_id, rl=rl,
+                                fingerprint=True)
         repo_url, commit_url = push_folder(Path(folder), repo_id, private, token, endpoint)
     return PublishResult(result, None, repo_url, commit_url)
 
