@@ -13,7 +13,7 @@ from ..store import Store
 from .card import write_card
 from .consumers import finish_format, skipped_note, split_writer, unavailable
 from .options import ExportError, ExportOptions, FormatName
-from .selection import groups_in_several_splits, open_store, selection_sql, split_counts
+from .selection import groups_in_several_splits, open_store, selection_sql, split_counts, unconfirmed_answers
 from .verl import RLFiles, RLOptions, clear_rl, write_rl
 from .writers import fresh_folder, replace_folder
 
@@ -67,6 +67,9 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
         leaks = groups_in_several_splits(store, options)
         if leaks:
             result.warnings.append(f"{leaks} task group(s) appear in more than one curation split")
+        unconfirmed = unconfirmed_answers(store, options)
+        if unconfirmed:
+            result.warnings.append(unconfirmed)
         # --- RL hand-off: the RL split leaves the SFT formats and is written as verl rows ---
         if result.selected.pop(rl.split, None) is not None:
             result.rl = write_rl(store, options, rl, result.out, data_dir)

@@ -95,3 +95,19 @@ def groups_in_several_splits(store: Store, options: ExportOptions) -> int:
     """Task groups found in more than one split (only a curation split can cause this)."""
     sql = f"SELECT group_key FROM ({selection_sql(options)}) GROUP BY 1 HAVING count(DISTINCT split) > 1"
     return store.query(f"SELECT count(*) FROM ({sql})")[0][0]
+
+
+def unconfirmed_answers(store: Store, options: ExportOptions) -> str | None:
+    """A warning when exported task rows (coa, imports) lack a positive correctness check: a run
+    without the correctness filter exports wrong answers as training targets. Refine rows have no
+    answer to check (the verifier judged their turns) and are not counted."""
+    sql = f"""
+        SELECT count(*), count(*) FILTER (t.correct IS false), count(*) FILTER (t.correct IS NULL)
+        FROM ({selection_sql(options)}) s JOIN trajectories t USING (trajectory_id)
+        WHERE t.source <> 'refine'"""
+    total, wrong, unchecked = store.query(sql)[0]
+    if not wrong and not unchecked:
+        return None
+    return (f"{wrong + unchecked} of {total} exported task rows have no positive correctness check "
+            f"(correct=false: {wrong}, unchecked: {unchecked}); filter with `correctness` "
+            "(examples/filters.yaml) to keep only checked answers")
