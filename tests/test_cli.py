@@ -136,3 +136,15 @@ def test_a_real_head_reading_one_line_of_a_long_output_more_than_a_pipe_holds(se
         timeout=120)  # fmt: skip
     assert pipeline.returncode == 0 and pipeline.stdout.count("\n") == 1
     assert "Traceback" not in pipeline.stderr and "BrokenPipeError" not in pipeline.stderr, pipeline.stderr
+
+
+def test_train_help_lists_every_override_the_config_accepts(capsys):
+    from train.config import SFTConfig
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    for section in ("model", "data", "lora", "optim"):
+        for field in getattr(SFTConfig.model_fields[section].annotation, "model_fields"):
+            assert f"--{section}.{field} (" in out
+    assert "--optim.learning_rate (default 2e-05)" in out and "--output_dir (required)" in out

@@ -151,3 +151,16 @@ def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
             raise ConfigError(f"override --{key}: '{part}' is not a section")
         node = child
     node[leaf] = value
+
+
+def override_flags(model: type[StrictModel] = SFTConfig, prefix: str = "") -> list[str]:
+    """Every `--section.field` override the trainer accepts, with its default (for --help)."""
+    flags = []
+    for name, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, StrictModel):
+            flags += override_flags(kind, f"{prefix}{name}.")
+            continue
+        default = "required" if info.is_required() else f"default {info.default!r}"
+        flags.append(f"--{prefix}{name} ({default})")
+    return flags

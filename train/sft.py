@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from factory.errors import FactoryError
 from train.checkpoint import check_resumable, last_checkpoint, register_hooks, save_checkpoint
-from train.config import SFTConfig, config_hash, load_config
+from train.config import SFTConfig, config_hash, load_config, override_flags
 from train.data import Example, TrainingData, load_training_data
 from train.modeling import build_model, load_tokenizer, resolve_attention, resolve_bf16
 from train.packing import Batch, collate, pack
@@ -33,7 +33,11 @@ from train.render import IGNORE
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="train.sft", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="train.sft", description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="any config field can be overridden on the command line, e.g. --optim.learning_rate 1e-5:\n  "
+        + "\n  ".join(override_flags()),
+    )  # fmt: skip
     parser.add_argument("--config", required=True, help="SFT config YAML (docs/train.md)")
     args, overrides = parser.parse_known_args(argv)
     from transformers.utils import logging as hf_logging
