@@ -11,6 +11,7 @@ from .coa.config import CoaConfig
 from .config import StrictModel, load_yaml_config
 from .llm.config import LLMConfig
 from .passrate.config import PassrateConfig
+from .pipeline.config import PipelineConfig
 
 
 class SmokeConfig(StrictModel):
@@ -74,6 +75,7 @@ class FactoryConfig(StrictModel):
     refine: RefineConfig = Field(default_factory=RefineConfig)
     coa: CoaConfig = Field(default_factory=CoaConfig)
     passrate: PassrateConfig = Field(default_factory=PassrateConfig)
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="factory run's stages")
 
 
 def load_factory_config(path: str | Path | None) -> FactoryConfig:

@@ -298,3 +298,11 @@ def test_command_line_runs_the_example_config_and_prints_errors_as_one_line(tmp_
     assert "step 2/2" in done.stdout and (tmp_path / "run" / "checkpoint-2" / "model.safetensors").is_file()
     assert main(["--config", str(REPO / "examples" / "train_tiny.yaml"), "--lora.rank", "8"]) == 2
     assert capsys.readouterr().err == "error: --lora.rank: field 'lora.rank': unknown field (check the spelling)\n"
+
+
+def test_rows_longer_than_the_length_limit_name_the_flag_that_sets_it(tmp_path):
+    files = write_export(tmp_path, count=6)
+    config = load_config(write_config(tmp_path, files), ["--data.max_seq_length", "12"])
+    with pytest.raises(FactoryError, match=r"does not fit max_length=12.*raise data\.max_seq_length \(now 12, "
+                                           r"flag --data\.max_seq_length\)"):  # fmt: skip
+        fit(config)

@@ -62,7 +62,10 @@ def load_training_data(data: DataSection, tokenizer, seed: int) -> TrainingData:
     validation = render_rows(held_rows, tokenizer, data, skipped)
     if not train:
         reasons = "; ".join(f"{n} x {why}" for why, n in skipped.most_common(3)) or "no rows"
-        raise FactoryError(f"{', '.join(data.train)}: nothing to train on ({reasons})")
+        hint = ""
+        if any("max_length" in why for why in skipped):  # the render's word: name the flag that sets it
+            hint = f"; raise data.max_seq_length (now {data.max_seq_length}, flag --data.max_seq_length)"
+        raise FactoryError(f"{', '.join(data.train)}: nothing to train on ({reasons}{hint})")
     return TrainingData(train, validation, files_hash(train_files + held_files), skipped)
 
 

@@ -93,6 +93,14 @@ def make_player(args: argparse.Namespace, settings: EvalSettings, store=None, ru
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    report, path = run_eval(args)
+    print(format_report(report))
+    print(f"results: {path}")
+    return 0
+
+
+def run_eval(args: argparse.Namespace):
+    """Play the held-out environments (the arguments as the `eval` parser gives them); (report, results path)."""
     settings = settings_from(args)
     run_dir = Path(args.run_dir)
     if args.scripts is None and not (run_dir / STORE_FILENAME).exists():
@@ -105,6 +113,4 @@ def cmd_eval(args: argparse.Namespace) -> int:
         report = evaluate(selection, player, settings.max_steps, settings.concurrency, settings.loop_k,
                           settings.validation_code)  # fmt: skip
         path = write_report(report, run_dir, {"run_id": run.run_id, "scripts": args.scripts})
-    print(format_report(report))
-    print(f"results: {path}")
-    return 0
+    return report, path

@@ -1,0 +1,76 @@
+"""`factory run -c pipeline.yaml`: generate → filter → export → report → publish → train → eval, resumable.
+
+Each stage prints a header, its own funnel and failure reasons, and its time; a
+stage that finished before with the same inputs is skipped (ledger.py). A stage
+that fails stops the pipeline with its one-line error; the stages before it stay
+recorded, so the same command continues from the failed stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ..errors import FactoryError
+from .config import STAGES
+from .ledger import Ledger
+from .stages import Context, all_stages, stage_fingerprints
+
+
+def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from ..cli import _add_llm_options
+
+    parser = subparsers.add_parser("run", help="the whole job from one config: generate, filter, export, report, "
+                                   "publish, train, eval (resumable)")  # fmt: skip
+    _add_llm_options(parser)
+    parser.add_argument("--force", action="store_true", help="rerun every stage, even those finished before")
+    parser.add_argument("--from", dest="from_stage", choices=STAGES, metavar="STAGE",
+                        help=f"rerun this stage and all after it ({', '.join(STAGES)}); the earlier ones are not run")
+    parser.add_argument("--only", choices=STAGES, metavar="STAGE", help="run just this stage (the others untouched)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    parser.set_defaults(func=cmd_run, run_dir_default="outputs/run")
+    return parser
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..cli import _config_from
+
+    if not args.config:
+        raise FactoryError("factory run needs a pipeline config: -c pipeline.yaml (e.g. examples/pipeline.yaml)")
+    config = _config_from(args)
+    context = Context(config, progress=not args.quiet)
+    stages = all_stages(config.pipeline)
+    chosen = chosen_stages([s.name for s in stages], args.from_stage, args.only)
+    ledger = Ledger.open(context.run_dir) if context.run_dir.is_dir() else None
+    prints = stage_fingerprints(stages, context)
+    timings = []
+    for number, stage in enumerate(stages, 1):
+        header = f"== {number}/{len(stages)} {stage.name}"
+        done = ledger.finished(stage.name, prints[stage.name]) if ledger else None
+        forced = args.force or args.from_stage is not None or args.only is not None
+        if stage.name not in chosen or (done and not forced):
+            reason = "not chosen" if stage.name not in chosen else "finished before with the same inputs"
+            print(f"{header}: skipped ({reason})", flush=True)
+            timings.append((stage.name, "skipped", 0.0))
+            continue
+        print(header, flush=True)
+        started = time.monotonic()
+        lines = stage.run(context)
+        seconds = time.monotonic() - started
+        ledger = ledger or Ledger.open(context.run_dir)  # the first stage made the run folder
+        ledger.record(stage.name, prints[stage.name], seconds, lines)
+        print("\n".join(f"   {line}" for line in lines), flush=True)
+        print(f"   ({seconds:.1f} s)", flush=True)
+        timings.append((stage.name, "done", seconds))
+    print("pipeline: " + ", ".join(f"{name} {state}" + (f" {s:.0f} s" if state == "done" else "")
+                                   for name, state, s in timings))  # fmt: skip
+    return 0
+
+
+def chosen_stages(names: list[str], from_stage: str | None, only: str | None) -> set[str]:
+    for asked in (from_stage, only):
+        if asked is not None and asked not in names:
+            raise FactoryError(f"stage '{asked}' is not in this pipeline (its stages: {', '.join(names)})")
+    if only is not None:
+        return {only}
+    return set(names[names.index(from_stage):]) if from_stage else set(names)

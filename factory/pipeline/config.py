@@ -1,0 +1,87 @@
+"""The `pipeline:` section of the factory config: which stages `factory run` runs, and their settings.
+
+    pipeline:
+      generate: [refine]                 # refine and/or coa, with the config's refine:/coa: sections
+      filter: examples/filters.yaml      # null: no filters (every verified row is kept)
+      export: {formats: all}             # written to RUN_DIR/export unless `out` says where
+      report: true
+      publish: {to: outputs/demo-hub}    # or {repo_id: ORG/NAME}; null: not published
+      train: {config: examples/train_tiny.yaml}   # its data paths point at this export
+      eval: {max_steps: 12}              # the trained checkpoint plays the held-out environments
+
+Relative paths are read from where the command runs, as every other path in the config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from ..config import StrictModel
+from ..export.options import FORMATS, FormatName
+
+STAGES = ("refine", "coa", "filter", "export", "report", "publish", "train", "eval")  # in the order they run
+
+
+class ExportStage(StrictModel):
+    out: Path | None = Field(None, description="output folder (default RUN_DIR/export)")
+    formats: Literal["all"] | list[FormatName] = Field("all", description="formats to write")
+    file_type: Literal["parquet", "jsonl"] = "parquet"
+    validation: float | None = Field(None, ge=0.0, le=0.5, description="held-out share of task groups "
+                                     "(default: the export's 0.05)")  # fmt: skip
+
+
+class PublishStage(StrictModel):
+    to: Path | None = Field(None, description="write the Hub layout to this local folder")
+    repo_id: str | None = Field(None, description="push to this Hub dataset repo (token from HF_TOKEN)")
+    private: bool = False
+
+    @model_validator(mode="after")
+    def _one_target(self) -> PublishStage:
+        if (self.to is None) == (self.repo_id is None):
+            raise ValueError("publish needs exactly one of `to` (a local folder) or `repo_id` (ORG/NAME)")
+        return self
+
+
+class TrainStage(StrictModel):
+    config: Path = Field(description="the SFT config YAML (docs/train.md)")
+    format: FormatName = Field("sharegpt", description="which exported format the trainer reads")
+    overrides: dict[str, Any] = Field(default_factory=dict,
+                                      description="`section.field: value`, as the trainer's --section.field flags")
+
+
+class EvalStage(StrictModel):
+    config: Path | None = Field(None, description="YAML of eval settings (as factory eval --config)")
+    max_steps: int | None = Field(None, ge=1, description="player turns per environment")
+    limit: int | None = Field(None, ge=1, description="evaluate only the first N held-out environments")
+
+
+class PipelineConfig(StrictModel):
+    generate: list[Literal["refine", "coa"]] = Field(default_factory=lambda: ["refine"],
+                                                     description="generation paths, in this order")
+    filter: Path | None = Field(None, description="filter YAML (docs/filters.md); null: keep every verified row")
+    export: ExportStage | None = Field(default_factory=ExportStage)
+    report: bool = True
+    publish: PublishStage | None = None
+    train: TrainStage | None = None
+    eval: EvalStage | None = Field(None, description="needs train: the trained checkpoint is the player")
+
+    @model_validator(mode="after")
+    def _needs(self) -> PipelineConfig:
+        if self.export is None and (self.publish or self.train):
+            raise ValueError("publish and train read the export: keep the export stage")
+        if self.eval is not None and self.train is None:
+            raise ValueError("eval plays the trained checkpoint: add a train stage (or run factory eval yourself)")
+        if self.eval is not None and "refine" not in self.generate:
+            raise ValueError("eval plays refine environments: generate must include refine")
+        return self
+
+    def formats(self) -> list[str]:
+        if self.export is None:
+            return []
+        chosen = list(FORMATS) if self.export.formats == "all" else list(self.export.formats)
+        if self.train is not None and self.train.format not in chosen:
+            chosen.append(self.train.format)  # the trainer reads it, so it is written
+        return chosen

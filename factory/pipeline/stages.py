@@ -1,0 +1,214 @@
+"""Each stage of `factory run`: what it reads, what it runs, the lines it reports.
+
+A stage is a function of the pipeline context returning its summary lines; the
+fingerprint of its inputs (ledger.py) decides whether a rerun skips it. Stages call
+the same Python functions as the single commands, so `factory run` and the README's
+command-by-command chain produce the same files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import FactoryError, require_train_extra
+from ..report import format_call_summary, summarize_calls
+from ..settings import FactoryConfig
+from .config import PipelineConfig
+from .ledger import fingerprint
+
+
+@dataclass
+class Context:
+    config: FactoryConfig
+    progress: bool
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.config.run_dir)
+
+    @property
+    def pipeline(self) -> PipelineConfig:
+        return self.config.pipeline
+
+    @property
+    def export_dir(self) -> Path:
+        return self.pipeline.export.out or self.run_dir / "export"
+
+    @property
+    def train_dir(self) -> Path:
+        train = self.pipeline.train
+        return Path(train.overrides.get("output_dir", self.run_dir / "train"))
+
+
+@dataclass
+class Stage:
+    name: str
+    run: Callable[[Context], list[str]]
+    inputs: Callable[[Context], list]  # what the stage's fingerprint covers, besides the stages before it
+
+
+def funnel_line(funnel: dict[str, int]) -> str:
+    return "funnel: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items())
+
+
+def generation_inputs(section: str) -> Callable[[Context], list]:
+    def inputs(ctx: Context) -> list:
+        data = ctx.config.model_dump(mode="json", include={"llm", section, "prompts_dir"})
+        data["llm"].pop("concurrency", None)  # how fast, not what: a rerun at another concurrency is the same run
+        return [data]
+
+    return inputs
+
+
+def run_refine_stage(ctx: Context) -> list[str]:
+    from ..refine.batch import run_refine
+
+    outcome = run_refine(ctx.config, progress=ctx.progress)
+    return [funnel_line(outcome.funnel), *failure_lines(ctx, "refine"),
+            format_call_summary(summarize_calls(ctx.run_dir)).splitlines()[0]]  # fmt: skip
+
+
+def run_coa_stage(ctx: Context) -> list[str]:
+    from ..coa import run_coa
+
+    outcome = run_coa(ctx.config, progress=ctx.progress)
+    return [funnel_line(outcome.funnel), *failure_lines(ctx, "coa"),
+            format_call_summary(summarize_calls(ctx.run_dir)).splitlines()[0]]  # fmt: skip
+
+
+def failure_lines(ctx: Context, stage: str) -> list[str]:
+    return []  # TEMP until helper 2's format_failures lands
+
+
+def run_filter_stage(ctx: Context) -> list[str]:
+    from ..filters.report import format_funnel
+    from ..filters.runner import run_filters
+
+    return format_funnel(run_filters(ctx.run_dir, ctx.pipeline.filter)).splitlines()
+
+
+def export_options(ctx: Context, formats: list[str] | None = None):
+    from ..export.options import export_options as make_options
+
+    stage = ctx.pipeline.export
+    return make_options(formats=formats or ctx.pipeline.formats(), file_type=stage.file_type,
+                        validation=stage.validation)  # fmt: skip
+
+
+def run_export_stage(ctx: Context) -> list[str]:
+    from ..export.command import format_result
+    from ..export.dataset import export_dataset
+
+    return format_result(export_dataset(ctx.run_dir, ctx.export_dir, export_options(ctx))).splitlines()
+
+
+def run_report_stage(ctx: Context) -> list[str]:
+    from ..reporting.build import write_report
+
+    return [f"report: {write_report(ctx.run_dir)}"]
+
+
+def run_publish_stage(ctx: Context) -> list[str]:
+    from ..export.command import format_result
+    from ..export.publish import publish
+
+    target = ctx.pipeline.publish
+    outcome = publish(ctx.run_dir, repo_id=target.repo_id, to=target.to, private=target.private,
+                      options=export_options(ctx))  # fmt: skip
+    lines = format_result(outcome.export).splitlines()
+    return lines + ([f"pushed to {outcome.repo_url} ({outcome.commit_url})"] if outcome.commit_url else [])
+
+
+def split_files(ctx: Context, split: str) -> list[str]:
+    """The exported shards of the trainer's format for one split (empty when the split is)."""
+    stage, train = ctx.pipeline.export, ctx.pipeline.train
+    folder = ctx.export_dir / train.format
+    return [str(path) for path in sorted(folder.glob(f"{split}-*.{stage.file_type}"))]
+
+
+def train_overrides(ctx: Context) -> list[str]:
+    """The trainer's `--section.field value` flags: the pipeline's export as its data, RUN_DIR/train as output."""
+    train_files = split_files(ctx, "train")
+    if not train_files:
+        raise FactoryError(f"{ctx.export_dir}: the export wrote no train split in {ctx.pipeline.train.format}; "
+                           "nothing to train on")  # fmt: skip
+    values = {"data.train": train_files, "data.validation": split_files(ctx, "validation"),
+              "output_dir": str(ctx.train_dir), **ctx.pipeline.train.overrides}  # fmt: skip
+    flags = []
+    for key, value in values.items():
+        flags += [f"--{key}", json.dumps(value)]  # JSON is YAML: the trainer parses each value as YAML
+    return flags
+
+
+def run_train_stage(ctx: Context) -> list[str]:
+    require_train_extra("the pipeline's train stage")
+    from train.config import load_config
+    from train.sft import train
+
+    metrics = train(load_config(ctx.pipeline.train.config, train_overrides(ctx)))
+    shown = {key: metrics[key] for key in ("steps", "train_loss", "eval_loss", "trained_tokens") if key in metrics}
+    return [f"trained: {json.dumps(shown)} -> {ctx.train_dir}"]
+
+
+def run_eval_stage(ctx: Context) -> list[str]:
+    require_train_extra("the pipeline's eval stage")
+    from train.checkpoint import last_checkpoint
+    from train.evaluate.command import add_eval_parser, run_eval
+    from train.evaluate.report import format_report
+
+    checkpoint = last_checkpoint(ctx.train_dir)
+    if checkpoint is None:
+        raise FactoryError(f"{ctx.train_dir}: no finished checkpoint to evaluate")
+    argv = ["eval", str(ctx.run_dir), "--model", str(checkpoint)]
+    argv += [flag for path in split_files(ctx, "train") for flag in ("--exclude-train", path)]
+    stage = ctx.pipeline.eval
+    for flag, value in (("--config", stage.config), ("--max-steps", stage.max_steps), ("--limit", stage.limit)):
+        if value is not None:
+            argv += [flag, str(value)]
+    parser = argparse.ArgumentParser(prog="factory")
+    add_eval_parser(parser.add_subparsers(dest="command"))
+    report, path = run_eval(parser.parse_args(argv))
+    return [*format_report(report).splitlines(), f"results: {path}"]
+
+
+def eval_inputs(ctx: Context) -> list:
+    stage = ctx.pipeline.eval
+    return [stage.model_dump(mode="json"), stage.config and Path(stage.config)]
+
+
+def train_inputs(ctx: Context) -> list:
+    return [ctx.pipeline.train.model_dump(mode="json"), Path(ctx.pipeline.train.config)]
+
+
+def all_stages(pipeline: PipelineConfig) -> list[Stage]:
+    """The configured stages, in the order they run."""
+    generate = {"refine": Stage("refine", run_refine_stage, generation_inputs("refine")),
+                "coa": Stage("coa", run_coa_stage, generation_inputs("coa"))}  # fmt: skip
+    stages = [generate[path] for path in pipeline.generate]
+    if pipeline.filter is not None:
+        stages.append(Stage("filter", run_filter_stage, lambda ctx: [Path(ctx.pipeline.filter)]))
+    if pipeline.export is not None:
+        stages.append(Stage("export", run_export_stage,
+                            lambda ctx: [ctx.pipeline.export.model_dump(mode="json"), ctx.pipeline.formats()]))
+    if pipeline.report:
+        stages.append(Stage("report", run_report_stage, lambda ctx: []))
+    if pipeline.publish is not None:
+        stages.append(Stage("publish", run_publish_stage, lambda ctx: [ctx.pipeline.publish.model_dump(mode="json")]))
+    if pipeline.train is not None:
+        stages.append(Stage("train", run_train_stage, train_inputs))
+    if pipeline.eval is not None:
+        stages.append(Stage("eval", run_eval_stage, eval_inputs))
+    return stages
+
+
+def stage_fingerprints(stages: list[Stage], ctx: Context) -> dict[str, str]:
+    """Each stage's fingerprint: its inputs and every fingerprint before it."""
+    prints, before = {}, []
+    for stage in stages:
+        prints[stage.name] = fingerprint(stage.name, *before, *stage.inputs(ctx))
+        before.append(prints[stage.name])
+    return prints
