@@ -229,10 +229,11 @@ def add_later_stage_parsers(commands) -> None:
     from .export.command import add_export_parser, add_publish_parser
     from .filters.command import add_filter_parser
     from .passrate.command import add_passrate_parser
+    from .pipeline.command import add_run_parser
     from .reporting.command import add_quality_parser, add_report_parser
     from .reporting.status_command import add_status_parser
 
-    for add_parser in (add_filter_parser, add_passrate_parser, add_export_parser, add_publish_parser,
+    for add_parser in (add_run_parser, add_filter_parser, add_passrate_parser, add_export_parser, add_publish_parser,
                        add_report_parser, add_quality_parser, add_status_parser, add_eval_parser):  # fmt: skip
         add_parser(commands)
     # Listed for --help only: main() hands `factory train ...` to train.sft before argparse sees it.
