@@ -27,7 +27,7 @@ from factory.store import MIGRATIONS, Store
 from test_refine_quality import GARDEN, ROWS, turns_of
 
 T0 = datetime(2025, 5, 1, 12, 0, 0)
-SECTIONS = ("overview", "funnel", "shape", "errors", "quality", "pass-rate", "usage", "latency")
+SECTIONS = ("overview", "funnel", "samples", "shape", "errors", "quality", "pass-rate", "usage", "latency")
 
 LOCAL, MINI = "local", "openai/gpt-4o-mini"
 CALL_KEYS = "request_hash stage model status error_kind prompt_tokens completion_tokens cost_usd latency_s"
@@ -174,9 +174,10 @@ def test_filter_drops_by_filter_and_reason(sample):
     # reasons grouped by category as `factory filter` prints them, with one full reason as example
     assert page.tables["drop-reasons"] == [["correct", "incorrect", "1", "incorrect: wrong answer"],
                                            ["min_turns", "too few turns", "1", "too few turns: 7 < 8"]]
-    # 5 trajectories have verdicts, 3 survive (t1 with weight 2); refine:p3, p4, t3, t4, i2 are not filtered yet.
-    assert page.tables["curation"] == [["5", "3", "4.00", "5"]]
-    assert page.tables["splits"] == [["sft", "2"], ["rl", "1"]]
+    # The export's counts (export.selection.kept_counts): of 10 trajectories 5 are verified, filters drop p2 and t2;
+    # p1, t1 (weight 2) and i1 are kept; the 5 unverified rows are never kept, whatever a filter said.
+    assert page.tables["kept"] == [["10", "5", "2", "5", "3", "4.00"]]
+    assert page.tables["splits"] == [["rl", "1", "1"], ["sft", "2", "2"]]
 
 
 def test_shape_and_errors(sample):

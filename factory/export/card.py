@@ -13,6 +13,7 @@ from ..prompts import render_prompt
 from ..store import Store
 from . import card_facts as facts
 from .options import ExportError
+from .selection import KeptCounts, kept_counts
 from .snippets import consumer_section
 
 if TYPE_CHECKING:
@@ -51,9 +52,9 @@ def render_card(store: Store, result: ExportResult, load_path: str = ".") -> str
     """README.md text; the YAML header is parsed back with huggingface_hub before it is returned."""
     data = card_data(result)
     body = render_prompt(
-        "card/dataset_card", pretty_name=pretty_name(result), configs=configs_table(result), load_path=load_path,
-        default_config=result.formats[0].name, split_rule=split_rule(result), sources=sources_table(store),
-        funnels=funnels_text(store), filters=filters_table(store), drops=drops_text(store),
+        "card/dataset_card", pretty_name=pretty_name(result), configs=configs_table(store, result),
+        load_path=load_path, default_config=result.formats[0].name, split_rule=split_rule(result),
+        sources=sources_table(store), funnels=funnels_text(store), filters=filters_table(store), drops=drops_text(store),
         models=models_text(store), prompts=prompts_table(store), runs=runs_table(store),
         samples=samples_text(store, result), license=result.options.license,
         consumers=consumer_section(result, load_path), rl=rl_text(result),
@@ -106,9 +107,19 @@ def rl_text(result: ExportResult) -> str:
             "docs/rl_handoff.md.")  # fmt: skip
 
 
-def configs_table(result: ExportResult) -> str:
+def configs_table(store: Store, result: ExportResult) -> str:
     rows = [(f.name, split, rows, len(f.files[split])) for f in result.formats for split, rows in f.rows.items()]
-    return table(["config", "split", "rows", "files"], rows)
+    return kept_text(kept_counts(store, result.options)) + "\n\n" + table(["config", "split", "rows", "files"], rows)
+
+
+def kept_text(kept: KeptCounts) -> str:
+    """The selection's counts (the export's and the report's too): a format may then leave rows out."""
+    sources = ", ".join(f"{source} {n}" for source, n in kept.by_source.items())
+    splits = ", ".join(f"{split} {kept.rows[split]} rows ({kept.split_trajectories[split]} trajectories)"
+                       for split in kept.rows)  # fmt: skip
+    return (f"Kept {kept.kept} of {kept.trajectories} trajectories in the run ({sources}): {kept.verified} verified, "
+            f"{kept.dropped} of them dropped by a filter, {kept.unverified} not verified and never exported. "
+            f"By split: {splits}; total weight {kept.kept_weight:g}.")  # fmt: skip
 
 
 def split_rule(result: ExportResult) -> str:

@@ -10,6 +10,7 @@ groups in validation, so no task is in both splits.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -70,9 +71,47 @@ def selection_sql(options: ExportOptions) -> str:
                 SELECT *, greatest(1, floor(curated_weight))::BIGINT AS copies FROM ({kept})))"""
 
 
+@dataclass(frozen=True)
+class KeptCounts:
+    """What an export with these options holds: the one count the export, its card and the report show."""
+
+    trajectories: int  # in the store
+    verified: int
+    kept: int  # verified and no filter dropped it: the trajectories exported
+    kept_weight: float  # sum of the exported rows' weights (upsampling keeps it)
+    by_source: dict[str, int]  # kept trajectories per source
+    rows: dict[str, int]  # exported rows per split (a repeated row counts once per copy)
+    split_trajectories: dict[str, int]  # kept trajectories per split
+
+    @property
+    def unverified(self) -> int:
+        return self.trajectories - self.verified
+
+    @property
+    def dropped(self) -> int:  # verified rows a filter dropped
+        return self.verified - self.kept
+
+
+def kept_counts(store: Store, options: ExportOptions) -> KeptCounts:
+    """Counted over `selection_sql` itself, so no other query can disagree with what the export writes."""
+    trajectories, verified = store.query("SELECT count(*), count(*) FILTER (verified) FROM trajectories")[0]
+    rows = store.query(f"""
+        SELECT split, source, count(*), count(DISTINCT trajectory_id), coalesce(sum(weight), 0)
+        FROM ({selection_sql(options)}) GROUP BY ALL ORDER BY ALL""")
+    by_source: dict[str, int] = {}
+    per_split: dict[str, int] = {}
+    split_trajectories: dict[str, int] = {}
+    for split, source, n_rows, n_trajectories, _ in rows:
+        by_source[source] = by_source.get(source, 0) + n_trajectories
+        per_split[split] = per_split.get(split, 0) + n_rows
+        split_trajectories[split] = split_trajectories.get(split, 0) + n_trajectories
+    return KeptCounts(trajectories, verified, sum(by_source.values()), sum(r[4] for r in rows), by_source, per_split,
+                      split_trajectories)  # fmt: skip
+
+
 def split_counts(store: Store, options: ExportOptions) -> dict[str, int]:
     """Rows per split; a one-line error when there is nothing to export or a split name is unusable."""
-    counts = dict(store.query(f"SELECT split, count(*) FROM ({selection_sql(options)}) GROUP BY 1 ORDER BY 1"))
+    counts = kept_counts(store, options).rows
     if not counts:
         raise ExportError(nothing_to_export(store))
     for name in counts:

@@ -8,22 +8,26 @@ from typing import Any
 
 from .. import __version__
 from ..errors import FactoryError
+from ..export.options import ExportOptions
+from ..export.selection import kept_counts
 from ..funnels import path_funnels
 from ..refine.quality import refine_quality
 from ..store import STORE_FILENAME, Store
-from . import data_calls, data_paths, sections_calls, sections_data, sections_quality
+from . import data_calls, data_paths, data_samples, sections_calls, sections_data, sections_quality, sections_samples
 from .page import document
 from .snapshot import open_snapshot
 
 REPORT_FILENAME = "report.html"
-NAV = (("overview", "Overview"), ("funnel", "Funnels & filters"), ("shape", "Turns & tool calls"),
-       ("errors", "Errors"), ("quality", "Refine quality"), ("pass-rate", "Pass rates"), ("usage", "Tokens & cost"),
-       ("latency", "Latency"))
+NAV = (("overview", "Overview"), ("funnel", "Funnels & filters"), ("samples", "Samples"),
+       ("shape", "Turns & tool calls"), ("errors", "Errors"), ("quality", "Refine quality"),
+       ("pass-rate", "Pass rates"), ("usage", "Tokens & cost"), ("latency", "Latency"))
 
 
-def collect_report(store: Store) -> dict[str, Any]:
-    """Every number the report shows, as plain data (all aggregation happens in SQL)."""
+def collect_report(store: Store, options: ExportOptions | None = None) -> dict[str, Any]:
+    """Every number the report shows, as plain data (all aggregation happens in SQL); `options`: the export's."""
+    options = options or ExportOptions()
     return {
+        "options": options, "kept": kept_counts(store, options), "samples": data_samples.samples(store, options),
         "header": data_paths.header(store), "funnels": path_funnels(store),
         "filters": data_paths.filters(store), "shape": data_paths.shape(store),
         "errors": data_paths.errors(store), "pass_rates": data_paths.pass_rates(store),
@@ -36,8 +40,9 @@ def render_report(data: dict[str, Any], run_dir: Path) -> str:
     runs = data["header"]["runs"]
     subtitle = f"{run_dir} · {len(runs)} run(s): " + (", ".join(r["run_id"] for r in runs[-3:]) or "none")
     body = [
-        sections_data.overview(data["header"], data["calls"], data["filters"]),
-        sections_data.funnels(data["funnels"], data["filters"]),
+        sections_data.overview(data["header"], data["calls"], data["kept"]),
+        sections_data.funnels(data["funnels"], data["filters"], data["kept"], data["options"]),
+        sections_samples.samples(data["samples"]),
         sections_data.shape(data["shape"]),
         sections_data.errors(data["errors"]),
         sections_quality.quality(data["quality"]),
@@ -50,11 +55,13 @@ def render_report(data: dict[str, Any], run_dir: Path) -> str:
     return document(f"factory run report — {run_dir.name}", subtitle, NAV, body, footer)
 
 
-def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Write the run's HTML report (default RUN_DIR/report.html) and return its path."""
+def write_report(run_dir: str | Path, out: str | Path | None = None, options: ExportOptions | None = None) -> Path:
+    """Write the run's HTML report (default RUN_DIR/report.html) and return its path.
+
+    `options`: the export's (splits and upsampling), so the report counts what that export writes."""
     run_dir = Path(run_dir)
     with open_snapshot(run_dir) as store:
-        html = render_report(collect_report(store), run_dir)
+        html = render_report(collect_report(store, options), run_dir)
     target = Path(out) if out is not None else run_dir / REPORT_FILENAME
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -69,22 +69,7 @@ def filters(store: Store) -> dict[str, Any]:
         f"FROM filter_verdicts WHERE NOT keep GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT {DROP_REASONS_SHOWN}",
         "filter reason dropped example",
     )
-    (curation,) = dict_rows(
-        store,
-        """
-        SELECT (SELECT count(*) FROM curation), (SELECT count(*) FROM curation WHERE keep),
-               (SELECT coalesce(sum(weight), 0) FROM curation WHERE keep),
-               (SELECT count(*) FROM trajectories t
-                WHERE NOT EXISTS (SELECT 1 FROM curation c WHERE c.trajectory_id = t.trajectory_id))
-        """,
-        "judged kept kept_weight unfiltered",
-    )
-    splits = dict_rows(
-        store,
-        "SELECT coalesce(split, '(none)'), count(*) FROM curation WHERE keep GROUP BY 1 ORDER BY 2 DESC, 1",
-        "split trajectories",
-    )
-    return {"by_filter": by_filter, "drops": drops, "curation": curation, "splits": splits}
+    return {"by_filter": by_filter, "drops": drops}
 
 
 def shape(store: Store) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..export.options import ExportOptions
+from ..export.selection import KeptCounts
 from .data_paths import DROP_REASONS_SHOWN
 from .page import as_cost, as_float, as_int, as_pct, as_text, cards, empty, panel, section, table
 from .sql import Bin
@@ -19,9 +21,10 @@ SOURCES = [("source", "source", as_text), ("trajectories", "trajectories", as_in
 FUNNEL = [("stage", "stage", as_text), ("count", "n", as_int), ("of first", "share", as_pct)]
 FILTERS = [("filter", "filter", as_text), ("kind", "kind", as_text), ("judged", "judged", as_int),
            ("kept", "kept", as_int), ("dropped", "dropped", as_int), ("mean weight", "mean_weight", as_float)]
-CURATION = [("judged", "judged", as_int), ("kept", "kept", as_int), ("kept weight", "kept_weight", as_float),
-            ("not filtered yet", "unfiltered", as_int)]
-SPLITS = [("split", "split", as_text), ("kept", "trajectories", as_int)]
+KEPT = [("trajectories", "trajectories", as_int), ("verified", "verified", as_int),
+        ("dropped by filters", "dropped", as_int), ("not verified", "unverified", as_int),
+        ("kept (exported)", "kept", as_int), ("kept weight", "kept_weight", as_float)]
+SPLITS = [("split", "split", as_text), ("trajectories", "trajectories", as_int), ("rows", "rows", as_int)]
 DROPS = [("filter", "filter", as_text), ("reason", "reason", as_text), ("dropped", "dropped", as_int),
          ("example", "example", as_text)]
 SHAPE = [("source", "source", as_text), ("trajectories", "trajectories", as_int),
@@ -44,11 +47,9 @@ PASS_RATES = [("model", "model", as_text), ("tasks", "tasks", as_int), ("scored 
               ("always solved", "always_solved", as_int)]
 
 
-def overview(head: dict[str, Any], calls: dict[str, Any], filtered: dict[str, Any]) -> str:
-    tiles = [("trajectories", as_int(sum(r["trajectories"] for r in head["by_source"]))),
-             ("verified", as_int(sum(r["verified"] for r in head["by_source"])))]  # fmt: skip
-    if filtered["curation"]["judged"]:
-        tiles.append(("kept by filters", f"{filtered['curation']['kept']:,} / {filtered['curation']['judged']:,}"))
+def overview(head: dict[str, Any], calls: dict[str, Any], kept: KeptCounts) -> str:
+    tiles = [("trajectories", as_int(kept.trajectories)), ("verified", as_int(kept.verified)),
+             ("kept (exported)", f"{kept.kept:,} / {kept.trajectories:,}")]  # fmt: skip
     tiles += [("LLM calls", as_int(calls["calls"])), ("LLM errors", as_int(calls["errors"])),
               ("tokens", as_int(calls["prompt_tokens"] + calls["completion_tokens"])),
               ("cost", as_cost(calls["cost_usd"]))]  # fmt: skip
@@ -60,7 +61,8 @@ def overview(head: dict[str, Any], calls: dict[str, Any], filtered: dict[str, An
                     f'<div class="data">{sources}</div></div>'])  # fmt: skip
 
 
-def funnels(all_funnels: dict[str, dict[str, int]], filtered: dict[str, Any]) -> str:
+def funnels(all_funnels: dict[str, dict[str, int]], filtered: dict[str, Any], kept: KeptCounts,
+            options: ExportOptions) -> str:
     parts = []
     for path, funnel in all_funnels.items():
         stages = [(name.replace("_", " "), n) for name, n in funnel.items()]
@@ -70,20 +72,34 @@ def funnels(all_funnels: dict[str, dict[str, int]], filtered: dict[str, Any]) ->
         parts.append(panel(FUNNEL_TITLES[path], chart, table(FUNNEL, rows, f"funnel-{path}")))
     if not parts:
         parts.append(empty("no refine, coa or imported trajectories yet"))
-    parts.append(_filter_panels(filtered))
+    parts += [_filter_panels(filtered), _kept_panel(kept, options)]
     return section("funnel", "Funnels and filter drops",
-                   "How many items survive each stage of each path, and what the curation filters dropped and why.",
-                   parts)  # fmt: skip
+                   "How many items survive each stage of each path, what the curation filters dropped and why, "
+                   "and what `factory export` writes.", parts)  # fmt: skip
+
+
+def _kept_panel(kept: KeptCounts, options: ExportOptions) -> str:
+    """The export's own counts (export.selection.kept_counts): kept = verified and no filter dropped it."""
+    totals = {"trajectories": kept.trajectories, "verified": kept.verified, "dropped": kept.dropped,
+              "unverified": kept.unverified, "kept": kept.kept, "kept_weight": kept.kept_weight}  # fmt: skip
+    splits = [{"split": name, "trajectories": kept.split_trajectories[name], "rows": rows}
+              for name, rows in kept.rows.items()]  # fmt: skip
+    by_split = table(SPLITS, splits, "splits", f"By split ({_split_rule(options)})") if splits else ""
+    caption = "Kept: verified and not dropped by a filter (what the export holds)"
+    data = table(KEPT, [totals], "kept", caption) + (by_split or empty("nothing kept"))
+    return f'<div class="panel"><h3>What the export holds</h3><div class="data">{data}</div></div>'
+
+
+def _split_rule(options: ExportOptions) -> str:
+    repeat = "; a row of weight k > 1 written floor(k) times" if options.upsample == "repeat" else ""
+    return f"a split filter's split, else {options.validation:.0%} of task groups by hash to validation{repeat}"
 
 
 def _filter_panels(filtered: dict[str, Any]) -> str:
     if not filtered["by_filter"]:
         return '<div class="panel"><h3>Filters</h3>' + empty("no filter verdicts (filters not run yet)") + "</div>"
     chart = bar_chart("filter-drops", [(r["filter"], r["dropped"]) for r in filtered["by_filter"]], color=COLORS[3])
-    tables = (table(FILTERS, filtered["by_filter"], "filters")
-              + table(CURATION, [filtered["curation"]], "curation", "All filters together (trajectories with verdicts)")
-              + table(SPLITS, filtered["splits"], "splits", "Kept, by split"))  # fmt: skip
-    out = panel("Drops by filter", chart, tables)
+    out = panel("Drops by filter", chart, table(FILTERS, filtered["by_filter"], "filters", "Verdicts per filter"))
     if filtered["drops"]:
         reasons = [(f"{r['filter']}: {r['reason']}", r["dropped"]) for r in filtered["drops"]]
         chart = bar_chart("drop-reasons", reasons, color=COLORS[3])
