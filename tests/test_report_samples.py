@@ -53,6 +53,7 @@ def page(run) -> str:
 def test_kept_left_dropped_right_with_reasons(page):
     kept, dropped = articles(side(page, "Kept")), articles(side(page, "Dropped or failed"))
     assert len(kept) == PER_SIDE and set(kept) <= KEPT
+    assert {tid.split(":")[0] for tid in kept} == {"refine", "coa", "import"}  # one of each source first
     # make_run has 4 rows the export leaves out: 2 unverified, 2 dropped by a filter; 3 are shown
     assert len(dropped) == PER_SIDE and set(dropped) <= {"refine:p7", "coa:t7", "refine:p8", "coa:t8"}
     reasons = {tid: unescape(re.search(r'<div class="why">(.*?)</div>', body).group(1))

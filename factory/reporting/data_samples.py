@@ -66,12 +66,19 @@ class Sample:
 def samples(store: Store, options: ExportOptions, seed: str = SEED, per_side: int = PER_SIDE) -> dict[str, Any]:
     """{"kept": [Sample], "dropped": [Sample]}: kept rows are the export's selection, the rest are dropped."""
     selection = selection_sql(options)
-    kept = store.query(f"SELECT DISTINCT trajectory_id FROM ({selection}) ORDER BY md5(? || trajectory_id) "
-                       f"LIMIT {int(per_side)}", [seed])  # fmt: skip
+    kept = store.query(kept_sql(selection, int(per_side)), [seed])
     dropped = store.query(dropped_sql(selection, int(per_side)), [seed])
     chosen = [(row[0], True, None) for row in kept] + [(row[0], False, row[1]) for row in dropped]
     shown = load_samples(store, chosen)
     return {"kept": [s for s in shown if s.kept], "dropped": [s for s in shown if not s.kept], "seed": seed}
+
+
+def kept_sql(selection: str, limit: int) -> str:
+    """Kept rows, one per source first (a run of both paths shows both)."""
+    return f"""
+        WITH k AS (SELECT DISTINCT trajectory_id, source, md5(? || trajectory_id) AS draw FROM ({selection})),
+        ranked AS (SELECT *, row_number() OVER (PARTITION BY source ORDER BY draw) AS nth FROM k)
+        SELECT trajectory_id FROM ranked ORDER BY nth, draw LIMIT {limit}"""
 
 
 def dropped_sql(selection: str, limit: int) -> str:
@@ -124,7 +131,7 @@ def add_text(store: Store, sample: Sample, stored_turns: str | None) -> None:
 def facts_line(row: tuple) -> str:
     _, source, _, _, task_id, answer, correct, n_turns, n_errors, n_corrections = row
     if source == "refine":
-        return f"refine · {n_turns or 0} turns · {n_errors or 0} mistakes · {n_corrections or 0} corrections"
+        return f"refine · turns {n_turns or 0} · mistakes {n_errors or 0} · corrections {n_corrections or 0}"
     check = {True: "correct", False: "wrong"}.get(correct, "not checked")
     return f"{source} · task {task_id} · answer {cut_text(answer or '', 120)[0]!r} ({check})"
 
