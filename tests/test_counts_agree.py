@@ -8,6 +8,7 @@ and the report, and the three are read back from disk and compared.
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections import Counter
 from pathlib import Path
@@ -17,8 +18,10 @@ import pytest
 from test_export import KEPT, make_run, verdict
 from test_report_html import parse
 
+from factory.errors import FactoryError
 from factory.export import ExportOptions, export_dataset
 from factory.reporting import write_report
+from factory.reporting.command import add_report_parser
 from factory.store import Store
 
 UNVERIFIED = ["refine:p7", "coa:t7"]
@@ -108,3 +111,19 @@ def test_afm_files_hold_the_kept_task_rows_of_each_split(run, tmp_path):
     afm, messages = (written_rows(tmp_path / "out" / name, "parquet") for name in ("afm", "messages"))
     assert written_ids(tmp_path / "out" / "afm", "parquet") == {i for i in KEPT if not i.startswith("refine")}
     assert all(afm[split] <= messages[split] for split in afm)
+
+
+def test_report_command_takes_the_exports_split_options(run, tmp_path, capsys):
+    """`factory report --validation --upsample` counts what `factory export` with the same flags writes."""
+    parser = argparse.ArgumentParser()
+    add_report_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["report", str(run), "--out", str(tmp_path / "r.html"), "--validation", "0.3",
+                              "--upsample", "repeat", "--seed", "other"])  # fmt: skip
+    assert args.func(args) == 0
+    result = export_dataset(run, tmp_path / "out", ExportOptions(formats=["messages"], validation=0.3,
+                                                                 upsample="repeat"))  # fmt: skip
+    _, splits = report_counts((tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert {name: rows for name, (rows, _) in splits.items()} == result.selected
+    bad = parser.parse_args(["report", str(run), "--validation", "2"])
+    with pytest.raises(FactoryError, match="validation"):
+        bad.func(bad)

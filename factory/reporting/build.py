@@ -23,11 +23,11 @@ NAV = (("overview", "Overview"), ("funnel", "Funnels & filters"), ("samples", "S
        ("pass-rate", "Pass rates"), ("usage", "Tokens & cost"), ("latency", "Latency"))
 
 
-def collect_report(store: Store, options: ExportOptions | None = None) -> dict[str, Any]:
+def collect_report(store: Store, options: ExportOptions | None = None, seed: str = data_samples.SEED) -> dict[str, Any]:
     """Every number the report shows, as plain data (all aggregation happens in SQL); `options`: the export's."""
     options = options or ExportOptions()
     return {
-        "options": options, "kept": kept_counts(store, options), "samples": data_samples.samples(store, options),
+        "options": options, "kept": kept_counts(store, options), "samples": data_samples.samples(store, options, seed),
         "header": data_paths.header(store), "funnels": path_funnels(store),
         "filters": data_paths.filters(store), "shape": data_paths.shape(store),
         "errors": data_paths.errors(store), "pass_rates": data_paths.pass_rates(store),
@@ -55,13 +55,15 @@ def render_report(data: dict[str, Any], run_dir: Path) -> str:
     return document(f"factory run report — {run_dir.name}", subtitle, NAV, body, footer)
 
 
-def write_report(run_dir: str | Path, out: str | Path | None = None, options: ExportOptions | None = None) -> Path:
+def write_report(run_dir: str | Path, out: str | Path | None = None, options: ExportOptions | None = None,
+                 seed: str = data_samples.SEED) -> Path:  # fmt: skip
     """Write the run's HTML report (default RUN_DIR/report.html) and return its path.
 
-    `options`: the export's (splits and upsampling), so the report counts what that export writes."""
+    `options`: the export's (splits and upsampling), so the report counts what that export writes;
+    `seed` picks the sample trajectories shown."""
     run_dir = Path(run_dir)
     with open_snapshot(run_dir) as store:
-        html = render_report(collect_report(store, options), run_dir)
+        html = render_report(collect_report(store, options, seed), run_dir)
     target = Path(out) if out is not None else run_dir / REPORT_FILENAME
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

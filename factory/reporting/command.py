@@ -12,7 +12,9 @@ from ..errors import FactoryError
 from ..refine.quality import format_quality, refine_quality
 from ..store import STORE_FILENAME, Store
 from ..store.integrity import StoreBusyError, classify
+from ..export.options import export_options
 from .build import REPORT_FILENAME, write_report
+from .data_samples import SEED
 from .live import describe, render_live_html
 from .snapshot import open_snapshot
 from .status_command import live_or_raise
@@ -22,6 +24,10 @@ def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     report = subparsers.add_parser("report", help="write a self-contained HTML report of a run (charts and tables)")
     report.add_argument("run_dir", help="the run folder")
     report.add_argument("--out", help=f"HTML file to write (default RUN_DIR/{REPORT_FILENAME})")
+    report.add_argument("--validation", type=float, help="as `factory export --validation`, so the report's split "
+                        "counts are the export's (default 0.05)")  # fmt: skip
+    report.add_argument("--upsample", choices=["none", "repeat"], help="as `factory export --upsample` (default none)")
+    report.add_argument("--seed", default=SEED, help=f"which sample trajectories are shown (default {SEED!r})")
     report.set_defaults(func=cmd_report)
     return report
 
@@ -30,7 +36,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     store_path = Path(args.run_dir) / STORE_FILENAME
     try:
         Store.open(args.run_dir, read_only=True).close()  # a busy or damaged store says so in its own words
-        path = write_report(args.run_dir, args.out)
+        options = export_options(formats="all", validation=args.validation, upsample=args.upsample)
+        path = write_report(args.run_dir, args.out, options, args.seed)
     except StoreBusyError as busy:
         return write_live_report(args.run_dir, args.out, busy)
     except duckdb.Error as exc:  # met in the report's queries, through its in-memory view of the file
