@@ -12,6 +12,7 @@ from typing import Iterator
 from pydantic import BaseModel
 
 from .errors import FactoryError
+from .prompts import prompts_from
 from .report import summarize_query
 from .store import Store, utcnow
 from .store.db import LIVE_RUNS
@@ -45,7 +46,8 @@ def open_run(run_dir: str | Path, command: str, config: BaseModel | None = None)
     try:
         store.execute("INSERT INTO runs VALUES (?, ?, ?, ?, NULL, 'running')", [run_id, command, config_json, started])
         publisher = _start_publisher(run_dir, run_id, command, started, store)
-        yield Run(run_dir, run_id, store)
+        with prompts_from(config):  # the config's prompts_dir, for this run only
+            yield Run(run_dir, run_id, store)
         status = "done"
     # asyncio.run turns Ctrl-C into a CancelledError in the main task (KeyboardInterrupt comes after).
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -76,6 +76,17 @@ class FactoryConfig(StrictModel):
     coa: CoaConfig = Field(default_factory=CoaConfig)
     passrate: PassrateConfig = Field(default_factory=PassrateConfig)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="factory run's stages")
+    prompts_dir: Path | None = Field(
+        None, description="a folder of prompt files (<name>.md, as under prompts/) that override the shipped ones "
+        "by the same relative name; the shipped prompts fill in the rest (relative to the working folder)",
+    )
+
+    @field_validator("prompts_dir")
+    @classmethod
+    def _prompts_dir_exists(cls, folder: Path | None) -> Path | None:
+        if folder is not None and not folder.is_dir():
+            raise ValueError(f"{folder} is not a folder (a folder of <name>.md prompt overrides)")
+        return folder
 
 
 def load_factory_config(path: str | Path | None) -> FactoryConfig:
