@@ -160,3 +160,20 @@ def test_the_page_renders_and_runs_no_trajectory_script(tmp_path):
     assert '<section id="samples"' in dom and len(articles(dom)) == 3
     assert "data-pwned" not in dom.split("<body")[0]  # the payload stayed text: no attribute was set
     assert 'class="turn mistake"' in dom and 'class="tag-observation nt"' in dom
+
+
+def test_a_failed_refine_row_shows_its_played_steps(tmp_path):
+    """A row that failed verification keeps no turns, only the steps it played (as refine stores them)."""
+    steps = [{"thought": "go out", "action": {"name": "go", "params": {"place": "garden"}},
+              "observation": "There is no garden here.", "evaluation": {"error": "location", "task_done": False}},
+             {"thought": "look", "action": {"name": "look", "params": {}}, "observation": "A hall.",
+              "evaluation": {"error": None, "task_done": False}}] * 10  # fmt: skip
+    with Store.open(tmp_path / "run") as store:
+        store.upsert("trajectories", {"trajectory_id": "refine:p1", "source": "refine", "verified": False,
+                                      "reason": "not_done: the trajectory ends before the task is done",
+                                      "steps": json.dumps(steps), "created_at": utcnow()})  # fmt: skip
+    [body] = articles(write_report(tmp_path / "run").read_text(encoding="utf-8")).values()
+    assert "not verified: not_done: the trajectory ends before the task is done" in body
+    assert "✗ location error · played, not exported" in body and "DM feedback: There is no garden here." in body
+    assert "Action: go(place=garden)" in body and "assistant · played, not exported" in body
+    assert "… 28 turns not shown …" in body  # 20 steps: the first 4 and last 2 shown and 'class="turn trained"' not in body

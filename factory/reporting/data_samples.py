@@ -21,6 +21,7 @@ from ..export.formats import afm_sql, messages_sql
 from ..export.options import ExportOptions
 from ..export.selection import COLUMNS, selection_sql
 from ..filters.sql import quote
+from ..refine.world import format_action
 from ..store import Store
 
 PER_SIDE = 3  # kept samples, and dropped ones: at most 6 on the page
@@ -39,6 +40,7 @@ class ShownTurn:
     trains: bool  # train.render_rows' verdict (only an assistant turn can train)
     error: str | None = None  # mistake type (refine)
     feedback: str | None = None  # the DM's feedback on the mistake
+    played: bool = False  # from a failed row's played steps: never exported, so nothing of it trains
 
 
 @dataclass(frozen=True)
@@ -103,17 +105,17 @@ def load_samples(store: Store, chosen: list[tuple[str, bool, str | None]]) -> li
     for trajectory_id, kept, reason in chosen:
         (row,) = store.query(
             "SELECT trajectory_id, source, turns, completion, task_id, final_answer, correct, n_turns, n_errors, "
-            "n_corrections FROM trajectories WHERE trajectory_id = ?", [trajectory_id])  # fmt: skip
-        sample = Sample(trajectory_id, row[1], kept, reason, facts_line(row))
+            "n_corrections, steps FROM trajectories WHERE trajectory_id = ?", [trajectory_id])  # fmt: skip
+        sample = Sample(trajectory_id, row[1], kept, reason, facts_line(row[:10]))
         try:
-            add_text(store, sample, row[2])
+            add_text(store, sample, row[2], row[10])
         except (FactoryError, ValueError, duckdb.Error) as exc:  # a malformed stored row is shown as such
             sample.note = f"cannot show this row: {str(exc).splitlines()[0]}"
         out.append(sample)
     return out
 
 
-def add_text(store: Store, sample: Sample, stored_turns: str | None) -> None:
+def add_text(store: Store, sample: Sample, stored_turns: str | None, steps: str | None) -> None:
     """The row as the export would write it (metadata aside), so its training flags are the export's."""
     row_sql = (f"SELECT {COLUMNS}, 1.0 AS weight, NULL AS split FROM trajectories t "
                f"WHERE t.trajectory_id = {quote(sample.trajectory_id)}")  # fmt: skip
@@ -124,6 +126,8 @@ def add_text(store: Store, sample: Sample, stored_turns: str | None) -> None:
     messages = store.query(f"SELECT to_json(messages) FROM ({messages_sql(row_sql)})")
     if messages:
         add_turns(sample, json.loads(stored_turns), json.loads(messages[0][0]))
+    elif steps:
+        add_played_steps(sample, json.loads(steps))
     else:
         sample.note = "no turns or completion recorded"
 
@@ -131,7 +135,9 @@ def add_text(store: Store, sample: Sample, stored_turns: str | None) -> None:
 def facts_line(row: tuple) -> str:
     _, source, _, _, task_id, answer, correct, n_turns, n_errors, n_corrections = row
     if source == "refine":
-        return f"refine · turns {n_turns or 0} · mistakes {n_errors or 0} · corrections {n_corrections or 0}"
+        if n_turns is None:
+            return "refine · no turns stored (the row failed before its turns were written)"
+        return f"refine · turns {n_turns} · mistakes {n_errors or 0} · corrections {n_corrections or 0}"
     check = {True: "correct", False: "wrong"}.get(correct, "not checked")
     return f"{source} · task {task_id} · answer {cut_text(answer or '', 120)[0]!r} ({check})"
 
@@ -154,6 +160,25 @@ def add_turns(sample: Sample, stored: list[dict], exported: list[dict]) -> None:
         text, cut = cut_text(verdicts[i].content, TURN_CHARS)
         sample.turns.append(ShownTurn(verdicts[i].role, text, cut, verdicts[i].trains, error.get("type"),
                                       error.get("feedback")))  # fmt: skip
+
+
+def add_played_steps(sample: Sample, steps: list[dict]) -> None:
+    """A refine row that failed verification keeps only its played steps: shown as the turns they were."""
+    shown = list(range(len(steps)))
+    if len(shown) > (HEAD_TURNS + TAIL_TURNS) // 2:  # two turns a step
+        sample.hidden_turns = 2 * (len(shown) - (HEAD_TURNS + TAIL_TURNS) // 2)
+        shown = shown[: HEAD_TURNS // 2] + shown[-(TAIL_TURNS // 2):]
+    for i in shown:
+        step = steps[i]
+        action = step.get("action") or {}
+        error = (step.get("evaluation") or {}).get("error")
+        observation = str(step.get("observation") or "")
+        call = format_action(str(action.get("name")), action.get("params") or {})
+        said = f"Thought: {step.get('thought')}\nAction: {call}"
+        sample.turns.append(ShownTurn("assistant", *cut_text(said, TURN_CHARS), False, error,
+                                      observation if error else None, played=True))  # fmt: skip
+        sample.turns.append(ShownTurn("user", *cut_text(f"Observation: {observation}", TURN_CHARS), False,
+                                      played=True))  # fmt: skip
 
 
 def add_afm(sample: Sample, instruction: str, output: str, spans: str | None) -> None:

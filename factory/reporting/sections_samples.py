@@ -73,6 +73,9 @@ def turns_html(sample: Sample) -> str:
 def turn_html(turn: ShownTurn) -> str:
     if turn.role != "assistant":
         kind, label = "", f"{turn.role} · context"
+    elif turn.played:  # a failed row: nothing of it is exported
+        kind, label = ("mistake", f"assistant · ✗ {turn.error} error · played, not exported") if turn.error else (
+            "masked", "assistant · played, not exported")
     elif turn.trains:
         kind, label = "trained", "assistant · trained"
     elif turn.error:
