@@ -137,8 +137,14 @@ def _print_funnel(funnel: dict[str, int]) -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from .refine.show import format_trajectory, load_trajectory_row
+    from .viewer.pick import last_shown, pick_id, remember
 
-    print(format_trajectory(load_trajectory_row(args.run_dir, args.id), color=sys.stdout.isatty()))
+    last = last_shown(args.run_dir)
+    row = load_trajectory_row(args.run_dir, pick_id(args.run_dir, args.id, args.random, args.next, args.seed))
+    if args.next and last is not None and row["trajectory_id"] <= last:
+        print("(past the last trajectory: back to the first)", file=sys.stderr)
+    print(format_trajectory(row, color=sys.stdout.isatty()))
+    remember(args.run_dir, row["trajectory_id"])  # where --next goes on from
     return 0
 
 
@@ -208,9 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
     coa_import.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     coa_import.set_defaults(func=cmd_coa_import)
 
-    show = commands.add_parser("show", help="print one trajectory, mistakes marked")
+    show = commands.add_parser("show", help="print one trajectory, mistakes marked (find ids with factory ls)")
     show.add_argument("run_dir", help="the run folder")
-    show.add_argument("id", help="trajectory id (refine:PERSONA) or persona id")
+    show.add_argument("id", nargs="?", help="trajectory id (refine:PERSONA, coa:TASK) or persona id")
+    show.add_argument("--random", action="store_true", help="a random trajectory instead of an ID")
+    show.add_argument("--next", action="store_true",
+                      help="the trajectory after the last one shown (in id order; the first one the first time)")
+    show.add_argument("--seed", type=int, help="seed of --random, to pick the same row again")
     show.set_defaults(func=cmd_show)
 
     calls = commands.add_parser("calls", help="summarise a run's LLM call log")
@@ -232,10 +242,12 @@ def add_later_stage_parsers(commands) -> None:
     from .pipeline.command import add_run_parser
     from .reporting.command import add_quality_parser, add_report_parser
     from .reporting.status_command import add_status_parser
+    from .viewer.command import add_ls_parser
 
     for add_parser in (add_run_parser, add_filter_parser, add_passrate_parser, add_export_parser, add_publish_parser,
                        add_report_parser, add_quality_parser, add_status_parser, add_eval_parser):  # fmt: skip
         add_parser(commands)
+    add_ls_parser(commands)
     # Listed for --help only: main() hands `factory train ...` to train.sft before argparse sees it.
     commands.add_parser("train", help="masked SFT on an exported dataset (python -m train.sft --help)")
 

@@ -17,13 +17,42 @@ def load_trajectory_row(run_dir: str | Path, trajectory_id: str) -> dict:
             f"SELECT {', '.join(ROW_KEYS)} FROM trajectories WHERE trajectory_id = ? OR persona_id = ?",
             [trajectory_id, trajectory_id],
         )
-    if not rows:
-        raise FactoryError(f"no trajectory '{trajectory_id}' in {run_dir} (use a trajectory id or a persona id)")
-    return dict(zip(ROW_KEYS, rows[0]))
+        if not rows:
+            raise FactoryError(f"no trajectory '{trajectory_id}' in {run_dir} (use a trajectory id or a persona id; "
+                               f"factory ls {run_dir} lists them)")  # fmt: skip
+        row = dict(zip(ROW_KEYS, rows[0]))
+        row["why"] = why_lines(store, row)
+    return row
 
 
 ROW_KEYS = ("trajectory_id", "persona_id", "verified", "reason", "conversations", "stats", "llm_calls", "source",
-            "task_id", "final_answer", "correct")  # fmt: skip
+            "task_id", "final_answer", "correct", "rule", "script_id")  # fmt: skip
+
+
+def why_lines(store: Store, row: dict) -> list[str]:
+    """Where the row's failure or drop is recorded beyond its own reason: a refine row without a verified
+    script lists each script attempt's problems (scripts.problems); a filtered row its filters' verdicts."""
+    lines = []
+    if row["source"] == "refine" and not row["verified"] and row["script_id"] is None:
+        for script_id, problems in store.query(
+            "SELECT script_id, problems FROM scripts WHERE persona_id = ? AND NOT coalesce(verified, false) "
+            "ORDER BY attempt", [row["persona_id"]],
+        ):  # fmt: skip
+            lines.append(f"script {script_id} failed: {'; '.join(_problems(problems)) or 'no problem recorded'}")
+    if store.query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'filter_verdicts'")[0][0]:
+        for name, keep, reason in store.query(
+            "SELECT filter, keep, reason FROM filter_verdicts WHERE trajectory_id = ? ORDER BY filter",
+            [row["trajectory_id"]],
+        ):  # fmt: skip
+            lines.append(f"filter {name}: {'kept' if keep else 'dropped'}" + (f" ({reason})" if reason else ""))
+    return lines
+
+
+def _problems(text: str | None) -> list[str]:
+    try:
+        return [str(problem) for problem in json.loads(text or "[]")]
+    except json.JSONDecodeError:
+        return [text or ""]
 
 
 def stats_lines(row: dict, stats: dict) -> list[str]:
@@ -42,12 +71,12 @@ def stats_lines(row: dict, stats: dict) -> list[str]:
 
 def format_trajectory(row: dict, color: bool = False) -> str:
     paint = (lambda code, text: f"{code}{text}{RESET}") if color else (lambda code, text: text)
-    status = "verified" if row["verified"] else f"not verified ({row['reason']})"
+    status = "verified" if row["verified"] else f"not verified ({failure(row)})"
     persona = f"  persona {row['persona_id']}" if row.get("persona_id") else ""
     calls = f"  llm calls: {row['llm_calls']}" if row["llm_calls"] is not None else ""  # an import made none here
-    lines = [f"{row['trajectory_id']}{persona}  {status}{calls}"]
-    if row["stats"]:
-        stats = json.loads(row["stats"])
+    lines = [f"{row['trajectory_id']}{persona}  {status}{calls}", *row.get("why", [])]
+    stats = _stats(row["stats"])
+    if stats:
         lines += stats_lines(row, stats)
         provenance = stats.get("provenance") or {}
         if provenance:  # where the row came from: who wrote the world, who played it, who judged it
@@ -62,3 +91,19 @@ def format_trajectory(row: dict, color: bool = False) -> str:
         else:
             lines.append(paint(GREEN, f"[gpt ✓ loss={str(turn['loss']).lower()}] {turn['value']}"))
     return "\n".join(lines)
+
+
+def failure(row: dict) -> str:
+    """The rule a failed row broke (a coa run status or grammar rule) and its reason, each once."""
+    rule, reason = row.get("rule"), row.get("reason")
+    if rule and reason and rule not in reason:
+        return f"{rule}: {reason}"
+    return reason or rule or "no reason recorded"
+
+
+def _stats(text: str | None) -> dict:
+    try:
+        stats = json.loads(text or "{}")
+    except json.JSONDecodeError:  # a damaged stats text: show the turns without them
+        return {}
+    return stats if isinstance(stats, dict) else {}

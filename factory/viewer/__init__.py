@@ -1,0 +1,1 @@
+"""Looking at a run's data: `factory ls` (listing) and `factory show --random/--next` (picking)."""
