@@ -208,8 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     coa_import = commands.add_parser("coa-import", help="distil agent logs you already have into AFM trajectories")
     coa_import.add_argument("path", help="JSONL of OpenAI tool-calling conversations or smolagents step memory")
-    coa_import.add_argument("--variant", choices=["mas", "code"], default="mas")
-    coa_import.add_argument("--format", choices=["auto", "openai", "smolagents"], default="auto")
+    coa_import.add_argument("--variant", choices=["mas", "code"], default="mas",
+                            help="distil as the web-agent (mas, default) or the code-agent trajectory format")
+    coa_import.add_argument("--format", choices=["auto", "openai", "smolagents"], default="auto",
+                            help="the log's format (default auto: a record with chat messages is openai, "
+                                 "any other smolagents)")  # fmt: skip
     coa_import.add_argument("--run-dir", help="run folder (default outputs/coa-import)")
     coa_import.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     coa_import.set_defaults(func=cmd_coa_import)
