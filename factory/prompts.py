@@ -87,3 +87,14 @@ def render_prompt(name: str, **values: object) -> str:
 def prompt_hash(name: str) -> str:
     """A short hash of the template text in use (the override's when it has one), recorded as provenance."""
     return hashlib.sha256(load_prompt(name).encode()).hexdigest()[:12]
+
+
+def prompts_dir_digest(folder: str | Path | None) -> str | None:
+    """A hash of an override folder's files (names and text), so a fingerprint changes when a prompt is edited."""
+    if folder is None:
+        return None
+    digest = hashlib.sha256()
+    root = Path(folder)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]

@@ -2,6 +2,7 @@
 
 import argparse
 import importlib.util
+import re
 
 import pytest
 
@@ -58,5 +59,6 @@ def test_train_help_exits_0_and_lists_its_overrides(capsys):
 @pytest.mark.xfail(strict=True, reason="train/config.py: override_flags lists no description per field yet "
                                        "(a change asked of train/'s owner in issue 15)")  # fmt: skip
 def test_train_overrides_say_what_they_do(capsys):
-    overrides = [line.strip() for line in train_help(capsys).splitlines() if line.strip().startswith("--") and "(" in line]
-    assert overrides and all(":" in line.split(")", 1)[1] for line in overrides)
+    lines = [line.strip() for line in train_help(capsys).splitlines()]
+    overrides = [line for line in lines if re.match(r"--[\w.]+ \((default|required)", line)]
+    assert overrides and all(re.match(r"--[\w.]+ \(.*\): \w", line) for line in overrides)  # `--flag (default x): what`

@@ -69,4 +69,15 @@ def test_a_prompts_dir_that_is_not_a_folder_is_one_line(value, tmp_path, capsys,
     assert main(["smoke", "-c", "run.yaml", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert err == f"error: run.yaml: field 'prompts_dir': {value} is not a folder (a folder of <name>.md prompt overrides)"
+    assert err == (f"error: run.yaml: field 'prompts_dir': {value} is not a folder "
+                   "(a folder of <name>.md prompt overrides)")
+
+
+def test_the_folder_digest_changes_when_a_prompt_is_edited(tmp_path):
+    from factory.prompts import prompts_dir_digest
+
+    folder = override_folder(tmp_path)
+    before = prompts_dir_digest(folder)
+    assert prompts_dir_digest(folder) == before and prompts_dir_digest(None) is None
+    (folder / "smoke" / "system.md").write_text(OVERRIDE + " Be brief.\n")
+    assert prompts_dir_digest(folder) != before
