@@ -81,3 +81,23 @@ def test_the_folder_digest_changes_when_a_prompt_is_edited(tmp_path):
     assert prompts_dir_digest(folder) == before and prompts_dir_digest(None) is None
     (folder / "smoke" / "system.md").write_text(OVERRIDE + " Be brief.\n")
     assert prompts_dir_digest(folder) != before
+
+
+def test_a_refine_run_plays_its_trajectory_with_the_overridden_system_prompt(server, tmp_path):
+    from test_refine_scaffold import thinking_model
+
+    folder = tmp_path / "my_prompts"
+    (folder / "refine").mkdir(parents=True)
+    override = "You narrate a player's thoughts, one short sentence per fixed move, from the override folder."
+    (folder / "refine" / "trajectory_scaffold_system.md").write_text(override)
+    server.content = thinking_model
+    config = factory.FactoryConfig(run_dir=tmp_path / "run", prompts_dir=folder)
+    config.llm.model, config.llm.base_url = "m", server.base_url
+    config.refine = config.refine.model_copy(update={"count": 1, "scripts": "procedural", "with_code": False,
+                                                     "trajectories": "scaffolded"})  # fmt: skip
+    from factory.refine.batch import run_refine
+
+    outcome = run_refine(config, progress=False)
+    assert outcome.funnel["verified"] == 1
+    systems = [m[0]["content"] for m in sent_messages(server)]
+    assert systems == [override]  # the one scaffold call; the procedural script made none
