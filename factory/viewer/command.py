@@ -12,7 +12,12 @@ DEFAULT_LIMIT = 50
 
 
 def add_ls_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("ls", help="list a run's trajectories: stats, kept or dropped, and why rows failed")
+    parser = subparsers.add_parser(
+        "ls", help="list a run's trajectories: stats, kept or dropped, and why rows failed",
+        description="One line per trajectory: ok (verified), export (kept: the export writes it; dropped: a filter "
+        "dropped it), correct (the answer check), turns, tools (tool calls; refine: the player's actions), "
+        "fixes (refine: corrected mistakes; coa: reflections) and the reason it failed or was dropped.",
+    )  # fmt: skip
     parser.add_argument("run_dir", help="the run folder holding factory.duckdb")
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--failed", action="store_const", dest="shown", const="failed",
