@@ -10,8 +10,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StringConstraints
 
 from .llm import LLMClient, Request, Result
-from .paths import prompts_dir
-from .prompts import load_prompt, render_prompt
+from .prompts import load_prompt, prompt_file, render_prompt
 from .run import open_run
 from .settings import FactoryConfig
 
@@ -31,7 +30,7 @@ SMOKE_PARAMS = {"max_tokens": 300}
 
 
 def smoke_requests(n: int, stage: str) -> list[Request]:
-    topics = [t for t in (prompts_dir() / "smoke" / "topics.txt").read_text().splitlines() if t.strip()]
+    topics = [t for t in prompt_file("smoke/topics.txt").read_text().splitlines() if t.strip()]
     system = load_prompt("smoke/system")
     requests = []
     for i in range(n):
@@ -68,8 +67,8 @@ def run_smoke(config: FactoryConfig, progress: bool = True) -> SmokeOutcome:
 
 async def ping_async(config: FactoryConfig) -> Result:
     """One small structured call, logged in the run store (stage "ping")."""
-    request = smoke_requests(1, "ping")[0]
     with open_run(config.run_dir, "ping", config) as run:
+        request = smoke_requests(1, "ping")[0]  # inside the run: its prompts_dir applies
         # A ping checks the endpoint now, so it never answers from the cache.
         async with LLMClient(config.llm.model_copy(update={"cache": False}), run.store, run.run_id) as llm:
             return await llm.run(request)

@@ -12,6 +12,7 @@ import argparse
 import time
 
 from ..errors import FactoryError
+from ..prompts import prompts_override
 from .config import STAGES
 from .ledger import Ledger
 from .stages import Context, all_stages, stage_fingerprints
@@ -38,16 +39,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.config:
         raise FactoryError("factory run needs a pipeline config: -c pipeline.yaml (e.g. examples/pipeline.yaml)")
     config = _config_from(args)
-    context = Context(config, progress=not args.quiet)
-    stages = all_stages(config.pipeline)
+    with prompts_override(config.prompts_dir):  # also for stages outside a run (the export's dataset card)
+        return run_stages(Context(config, progress=not args.quiet), args)
+
+
+def run_stages(context: Context, args: argparse.Namespace) -> int:
+    stages = all_stages(context.pipeline)
     chosen = chosen_stages([s.name for s in stages], args.from_stage, args.only)
     ledger = Ledger.open(context.run_dir) if context.run_dir.is_dir() else None
     prints = stage_fingerprints(stages, context)
+    forced = args.force or args.from_stage is not None or args.only is not None
     timings = []
     for number, stage in enumerate(stages, 1):
         header = f"== {number}/{len(stages)} {stage.name}"
         done = ledger.finished(stage.name, prints[stage.name]) if ledger else None
-        forced = args.force or args.from_stage is not None or args.only is not None
         if stage.name not in chosen or (done and not forced):
             reason = "not chosen" if stage.name not in chosen else "finished before with the same inputs"
             print(f"{header}: skipped ({reason})", flush=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import FactoryError, require_train_extra
+from ..prompts import prompts_dir_digest
 from ..report import format_call_summary, summarize_calls
 from ..settings import FactoryConfig
 from .config import PipelineConfig
@@ -59,6 +60,7 @@ def generation_inputs(section: str) -> Callable[[Context], list]:
     def inputs(ctx: Context) -> list:
         data = ctx.config.model_dump(mode="json", include={"llm", section, "prompts_dir"})
         data["llm"].pop("concurrency", None)  # how fast, not what: a rerun at another concurrency is the same run
+        data["prompts_digest"] = prompts_dir_digest(ctx.config.prompts_dir)  # an edited prompt reruns generation
         return [data]
 
     return inputs
@@ -149,9 +151,17 @@ def run_train_stage(ctx: Context) -> list[str]:
     from train.config import load_config
     from train.sft import train
 
+    quiet_hub_bars()
     metrics = train(load_config(ctx.pipeline.train.config, train_overrides(ctx)))
     shown = {key: metrics[key] for key in ("steps", "train_loss", "eval_loss", "trained_tokens") if key in metrics}
     return [f"trained: {json.dumps(shown)} -> {ctx.train_dir}"]
+
+
+def quiet_hub_bars() -> None:
+    """No per-file load/save bars from transformers: they would drown the stage's lines (as train.sft does)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def run_eval_stage(ctx: Context) -> list[str]:
@@ -160,6 +170,7 @@ def run_eval_stage(ctx: Context) -> list[str]:
     from train.evaluate.command import add_eval_parser, run_eval
     from train.evaluate.report import format_report
 
+    quiet_hub_bars()
     checkpoint = last_checkpoint(ctx.train_dir)
     if checkpoint is None:
         raise FactoryError(f"{ctx.train_dir}: no finished checkpoint to evaluate")

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from ..llm import Request
-from ..paths import prompts_dir
-from ..prompts import load_prompt, render_prompt
+from ..prompts import load_prompt, prompt_file, render_prompt
 from .narration import describe_goal, describe_rules, opening_observation
 from .inject import open_slots
 from .schemas import MISSING_THOUGHTS, SCAFFOLD_KEYS, WIRE_KEYS, from_wire, scaffold_schema, to_wire, trajectory_schema
@@ -20,9 +20,13 @@ from .values import valid_typed
 from .world import format_action
 
 
-@lru_cache(maxsize=None)
 def _example(name: str) -> Any:
-    return json.loads((prompts_dir() / "refine" / name).read_text())
+    return _read_example(prompt_file(f"refine/{name}"))  # the run's prompts_dir copy when it has one
+
+
+@lru_cache(maxsize=None)
+def _read_example(path: Path) -> Any:
+    return json.loads(path.read_text())
 
 
 class ScriptWriter:

@@ -15,9 +15,9 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
-from factory.paths import prompts_dir
-from factory.prompts import render_prompt
+from factory.prompts import prompt_file, render_prompt
 from factory.refine.narration import describe_state, opening_observation, words
 from factory.refine.roles import describe_actions
 from factory.refine.script import Script
@@ -34,9 +34,13 @@ class ParsedAction:
     params: dict[str, str]
 
 
-@lru_cache(maxsize=1)
 def observation_templates() -> dict[str, str]:
-    return json.loads((prompts_dir() / "eval" / "observations.json").read_text())
+    return _read_templates(prompt_file("eval/observations.json"))
+
+
+@lru_cache(maxsize=4)
+def _read_templates(path: Path) -> dict[str, str]:
+    return json.loads(path.read_text())
 
 
 def first_turn(script: Script) -> str:
