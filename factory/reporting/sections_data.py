@@ -20,7 +20,7 @@ SOURCES = [("source", "source", as_text), ("trajectories", "trajectories", as_in
            ("correct", "correct", as_int), ("turns", "turns", as_int)]
 FUNNEL = [("stage", "stage", as_text), ("count", "n", as_int), ("of first", "share", as_pct)]
 FILTERS = [("filter", "filter", as_text), ("kind", "kind", as_text), ("judged", "judged", as_int),
-           ("kept", "kept", as_int), ("dropped", "dropped", as_int), ("mean weight", "mean_weight", as_float)]
+           ("passed", "kept", as_int), ("dropped", "dropped", as_int), ("mean weight", "mean_weight", as_float)]
 KEPT = [("trajectories", "trajectories", as_int), ("verified", "verified", as_int),
         ("dropped by filters", "dropped", as_int), ("not verified", "unverified", as_int),
         ("kept (exported)", "kept", as_int), ("kept weight", "kept_weight", as_float)]
