@@ -15,6 +15,8 @@ import pytest
 from test_export import KEPT, add_coa, add_refine, make_run, verdict
 
 from factory.coa.afm import make_blocks, render_single
+from factory.coa.store import save_failure, save_trace
+from factory.coa.trace import Event, ToolCall, Trace
 from factory.export import ExportOptions, export_dataset
 from factory.records import Turn, TurnError
 from factory.reporting import write_report
@@ -176,4 +178,26 @@ def test_a_failed_refine_row_shows_its_played_steps(tmp_path):
     assert "not verified: not_done: the trajectory ends before the task is done" in body
     assert "✗ location error · played, not exported" in body and "DM feedback: There is no garden here." in body
     assert "Action: go(place=garden)" in body and "assistant · played, not exported" in body
-    assert "… 28 turns not shown …" in body  # 20 steps: the first 4 and last 2 shown and 'class="turn trained"' not in body
+    assert "… 28 turns not shown …" in body  # 20 steps: the first 4 and the last 2 are shown
+    assert 'class="turn trained"' not in body
+
+
+def test_a_failed_coa_task_shows_its_trace(tmp_path):
+    """A task whose run stopped (no distilled text) shows its question and the trace's events, escaped."""
+    events = [Event(agent="planner", kind="plan", think="Plan it.", content="1. search"),
+              Event(agent="search_agent", kind="tool_call", think="Search.",
+                    tool=ToolCall(name="web_search", argument="capital", ok=False, result=PAYLOAD)),
+              Event(agent="planner", kind="error", content="token budget spent")]  # fmt: skip
+    trace = Trace(trace_id="coa:q1", task_id="q1", variant="mas", question="What is the capital?", events=events,
+                  status="token_budget")  # fmt: skip
+    with Store.open(tmp_path / "run") as store:
+        save_trace(store, trace)
+        save_failure(store, trace, "token_budget", "the run spent its token budget")
+    html = write_report(tmp_path / "run").read_text(encoding="utf-8")
+    [body] = articles(html).values()
+    assert "<script" not in html and "not verified: the run spent its token budget" in body
+    assert "question · not exported" in body and "What is the capital?" in body
+    assert "planner · plan · not exported" in body and "think: Plan it.\n1. search" in body
+    assert "search_agent · tool call · ✗ tool error · not exported" in body
+    assert "web_search: capital\n→ &lt;script" in body
+    assert "planner · error · ✗ run error · not exported" in body and 'class="turn trained"' not in body

@@ -40,7 +40,8 @@ class ShownTurn:
     trains: bool  # train.render_rows' verdict (only an assistant turn can train)
     error: str | None = None  # mistake type (refine)
     feedback: str | None = None  # the DM's feedback on the mistake
-    played: bool = False  # from a failed row's played steps: never exported, so nothing of it trains
+    played: bool = False  # from a failed row's played steps or trace: never exported, so nothing of it trains
+    label: str | None = None  # who said it, when not a chat role (a coa trace's agent and event kind)
 
 
 @dataclass(frozen=True)
@@ -105,17 +106,18 @@ def load_samples(store: Store, chosen: list[tuple[str, bool, str | None]]) -> li
     for trajectory_id, kept, reason in chosen:
         (row,) = store.query(
             "SELECT trajectory_id, source, turns, completion, task_id, final_answer, correct, n_turns, n_errors, "
-            "n_corrections, steps FROM trajectories WHERE trajectory_id = ?", [trajectory_id])  # fmt: skip
+            "n_corrections, steps, trace_id FROM trajectories WHERE trajectory_id = ?", [trajectory_id])  # fmt: skip
         sample = Sample(trajectory_id, row[1], kept, reason, facts_line(row[:10]))
         try:
-            add_text(store, sample, row[2], row[10])
+            add_text(store, sample, row[2], row[10], row[11])
         except (FactoryError, ValueError, duckdb.Error) as exc:  # a malformed stored row is shown as such
             sample.note = f"cannot show this row: {str(exc).splitlines()[0]}"
         out.append(sample)
     return out
 
 
-def add_text(store: Store, sample: Sample, stored_turns: str | None, steps: str | None) -> None:
+def add_text(store: Store, sample: Sample, stored_turns: str | None, steps: str | None,
+             trace_id: str | None) -> None:  # fmt: skip
     """The row as the export would write it (metadata aside), so its training flags are the export's."""
     row_sql = (f"SELECT {COLUMNS}, 1.0 AS weight, NULL AS split FROM trajectories t "
                f"WHERE t.trajectory_id = {quote(sample.trajectory_id)}")  # fmt: skip
@@ -128,6 +130,9 @@ def add_text(store: Store, sample: Sample, stored_turns: str | None, steps: str 
         add_turns(sample, json.loads(stored_turns), json.loads(messages[0][0]))
     elif steps:
         add_played_steps(sample, json.loads(steps))
+    elif trace_id and (trace := store.query("SELECT question, events FROM coa_traces WHERE trace_id = ?",
+                                            [trace_id])):  # fmt: skip
+        add_trace_events(sample, trace[0][0] or "", json.loads(trace[0][1] or "[]"))
     else:
         sample.note = "no turns or completion recorded"
 
@@ -179,6 +184,35 @@ def add_played_steps(sample: Sample, steps: list[dict]) -> None:
                                       observation if error else None, played=True))  # fmt: skip
         sample.turns.append(ShownTurn("user", *cut_text(f"Observation: {observation}", TURN_CHARS), False,
                                       played=True))  # fmt: skip
+
+
+def add_trace_events(sample: Sample, question: str, events: list[dict]) -> None:
+    """A coa/import row that never became a trajectory: its question and the trace's events, in order."""
+    sample.turns.append(ShownTurn("user", *cut_text(question, TURN_CHARS), False, played=True, label="question"))
+    shown = list(range(len(events)))
+    if len(shown) > HEAD_TURNS + TAIL_TURNS:
+        sample.hidden_turns = len(shown) - HEAD_TURNS - TAIL_TURNS
+        shown = shown[:HEAD_TURNS] + shown[-TAIL_TURNS:]
+    for i in shown:
+        event = events[i]
+        kind = str(event.get("kind"))
+        error = "run" if kind == "error" else ("tool" if (event.get("tool") or {}).get("ok") is False else None)
+        label = f"{event.get('agent')} · {kind.replace('_', ' ')}"
+        sample.turns.append(ShownTurn("assistant", *cut_text(event_text(event), TURN_CHARS), False, error,
+                                      played=True, label=label))  # fmt: skip
+
+
+def event_text(event: dict) -> str:
+    """What a trace event says, as the distillation would read it: thought, content, tool call and result."""
+    parts = [f"think: {event['think']}"] if event.get("think") else []
+    if event.get("content"):
+        parts.append(str(event["content"]))
+    tool = event.get("tool")
+    if tool:
+        parts.append(f"{tool.get('name')}: {tool.get('argument')}\n→ {tool.get('result')}")
+    if event.get("scores"):
+        parts.append("scores: " + ", ".join(f"{k} {v}" for k, v in event["scores"].items()))
+    return "\n".join(parts)
 
 
 def add_afm(sample: Sample, instruction: str, output: str, spans: str | None) -> None:

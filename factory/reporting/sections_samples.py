@@ -71,7 +71,11 @@ def turns_html(sample: Sample) -> str:
 
 
 def turn_html(turn: ShownTurn) -> str:
-    if turn.role != "assistant":
+    if turn.label:  # a coa trace's event: never exported
+        kind = "mistake" if turn.error else ("" if turn.role != "assistant" else "masked")
+        label = f"{turn.label} · ✗ {turn.error} error" if turn.error else turn.label
+        label += " · not exported"
+    elif turn.role != "assistant":
         kind, label = "", f"{turn.role} · context"
     elif turn.played:  # a failed row: nothing of it is exported
         kind, label = ("mistake", f"assistant · ✗ {turn.error} error · played, not exported") if turn.error else (
