@@ -144,7 +144,8 @@ def facts_line(row: tuple) -> str:
             return "refine · no turns stored (the row failed before its turns were written)"
         return f"refine · turns {n_turns} · mistakes {n_errors or 0} · corrections {n_corrections or 0}"
     check = {True: "correct", False: "wrong"}.get(correct, "not checked")
-    return f"{source} · task {task_id} · answer {cut_text(answer or '', 120)[0]!r} ({check})"
+    said = f"answer {cut_text(answer, 120)[0]!r} ({check})" if answer else "no answer"
+    return f"{source} · task {task_id} · {said}"
 
 
 def cut_text(text: str, limit: int) -> tuple[str, int]:
