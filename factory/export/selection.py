@@ -53,10 +53,32 @@ def keep_trajectories_on_the_probe_side(store: Store) -> None:
         pass
 
 
+def hashed_split_sql(validation: float) -> str:
+    """'validation' or 'train' by the group's hash; both splits non-empty whenever there are two groups.
+
+    A group goes to validation when its hash bucket falls under the share. With few groups that
+    often leaves one split empty (3 groups at 0.34: no validation group 29% of the time), so then
+    the group nearest the threshold crosses: the lowest hash joins validation, or the highest
+    joins train. Whole groups only, so no task is in both splits. The bounds come from scalar
+    subqueries over the group keys alone (computed once; the trajectories' text is not read).
+    """
+    threshold = round(validation * HASH_BUCKETS)
+    bucket = f"md5_number({GROUP_KEY}) % {HASH_BUCKETS}"
+    if threshold == 0:
+        return "'train'"
+    unsplit = f"""SELECT {bucket} AS bucket FROM trajectories t LEFT JOIN curation c USING (trajectory_id)
+                  WHERE t.verified AND coalesce(c.keep, true) AND c.split IS NULL"""
+    low, high = f"(SELECT min(bucket) FROM ({unsplit}))", f"(SELECT max(bucket) FROM ({unsplit}))"
+    return f"""CASE WHEN {low} < {high} AND {low} >= {threshold} THEN CASE WHEN {bucket} = {low}
+                                                                        THEN 'validation' ELSE 'train' END
+                    WHEN {low} < {high} AND {high} < {threshold} THEN CASE WHEN {bucket} < {high}
+                                                                          THEN 'validation' ELSE 'train' END
+                    WHEN {bucket} < {threshold} THEN 'validation' ELSE 'train' END"""
+
+
 def selection_sql(options: ExportOptions) -> str:
     """Every exported row: the trajectory's columns plus group_key, split and weight."""
-    threshold = round(options.validation * HASH_BUCKETS)
-    hashed = f"CASE WHEN md5_number({GROUP_KEY}) % {HASH_BUCKETS} < {threshold} THEN 'validation' ELSE 'train' END"
+    hashed = hashed_split_sql(options.validation)
     kept = f"""
         SELECT {COLUMNS}, {GROUP_KEY} AS group_key, coalesce(c.weight, 1.0) AS curated_weight,
                coalesce(c.split, {hashed}) AS split

@@ -111,7 +111,8 @@ def run_export_stage(ctx: Context) -> list[str]:
 def run_report_stage(ctx: Context) -> list[str]:
     from ..reporting.build import write_report
 
-    return [f"report: {write_report(ctx.run_dir)}"]
+    options = export_options(ctx) if ctx.pipeline.export is not None else None  # count the splits as exported
+    return [f"report: {write_report(ctx.run_dir, options=options)}"]
 
 
 def run_publish_stage(ctx: Context) -> list[str]:
