@@ -14,6 +14,7 @@ recorded as an `internal_error` failure and the batch goes on.
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,11 +24,13 @@ from tqdm.auto import tqdm
 
 from .. import checks  # a module, not its names: factory.checks imports factory.coa.tasks
 from ..errors import FactoryError, StoreWriteError
+from ..llm.progress import CallCounter
 from ..records import Trajectory
 from ..run import open_run
 from ..sandbox import sandbox_refusal
 from ..store import Store
 from .config import CoaConfig
+from .defaults import auto_chosen, coa_llm, describe_auto, resolve_coa
 from .distill import distill, distill_prompt
 from .importers import load_agent_log
 from .mas import Agents, choose_variant, offered_tools, open_agents, run_mas, team_talk
@@ -125,16 +128,27 @@ def check_tools(tasks: list[Task], settings: CoaConfig) -> None:
         toolbox.close()
 
 
+def resolved_config(config: Any) -> tuple[Any, CoaConfig]:
+    """The config with its coa auto fields set by the run's model (what the run records), and
+    those settings; one line on stderr names what auto chose for the embedded model."""
+    settings = resolve_coa(config.coa, config.llm)
+    note = describe_auto(auto_chosen(config.coa, settings), config.llm)
+    if note:
+        print(note, file=sys.stderr)
+    resolved = config.model_copy(update={"coa": settings}) if isinstance(config, BaseModel) else config
+    return resolved, settings
+
+
 async def run_coa_async(config: Any, progress: bool = True) -> CoaOutcome:
-    settings: CoaConfig = getattr(config, "coa")
-    tasks = choose_tasks(settings)
-    check_tools(tasks, settings)
+    tasks = choose_tasks(config.coa)
+    check_tools(tasks, config.coa)
+    config, settings = resolved_config(config)
     with open_run(config.run_dir, "coa", config if isinstance(config, BaseModel) else None) as run:
         done = finished_ids(run.store)
         todo = [task for task in tasks if f"coa:{task.id}" not in done]
         gate = asyncio.Semaphore(settings.parallel_tasks)
 
-        async with open_agents(config.llm, settings.models, run.store, run.run_id) as agents:
+        async with open_agents(coa_llm(config.llm, settings), settings.models, run.store, run.run_id) as agents:
             # crawl_page summarises pages with the `summarizer` model, through the run's clients.
             toolbox = ToolBox.from_config(settings.tools, agents.clients["summarizer"])
 
@@ -144,8 +158,11 @@ async def run_coa_async(config: Any, progress: bool = True) -> CoaOutcome:
 
             try:
                 jobs = [asyncio.ensure_future(one(task)) for task in todo]
-                for finished in tqdm(asyncio.as_completed(jobs), total=len(jobs), desc="coa", disable=not progress):
-                    await finished
+                bar = tqdm(total=len(jobs), desc="coa", unit="task", disable=not progress)
+                with bar, CallCounter(set(agents.clients.values()), bar):
+                    for finished in asyncio.as_completed(jobs):
+                        await finished
+                        bar.update(1)
             finally:
                 toolbox.close()
         return CoaOutcome(run.run_id, coa_funnel(run.store), failure_counts(run.store))

@@ -39,14 +39,23 @@ class ReplyLimits(StrictModel):
     """The longest text each role may write, in characters. Decoding is constrained to
     these bounds, and a small model tends to fill a string to its bound instead of
     closing it, so they also cap its time per call (SmolLM2: 3000 chars of code is
-    ~800 tokens, a minute on two cores)."""
+    ~800 tokens, a minute on two cores). None: auto (defaults.py), the first figure on
+    the embedded model, the second on any other."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)  # hashable: one reply model per setting
 
-    think: int = Field(800, ge=40, le=20_000, description="every role's reasoning")
-    code: int = Field(3000, ge=40, le=50_000, description="a code-tool program")
-    answer: int = Field(4000, ge=10, le=50_000, description="the suggested answer")
-    comment: int = Field(600, ge=20, le=10_000, description="a reflection's or double check's comment")
+    think: int | None = Field(None, ge=40, le=20_000, description="every role's reasoning (auto: 240 / 800)")
+    code: int | None = Field(None, ge=40, le=50_000, description="a code-tool program (auto: 400 / 3000)")
+    answer: int | None = Field(None, ge=10, le=50_000, description="the suggested answer (auto: 120 / 4000)")
+    comment: int | None = Field(
+        None, ge=20, le=10_000, description="a reflection's or double check's comment (auto: 160 / 600)"
+    )
+
+    def resolved(self, embedded: bool) -> "ReplyLimits":
+        """Every bound set: the auto ones for the embedded model or for any other."""
+        from .defaults import reply_defaults  # defaults.py imports this module
+
+        return ReplyLimits(**{**reply_defaults(embedded), **self.model_dump(exclude_none=True)})
 
 
 class CoaConfig(StrictModel):
@@ -59,12 +68,27 @@ class CoaConfig(StrictModel):
     )
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     models: RoleModels = Field(default_factory=RoleModels)
-    max_steps: int = Field(6, ge=1, le=50, description="tool calls per task")
-    max_replans: int = Field(2, ge=0, le=10, description="re-plans per task after a poor reflection or low double check")
+    # None: auto, resolved per run by whether llm.model is the embedded one (defaults.py, docs/coa_trace.md);
+    # the figures read "embedded / any other". An explicit value always wins.
+    max_steps: int | None = Field(None, ge=1, le=50, description="tool calls per task (auto: 2 / 6)")
+    max_replans: int | None = Field(
+        None, ge=0, le=10, description="re-plans per task after a poor reflection or low double check (auto: 1 / 2)"
+    )
+    max_tokens: int | None = Field(
+        None, ge=1, description="completion tokens per coa call (auto: at most 512 / the run's llm.max_tokens)"
+    )
+    max_tokens_cap: int | None = Field(
+        None, ge=1, description="ceiling when a cut-off coa reply is retried with more room "
+        "(auto: at most 1024 / the run's llm.max_tokens_cap)",
+    )  # fmt: skip
+    task_timeout_s: float | None = Field(
+        None, gt=0, description="wall-clock seconds one task may run; past it the task is cancelled and "
+        "recorded as a `timeout` failure, retried by a rerun from its cached calls (auto: 600 / 300)",
+    )  # fmt: skip
     max_tokens_per_task: int = Field(60_000, ge=1000, description="prompt + completion tokens over all roles")
     checker: str | None = Field(None, description="correctness checker name (default: by the task's domain)")
     parallel_tasks: int = Field(8, ge=1, le=256, description="tasks run at the same time")
     history_chars: int = Field(6000, ge=500, description="how much of the run so far each role sees")
-    reply_chars: ReplyLimits = Field(default_factory=ReplyLimits)
+    reply_chars: ReplyLimits = Field(default_factory=ReplyLimits, description="bounds of each role's text")
     mas_code: bool = Field(False, description="the mas variant's tool agent may also run code (when the code "
                            "tool is on); off: web_search and crawl_page only, as AFM's web agent")  # fmt: skip

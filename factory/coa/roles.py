@@ -82,7 +82,9 @@ ARGUMENTS = {"web_search": "the query", "crawl_page": "the URL / corpus:// id to
 @lru_cache(maxsize=None)
 def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...] = ()) -> type[Reply]:
     """`base` with its free-text fields capped by `limits` and, for a tool agent, its
-    `tool` choice narrowed to `tools` (the argument may then be a program)."""
+    `tool` choice narrowed to `tools` (the argument may then be a program). A bound left auto
+    here (no run to say which model) takes the full-model size."""
+    limits = limits.resolved(False)
     fields: dict[str, Any] = {}
     for name, info in base.model_fields.items():
         if name in ReplyLimits.model_fields:

@@ -74,7 +74,11 @@ def save_distilled(store: Store, trace: Trace, trajectory: Trajectory, single: d
 
 
 def finished_ids(store: Store) -> set[str]:
-    return {r[0] for r in store.query("SELECT trajectory_id FROM trajectories WHERE source IN ('coa', 'import')")}
+    """Tasks a rerun skips: all but those cut off by coa.task_timeout_s, which a rerun resumes from their
+    cached calls (its row is replaced by what the new run makes of the task)."""
+    return {r[0] for r in store.query(
+        "SELECT trajectory_id FROM trajectories WHERE source IN ('coa', 'import') AND rule IS DISTINCT FROM 'timeout'"
+    )}  # fmt: skip
 
 
 def coa_funnel(store: Store, source: str = "coa") -> dict[str, int]:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 EventKind = Literal["plan", "tool_call", "reflection", "suggested_answer", "double_check", "answer", "error"]
-TraceStatus = Literal["answered", "exhausted", "token_budget", "llm_error", "internal_error"]
+TraceStatus = Literal["answered", "exhausted", "token_budget", "llm_error", "internal_error", "timeout"]
 SCHEMA_VERSION = 1
 
 

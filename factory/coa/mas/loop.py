@@ -10,17 +10,19 @@ crawl_page, and code only with `coa.mas_code`) and the code agent in the
 records. A tool's answer is cut once, by the toolbox, into the observation
 that the agents read and the trace keeps. The reflector decides when there is enough to answer; at
 `max_steps` tool calls the answerer is asked anyway. A re-plan past
-`max_replans`, an LLM failure, or the token budget ends the run early with its
+`max_replans`, an LLM failure, the token budget or `task_timeout_s` ends the run early with its
 status; a tool failure is only an observation. Every step is a trace event.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import timezone
 
 from ...store import utcnow
 from ..config import CoaConfig
+from ..defaults import resolve_coa
 from ..tasks import Task
 from ..tools import Goal, ToolBox
 from ..trace import Event, Trace
@@ -43,16 +45,23 @@ def new_trace(task: Task, variant: str, agents: Agents, tools: tuple[str, ...]) 
 
 
 async def run_mas(agents: Agents, toolbox: ToolBox, task: Task, settings: CoaConfig) -> Trace:
-    """The trace of one run; LLM and tool failures end up in it, never raised."""
+    """The trace of one run; LLM and tool failures end up in it, never raised. Settings left
+    auto take the full-model values here (batch.py resolves them by the run's model first)."""
+    settings = resolve_coa(settings)
     variant = choose_variant(settings.variant, task.domain)
     tools = offered_tools(variant, settings, toolbox)
     run = RunState(new_trace(task, variant, agents, tools), settings.max_tokens_per_task, settings.history_chars,
                    settings.reply_chars, tools, toolbox.allowed_modules())  # fmt: skip
     try:
-        await make_plan(agents, run, replan=False)
-        await solve(agents, toolbox, run, settings)
+        async with asyncio.timeout(settings.task_timeout_s):
+            await make_plan(agents, run, replan=False)
+            await solve(agents, toolbox, run, settings)
     except Stop as stop:
         run.trace.status, run.trace.reason = stop.status, stop.reason
+    except TimeoutError:  # the call or tool in flight is cancelled; the finished calls stay cached
+        run.trace.status = "timeout"
+        run.trace.reason = (f"ran past coa.task_timeout_s ({settings.task_timeout_s:g} s); done by then: events "
+                            f"{len(run.trace.events)}, tool calls {run.steps}, re-plans {run.replans}")  # fmt: skip
     run.trace.duration_s = run.elapsed()
     return run.trace
 
