@@ -29,6 +29,7 @@ from .cost import call_cost, price_map
 from .keeper import LogKeeper
 from .local import local_server
 from .many import iter_results
+from .progress import CallCounter, CallCounts
 from .providers import Endpoint, resolve_endpoint
 from .request import Request, Result, request_key
 from .sender import Sender, Tally
@@ -51,6 +52,7 @@ class LLMClient:
         self._inflight: dict[str, asyncio.Future] = {}
         self._started = False
         self._start_lock = asyncio.Lock()
+        self.counts = CallCounts()  # the calls sent (not cache hits): what progress bars show
 
     @property
     def log(self) -> CallLog | None:
@@ -133,6 +135,7 @@ class LLMClient:
         future = self._inflight[key] = asyncio.get_running_loop().create_future()
         try:
             result = await self._guarded_call(request, spec, params, key)
+            self.counts.add(result, self.endpoint.provider)
             future.set_result(result)
             return result
         except StoreWriteError as exc:
@@ -164,7 +167,7 @@ class LLMClient:
         """Run requests concurrently; results come back in request order."""
         requests = list(requests)
         results: list[Result | None] = [None] * len(requests)
-        with tqdm(total=len(requests), desc=desc, disable=not progress, unit="call") as bar:
+        with tqdm(total=len(requests), desc=desc, disable=not progress, unit="call") as bar, CallCounter([self], bar):
             async for index, result in self.iter_complete(requests):
                 results[index] = result
                 bar.update(1)

@@ -28,6 +28,7 @@ from ..coa.tasks import Task, load_tasks
 from ..config import validate_config
 from ..errors import FactoryError, StoreWriteError
 from ..llm import LLMClient, LLMConfig, Request
+from ..llm.progress import CallCounter
 from ..sandbox.api import run_sync  # asyncio.run, in a helper thread when a loop is already running
 from ..store import Store, utcnow
 from .prompting import extracted_answer, rollout_messages
@@ -79,7 +80,7 @@ async def aensure_rollouts(store: Store, tasks: Iterable[Task] | str | Path, llm
     disk_full = False
     try:
         async with LLMClient(config, store, run_id) if needs_model else contextlib.nullcontext() as sampler.llm:
-            await run_jobs(jobs, sampler.fill, workers=2 * concurrency, progress=progress)
+            await run_jobs(jobs, sampler.fill, workers=2 * concurrency, progress=progress, llm=sampler.llm)
     except StoreWriteError:
         disk_full = True
         raise
@@ -137,10 +138,12 @@ def plan_jobs(tasks: list[Task], n: int, stored: StoredSlots, retry_failures: bo
     return jobs, already
 
 
-async def run_jobs(jobs: list[Job], work, workers: int, progress: bool) -> None:
-    """Run `work` on every job with at most `workers` at once (each worker takes the next job)."""
+async def run_jobs(jobs: list[Job], work, workers: int, progress: bool, llm: LLMClient | None = None) -> None:
+    """Run `work` on every job with at most `workers` at once (each worker takes the next job);
+    the bar's postfix shows `llm`'s errors, tokens and spend so far."""
     pending = iter(jobs)
-    with tqdm(total=len(jobs), desc=STAGE, unit="rollout", disable=not progress) as bar:
+    bar = tqdm(total=len(jobs), desc=STAGE, unit="rollout", disable=not progress)
+    with bar, CallCounter([llm] if llm else [], bar):
 
         async def worker() -> None:
             for job in pending:

@@ -9,6 +9,7 @@ from tqdm.auto import tqdm
 
 from ..errors import StoreWriteError
 from ..llm import LLMClient
+from ..llm.progress import CallCounter
 from ..personas import Persona, load_library, load_personas, sample_personas, save_personas
 from ..run import open_run
 from ..settings import FactoryConfig, RefineConfig
@@ -69,8 +70,11 @@ async def run_refine_async(config: FactoryConfig, progress: bool = True) -> Refi
         todo = [p for p in personas if f"refine:{p.id}" not in done]
         async with LLMClient(config.llm, run.store, run.run_id) as llm:
             tasks = [asyncio.ensure_future(_one(llm, run.store, p, settings, checker)) for p in todo]
-            for finished in tqdm(asyncio.as_completed(tasks), total=len(tasks), desc="refine", disable=not progress):
-                await finished
+            bar = tqdm(total=len(tasks), desc="refine", unit="persona", disable=not progress)
+            with bar, CallCounter([llm], bar):  # the postfix: errors, tokens and spend so far
+                for finished in asyncio.as_completed(tasks):
+                    await finished
+                    bar.update(1)
         return RefineOutcome(run.run_id, refine_funnel(run.store), rule_losses(run.store), skipped)
 
 
