@@ -2,7 +2,7 @@
 
     python benchmarks/coa_yield.py                                   # embedded SmolLM2, 3 math500 tasks
     python benchmarks/coa_yield.py --tasks ../shared/data/tasks/nq.parquet --count 10 --corpus wiki.jsonl
-    python benchmarks/coa_yield.py --model openai/gpt-4o-mini --count 20 --reply-chars default
+    python benchmarks/coa_yield.py --model openai/gpt-4o-mini --count 20           # auto: the paper-sized settings
 
 Runs `factory coa` in-process into a fresh run folder (cache off unless --cache)
 and reads the store afterwards:
@@ -15,10 +15,14 @@ and reads the store afterwards:
 - the grammar-valid rate of stored distillations, re-checked here with the AFM
   validator (target: 100%; anything less is a bug in the distiller).
 
-Small models fill constrained string fields to their bound, so the default
-`--reply-chars small` caps every role's text (see coa.reply_chars); pass
-`default` for a real model. Figures are printed and merged into
-benchmarks/results/coa_yield.json under a key naming the model and settings.
+By default the benchmark runs what `factory coa --count 3` runs: every coa
+setting left auto, resolved by the model (factory/coa/defaults.py: small reply
+bounds, token caps, steps and re-plans on the embedded model). Pass --max-steps,
+--max-replans, --max-tokens, --max-tokens-cap or --reply-chars to measure other
+settings (`--reply-chars full --max-steps 6 --max-replans 2 --max-tokens 1024
+--max-tokens-cap 8192` are the settings before issue 15, whatever the model).
+Figures are printed and merged into benchmarks/results/coa_yield.json under a
+key naming the model and settings.
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ from factory.store import Store
 RESULTS = Path(__file__).parent / "results" / "coa_yield.json"
 SHARED_MATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks" / "math500.parquet"
 REPLY_CHARS = {  # coa.reply_chars presets
+    "auto": {},  # by the model, as factory coa
     "small": {"think": 240, "code": 400, "answer": 120, "comment": 160},
-    "default": {},
+    "full": {"think": 800, "code": 3000, "answer": 4000, "comment": 600},
 }
 
 
@@ -52,10 +57,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variant", choices=["auto", "mas", "code"], default="auto")
-    parser.add_argument("--max-steps", type=int, default=2, help="tool calls per task")
-    parser.add_argument("--max-replans", type=int, default=1)
-    parser.add_argument("--max-tokens", type=int, default=512, help="completion tokens per call")
-    parser.add_argument("--reply-chars", choices=sorted(REPLY_CHARS), default="small")
+    parser.add_argument("--max-steps", type=int, help="tool calls per task (default: auto)")
+    parser.add_argument("--max-replans", type=int, help="(default: auto)")
+    parser.add_argument("--max-tokens", type=int, help="completion tokens per coa call (default: auto)")
+    parser.add_argument("--max-tokens-cap", type=int, help="ceiling of a cut-off call's retry (default: auto)")
+    parser.add_argument("--task-timeout-s", type=float, help="wall-clock seconds per task (default: auto)")
+    parser.add_argument("--reply-chars", choices=sorted(REPLY_CHARS), default="auto")
     parser.add_argument("--corpus", help="JSONL/parquet corpus for web_search (qa tasks)")
     parser.add_argument("--cache", action="store_true", help="reuse cached calls (default: every call is fresh)")
     parser.add_argument("--run-dir", help="keep the run here (default: a temporary folder)")
@@ -64,13 +71,26 @@ def parse_args() -> argparse.Namespace:
 
 
 def build_config(args: argparse.Namespace, run_dir: str) -> FactoryConfig:
-    llm = {"model": args.model, "cache": args.cache, "max_tokens": args.max_tokens, "max_tokens_cap": 2 * args.max_tokens,
-           **({"base_url": args.base_url} if args.base_url else {})}  # fmt: skip
+    llm = {"model": args.model, "cache": args.cache, **({"base_url": args.base_url} if args.base_url else {})}
     coa = {"tasks": args.tasks, "count": args.count, "seed": args.seed, "variant": args.variant,
-           "max_steps": args.max_steps, "max_replans": args.max_replans, "reply_chars": REPLY_CHARS[args.reply_chars]}
+           "reply_chars": REPLY_CHARS[args.reply_chars],
+           **{name: value for name, value in explicit_settings(args).items() if value is not None}}
     if args.corpus:
         coa["tools"] = {"web_search": {"enabled": True, "backend": "local", "local": {"path": args.corpus}}}
     return FactoryConfig.model_validate({"run_dir": run_dir, "llm": llm, "coa": coa})
+
+
+def explicit_settings(args: argparse.Namespace) -> dict:
+    return {"max_steps": args.max_steps, "max_replans": args.max_replans, "max_tokens": args.max_tokens,
+            "max_tokens_cap": args.max_tokens_cap, "task_timeout_s": args.task_timeout_s}
+
+
+def settings_key(args: argparse.Namespace) -> str:
+    """The results key: "default" when every setting is left auto (the figure the README quotes)."""
+    given = {name: value for name, value in explicit_settings(args).items() if value is not None}
+    if args.reply_chars != "auto":
+        given["reply_chars"] = args.reply_chars
+    return " ".join(f"{name}={value}" for name, value in given.items()) or "settings=default"
 
 
 def regrammar(store: Store) -> dict:
@@ -127,8 +147,8 @@ def main() -> None:
         return measure(store, outcome.funnel, outcome.failures, seconds)
 
     figures = timed_run(args.run_dir, "coa_yield_", run, measured)
-    key = (f"{args.model} tasks={Path(args.tasks).name} variant={args.variant} steps={args.max_steps} "
-           f"replans={args.max_replans} reply_chars={args.reply_chars} count={args.count} seed={args.seed}")  # fmt: skip
+    key = (f"{args.model} tasks={Path(args.tasks).name} variant={args.variant} {settings_key(args)} "
+           f"count={args.count} seed={args.seed}")  # fmt: skip
     report(args.output, key, figures)
 
 
