@@ -79,10 +79,15 @@ class CallCounter:
         self.clients = list(clients)
         self.bar = bar
         self._task: asyncio.Task | None = None
+        self._shown = ""
 
     def show(self) -> None:
-        if self.clients and not getattr(self.bar, "disable", False):
-            self.bar.set_postfix_str(postfix(total(client.counts for client in self.clients)))
+        if not self.clients or getattr(self.bar, "disable", False):
+            return
+        text = postfix(total(client.counts for client in self.clients))
+        if text != self._shown:  # a redraw only when a figure moved: a log of the bar stays short
+            self.bar.set_postfix_str(text)
+            self._shown = text
 
     async def _refresh(self) -> None:
         while True:
