@@ -4,7 +4,8 @@ import json
 import math
 
 from loopback_server import ok
-from test_coa_mas import ANSWERER, CODE, PLANNER, REFLECTOR, VERIFIER, answer, check, code, make_config, plan, reflect, rows, trace_of, write_tasks
+from test_coa_mas import (ANSWERER, CODE, PLANNER, REFLECTOR, VERIFIER, answer, check, code, make_config, plan,
+                          reflect, rows, trace_of, write_tasks)
 
 from factory.coa import CoaConfig, run_coa
 from factory.coa.batch import resolved_config
@@ -76,9 +77,9 @@ def test_a_run_records_its_resolved_settings_and_sends_coa_max_tokens(server, fa
 
 
 def two_math_tasks(tmp_path):
-    return write_tasks(tmp_path / "m.jsonl",
-                       {"id": "slow", "question": "What is 6*7? (slow)", "answer": "42", "domain": "math", "data_source": "t"},
-                       {"id": "fast", "question": "What is 2+2?", "answer": "4", "domain": "math", "data_source": "t"})  # fmt: skip
+    slow = {"id": "slow", "question": "What is 6*7? (slow)", "answer": "42", "domain": "math", "data_source": "t"}
+    fast = {"id": "fast", "question": "What is 2+2?", "answer": "4", "domain": "math", "data_source": "t"}
+    return write_tasks(tmp_path / "m.jsonl", slow, fast)
 
 
 def test_a_task_past_its_time_limit_is_a_timeout_row_and_a_rerun_resumes_it(server, fast_config, tmp_path):

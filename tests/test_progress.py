@@ -4,7 +4,7 @@ import asyncio
 import io
 
 from loopback_server import Action, ok
-from test_coa_mas import ANSWERER, CODE, PLANNER, REFLECTOR, VERIFIER, answer, check, code, make_config, plan, reflect, write_tasks
+from test_coa_mas import ANSWERER, CODE, PLANNER, REFLECTOR, VERIFIER, answer, code, make_config, plan, reflect, write_tasks
 from tqdm import tqdm
 
 from factory.coa import run_coa
@@ -31,7 +31,8 @@ async def run_with_bar(config, n, store=None):
 def test_the_postfix_counts_errors_and_tokens_and_says_cost_unknown_when_unpriced(server, fast_config):
     server.route("question 2", Action(status=400))  # not retried: one failed call
     text, counts = asyncio.run(run_with_bar(fast_config(max_retries=0), 4))
-    assert (counts.calls, counts.errors, counts.prompt_tokens + counts.completion_tokens) == (4, 1, 3 * TOKENS_PER_REPLY)
+    tokens = counts.prompt_tokens + counts.completion_tokens
+    assert (counts.calls, counts.errors, tokens) == (4, 1, 3 * TOKENS_PER_REPLY)
     assert text.rstrip().endswith(f"errors 1, tokens {3 * TOKENS_PER_REPLY}, cost ?]")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..llm import LLMConfig
-from .config import CoaConfig, ReplyLimits
+from .config import CoaConfig
 
 EMBEDDED = {"max_steps": 2, "max_replans": 1, "max_tokens": 512, "max_tokens_cap": 1024, "task_timeout_s": 600.0}
 OTHER = {"max_steps": 6, "max_replans": 2, "max_tokens": None, "max_tokens_cap": None, "task_timeout_s": 300.0}
