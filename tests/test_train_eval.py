@@ -129,6 +129,9 @@ def test_a_published_folder_excludes_only_its_training_split(run_dir, tmp_path):
     folder.mkdir(parents=True)
     pq.write_table(pa.table({"id": ["a"], "script_id": ["library:0"]}), folder / "train-00000.parquet")
     pq.write_table(pa.table({"id": ["b"], "script_id": ["garden:0"]}), folder / "validation-00000.parquet")
+    registry = tmp_path / "published" / "data" / "llamafactory" / "dataset_info.json"  # what factory export writes
+    registry.parent.mkdir()
+    registry.write_text('{"factory_train": {"file_name": "train-00000.parquet", "formatting": "sharegpt"}}')
     selection = load_environments(run_dir, exclude_train=[tmp_path / "published"])
     assert [e.env_id for e in selection.environments] == ["exported:0", "garden:0"]  # library is in train-*
     mixed = tmp_path / "mixed.parquet"  # the exporter's rows name their split

@@ -21,6 +21,8 @@ from factory.store import Store
 HELD_OUT_SPLITS = frozenset({"validation", "valid", "val", "test", "eval", "evaluation", "heldout", "held_out", "dev"})
 DATA_SUFFIXES = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 SAVED_DATASET_MARKERS = ("dataset_dict.json", "state.json")  # what save_to_disk writes at the top
+# Files an export folder holds beside its rows: LLaMA-Factory's dataset registry (factory export writes one).
+METADATA_FILES = frozenset({"dataset_info.json"})
 
 
 def is_training_split(split: str | None) -> bool:
@@ -61,7 +63,8 @@ def data_training_scripts(path: str | Path) -> dict[str, str]:
 def _data_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in DATA_SUFFIXES)
+    files = sorted(p for p in path.rglob("*")
+                   if p.is_file() and p.suffix.lower() in DATA_SUFFIXES and p.name not in METADATA_FILES)
     return [f for f in files if not _held_out_file(f.relative_to(path))]
 
 
