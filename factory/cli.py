@@ -12,6 +12,7 @@ from pathlib import Path
 from . import __version__
 from .config import validate_config
 from .errors import FactoryError, require_train_extra
+from .failures import format_failures
 from .report import format_call_summary, summarize_calls
 from .settings import FactoryConfig, load_factory_config
 from .store.integrity import StoreBusyError
@@ -96,8 +97,7 @@ def cmd_refine(args: argparse.Namespace) -> int:
     config = _config_from(args)
     outcome = run_refine(config, progress=not args.quiet)
     _print_funnel(outcome.funnel)
-    losses = ", ".join(f"{rule}={n}" for rule, n in outcome.rule_losses.items()) or "none"
-    print(f"failed verifier checks (all attempts): {losses}")
+    print(format_failures(config.run_dir, ["refine"]))
     if outcome.skipped_personas:
         print(f"personas skipped (too long to be a persona): {len(outcome.skipped_personas)}; "
               f"first: {outcome.skipped_personas[0]}")  # fmt: skip
@@ -124,8 +124,7 @@ def cmd_coa_import(args: argparse.Namespace) -> int:
 
 def _print_coa(outcome, run_dir) -> int:
     _print_funnel(outcome.funnel)
-    failures = ", ".join(f"{rule}={n}" for rule, n in outcome.failures.items()) or "none"
-    print(f"failures by rule or run status: {failures}")
+    print(format_failures(run_dir, ["coa"]))
     print(f"run store: {Path(run_dir) / 'factory.duckdb'}  (factory show {run_dir} ID)")
     print(format_call_summary(summarize_calls(run_dir)))
     return 0

@@ -84,6 +84,8 @@ def test_every_stage_runs_and_leaves_its_output(first_run):
         assert f"== {number}/7 {stage}\n" in out
     run_dir = folder / "run"
     assert "funnel: personas 6 -> scripts 6" in out
+    refine_part = out.split("== 2/7")[0]
+    assert "   failures" in refine_part  # the stage's failure reasons (or "none recorded") follow its funnel
     assert (run_dir / "report.html").is_file()
     assert sorted(p.name for p in (run_dir / "export" / "sharegpt").iterdir())[0].startswith("train-")
     assert (folder / "hub" / "README.md").is_file()

@@ -83,7 +83,9 @@ def run_coa_stage(ctx: Context) -> list[str]:
 
 
 def failure_lines(ctx: Context, stage: str) -> list[str]:
-    return []  # TEMP until helper 2's format_failures lands
+    from ..failures import format_failures
+
+    return format_failures(ctx.run_dir, [stage]).splitlines()
 
 
 def run_filter_stage(ctx: Context) -> list[str]:

@@ -13,12 +13,14 @@ from ..export.selection import kept_counts
 from ..funnels import path_funnels
 from ..refine.quality import refine_quality
 from ..store import STORE_FILENAME, Store
-from . import data_calls, data_paths, data_samples, sections_calls, sections_data, sections_quality, sections_samples
+from ..failures import failure_sections
+from . import (data_calls, data_paths, data_samples, sections_calls, sections_data, sections_failures, sections_quality,
+               sections_samples)
 from .page import document
 from .snapshot import open_snapshot
 
 REPORT_FILENAME = "report.html"
-NAV = (("overview", "Overview"), ("funnel", "Funnels & filters"), ("samples", "Samples"),
+NAV = (("overview", "Overview"), ("funnel", "Funnels & filters"), ("failures", "Failures"), ("samples", "Samples"),
        ("shape", "Turns & tool calls"), ("errors", "Errors"), ("quality", "Refine quality"),
        ("pass-rate", "Pass rates"), ("usage", "Tokens & cost"), ("latency", "Latency"))
 
@@ -33,6 +35,7 @@ def collect_report(store: Store, options: ExportOptions | None = None, seed: str
         "errors": data_paths.errors(store), "pass_rates": data_paths.pass_rates(store),
         "calls": data_calls.totals(store), "usage": data_calls.usage(store), "latency": data_calls.latency(store),
         "error_kinds": data_calls.error_kinds(store), "quality": refine_quality(store),
+        "failures": failure_sections(store),
     }  # fmt: skip
 
 
@@ -42,6 +45,7 @@ def render_report(data: dict[str, Any], run_dir: Path) -> str:
     body = [
         sections_data.overview(data["header"], data["calls"], data["kept"]),
         sections_data.funnels(data["funnels"], data["filters"], data["kept"], data["options"]),
+        sections_failures.failures(data["failures"]),
         sections_samples.samples(data["samples"]),
         sections_data.shape(data["shape"]),
         sections_data.errors(data["errors"]),

@@ -128,7 +128,8 @@ def _bins_table(bins: list[Bin], name: str) -> str:
 def errors(data: dict[str, Any]) -> str:
     parts = _refine_error_panels(data) + _coa_error_panels(data)
     if not parts:
-        parts.append(empty("no errors or failures recorded"))
+        parts.append(empty("no player mistakes or lost coa tasks recorded (failed scripts, calls and filter drops: "
+                           "see Failures)"))
     return section("errors", "Errors and corrections",
                    "Refine: the player's mistakes and their corrections. Chain-of-Agents: tasks lost by grammar rule "
                    "or run status, and tool failures.", parts)  # fmt: skip
