@@ -179,7 +179,7 @@ def test_funnel_text(run_dir, tmp_path):
     assert report.kept == 1 and report.kept_by_source == {"coa": 1}
     assert report.weight == 3.0  # coa:q1 recovered from a low double-check: weight 3
     split = verdicts(run_dir, "split")["coa:q1"][3]
-    assert lines[-1] == f"kept 1 of 8 (coa 1); weighted size 3; split: {split} 1"
+    assert lines[-1] == f"kept 1 of 8 (coa 1); not verified 2 (never exported); weighted size 3; split: {split} 1"
 
 
 def test_command_prints_the_funnel(run_dir, tmp_path, capsys):

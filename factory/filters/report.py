@@ -7,10 +7,11 @@ kept by this filter and all filters above it (config order), which is what the
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..export.options import ExportOptions
+from ..export.selection import kept_counts
 from ..store import Store
 from .sql import ID_SET_SQL, REASON_GROUP_SQL, quote
 
@@ -41,11 +42,12 @@ class FilterReport:
     by_source: dict[str, int]
     filters: list[FilterOutcome]
     removed: dict[str, int]  # filter gone from the config -> verdicts deleted
-    kept: int
+    kept: int  # what the export holds: verified and no filter dropped it (export.selection.kept_counts)
     kept_by_source: dict[str, int]
     weight: float  # sum of the kept rows' weights (the effective size after upsampling)
-    splits: dict[str, int]  # kept rows per split ("" when no split filter assigned one)
+    splits: dict[str, int]  # kept trajectories per split, as the export splits them at its default options
     sampled: dict[str, Any] = field(default_factory=dict)  # pass_rate filter -> ensure_rollouts summary
+    unverified: int = 0  # rows the verifier failed: filters judge them, the export never writes them
 
 
 def build_report(store: Store, runs: list["FilterRun"], removed: dict[str, int],
@@ -55,11 +57,11 @@ def build_report(store: Store, runs: list["FilterRun"], removed: dict[str, int],
                 for run in runs}  # fmt: skip
     count_verdicts(store, outcomes, by_source)
     count_left(store, outcomes, sum(by_source.values()))
-    kept_by_source, weight, splits = final_counts(store)
+    kept_by_source, weight, splits, unverified = final_counts(store)
     return FilterReport(
         total=sum(by_source.values()), by_source=by_source, filters=sorted(outcomes.values(), key=lambda o: o.position),
         removed=removed, kept=sum(kept_by_source.values()), kept_by_source=kept_by_source, weight=weight,
-        splits=splits, sampled=sampled,
+        splits=splits, sampled=sampled, unverified=unverified,
     )  # fmt: skip
 
 
@@ -117,20 +119,12 @@ def count_left(store: Store, outcomes: dict[str, FilterOutcome], total: int) -> 
         outcome.left = total - dropped_so_far
 
 
-def final_counts(store: Store) -> tuple[dict[str, int], float, dict[str, int]]:
-    """What `curation` keeps: rows no filter dropped (rows with no verdict count as kept, weight 1)."""
-    rows = store.query("""
-        SELECT coalesce(t.source, '?'), coalesce(c.split, ''), count(*), sum(coalesce(c.weight, 1.0))
-        FROM trajectories t LEFT JOIN curation c USING (trajectory_id)
-        WHERE coalesce(c.keep, true) GROUP BY ALL ORDER BY ALL""")
-    by_source: dict[str, int] = defaultdict(int)
-    splits: dict[str, int] = defaultdict(int)
-    weight = 0.0
-    for source, split, n, w in rows:
-        by_source[source] += n
-        splits[split] += n
-        weight += w
-    return dict(by_source), weight, dict(splits)
+def final_counts(store: Store) -> tuple[dict[str, int], float, dict[str, int], int]:
+    """What the export would hold (its own selection: verified, no filter dropped it), and the unverified rows.
+
+    Splits are the export's at its default options: a split filter's names, else train/validation by hash."""
+    kept = kept_counts(store, ExportOptions())
+    return kept.by_source, kept.kept_weight, kept.split_trajectories, kept.unverified
 
 
 def format_funnel(report: FilterReport) -> str:
@@ -151,8 +145,9 @@ def format_funnel(report: FilterReport) -> str:
         lines.append(f"removed from the config: {name} ({n} verdicts deleted)")
     for name, summary in report.sampled.items():
         lines.append(f"rollouts sampled for {name}: {summary}")
-    splits = ", ".join(f"{name or 'unassigned'} {n}" for name, n in sorted(report.splits.items()))
-    lines.append(f"kept {report.kept} of {report.total} ({sources_text(report.kept_by_source)}); "
+    splits = ", ".join(f"{name} {n}" for name, n in sorted(report.splits.items()))
+    unverified = f"; not verified {report.unverified} (never exported)" if report.unverified else ""
+    lines.append(f"kept {report.kept} of {report.total} ({sources_text(report.kept_by_source)}){unverified}; "
                  f"weighted size {report.weight:g}; split: {splits or 'none'}")  # fmt: skip
     return "\n".join(lines)
 
