@@ -56,8 +56,6 @@ def test_train_help_exits_0_and_lists_its_overrides(capsys):
     assert "--config CONFIG  SFT config YAML" in out and "--optim.learning_rate (default 2e-05)" in out
 
 
-@pytest.mark.xfail(strict=True, reason="train/config.py: override_flags lists no description per field yet "
-                                       "(a change asked of train/'s owner in issue 15)")  # fmt: skip
 def test_train_overrides_say_what_they_do(capsys):
     lines = [line.strip() for line in train_help(capsys).splitlines()]
     overrides = [line for line in lines if re.match(r"--[\w.]+ \((default|required)", line)]

@@ -30,22 +30,25 @@ RUN_CONTROL_FIELDS = ("output_dir", "save_steps", "eval_steps", "log_steps", "re
 
 
 class ModelSection(StrictModel):
-    path: str  # a local Hugging Face model folder, or tiny:qwen2 / tiny:llama (random, for tests)
-    tokenizer: str | None = None  # default: the model folder (tiny: the tiny tokenizer)
-    tiny_hidden: int = F(64, gt=0)
-    tiny_layers: int = F(2, gt=0)
-    # auto: flash_attention_2 on CUDA when flash-attn is installed, else sdpa.
-    attn_implementation: Literal["auto", "sdpa", "eager", "flash_attention_2"] = "auto"
+    path: str = F(description="a local Hugging Face model folder, or tiny:qwen2 / tiny:llama (random, for tests)")
+    tokenizer: str | None = F(None, description="tokenizer folder (a fast tokenizer); default: the model's")
+    tiny_hidden: int = F(64, gt=0, description="hidden size of a tiny: model")
+    tiny_layers: int = F(2, gt=0, description="layers of a tiny: model")
+    attn_implementation: Literal["auto", "sdpa", "eager", "flash_attention_2"] = F(
+        "auto", description="auto: flash_attention_2 on CUDA when flash-attn is installed, else sdpa")
 
 
 class DataSection(StrictModel):
-    train: list[str] = F(min_length=1)  # export files (.jsonl / .json / .parquet, globs allowed), any export format
-    validation: list[str] = []  # held-out files; when given, validation_fraction is not used
-    validation_fraction: float = F(0.05, ge=0.0, lt=1.0)
-    max_seq_length: int = F(2048, gt=8)
-    packing: bool = True
-    train_on_observations: bool = False  # passed to train.render; masks are decided there only
-    row_weights: bool = True  # scale each row's tokens by the export's `weight` column
+    train: list[str] = F(min_length=1, description="export files (.jsonl/.json/.parquet, a save_to_disk folder or "
+                         "a glob), any export format")  # fmt: skip
+    validation: list[str] = F([], description="held-out files (globs too); when given, validation_fraction is unused")
+    validation_fraction: float = F(0.05, ge=0.0, lt=1.0, description="without validation files: this share of "
+                                   "train rows held out as whole task groups")  # fmt: skip
+    max_seq_length: int = F(2048, gt=8, description="tokens per rendered row (whole trailing turns dropped) and "
+                            "per packed sequence")  # fmt: skip
+    packing: bool = F(True, description="several trajectories per sequence, attention kept inside each")
+    train_on_observations: bool = F(False, description="AFM <observation> spans train too (train.render decides)")
+    row_weights: bool = F(True, description="the export's weight column scales each row's tokens in the loss")
 
     @field_validator("train", "validation", mode="before")
     @classmethod
@@ -54,23 +57,24 @@ class DataSection(StrictModel):
 
 
 class LoraSection(StrictModel):
-    enabled: bool = False
-    r: int = F(16, gt=0)
-    alpha: int = F(32, gt=0)
-    dropout: float = F(0.05, ge=0.0, lt=1.0)
-    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    enabled: bool = F(False, description="LoRA (peft) instead of full fine-tuning")
+    r: int = F(16, gt=0, description="LoRA rank")
+    alpha: int = F(32, gt=0, description="LoRA scaling alpha")
+    dropout: float = F(0.05, ge=0.0, lt=1.0, description="dropout on the LoRA branch")
+    target_modules: list[str] | Literal["all-linear"] = F("all-linear", description="all-linear or a list of module "
+                                                          "names, e.g. [q_proj, v_proj]")  # fmt: skip
 
 
 class OptimSection(StrictModel):
-    learning_rate: float = F(2e-5, gt=0)
-    weight_decay: float = F(0.0, ge=0)
-    schedule: Literal["cosine", "linear", "constant"] = "cosine"  # after the warmup
-    warmup_steps: int = F(0, ge=0)
-    batch_size: int = F(1, gt=0)  # sequences (packed or not) per micro-batch per process
-    grad_accum: int = F(1, gt=0)  # micro-batches per optimizer step
-    max_grad_norm: float | None = F(1.0, gt=0)
-    max_steps: int | None = F(None, gt=0)  # wins over epochs when set
-    epochs: float = F(1.0, gt=0)
+    learning_rate: float = F(2e-5, gt=0, description="peak learning rate (AdamW)")
+    weight_decay: float = F(0.0, ge=0, description="AdamW weight decay (never on 1-D parameters)")
+    schedule: Literal["cosine", "linear", "constant"] = F("cosine", description="decay after the warmup")
+    warmup_steps: int = F(0, ge=0, description="linear warmup from 0")
+    batch_size: int = F(1, gt=0, description="sequences (packed or not) per micro-batch per process")
+    grad_accum: int = F(1, gt=0, description="micro-batches per optimizer step")
+    max_grad_norm: float | None = F(1.0, gt=0, description="gradient clipping norm; null: no clipping")
+    max_steps: int | None = F(None, gt=0, description="optimizer steps; wins over epochs when set")
+    epochs: float = F(1.0, gt=0, description="passes over the training sequences (fractions allowed)")
 
 
 class SFTConfig(StrictModel):
@@ -78,15 +82,16 @@ class SFTConfig(StrictModel):
     data: DataSection
     lora: LoraSection = LoraSection()
     optim: OptimSection = OptimSection()
-    output_dir: str
-    seed: int = 0
-    bf16: bool | Literal["auto"] = "auto"  # auto: bf16 when the device supports it; true fails where it does not
-    gradient_checkpointing: bool = False
-    save_steps: int = F(0, ge=0)  # 0: save only at the end
-    eval_steps: int = F(0, ge=0)  # 0: evaluate only at the end
-    log_steps: int = F(10, gt=0)
-    resume: bool = True  # continue from the last checkpoint in output_dir
-    force_resume: bool = False  # resume even when the config or data hash differs
+    output_dir: str = F(description="checkpoints and metrics.json")
+    seed: int = F(0, description="tiny-model init, hold-out choice, data order, dropout")
+    bf16: bool | Literal["auto"] = F("auto", description="auto: bf16 where the device supports it; true fails "
+                                     "where it does not")  # fmt: skip
+    gradient_checkpointing: bool = F(False, description="recompute activations in the backward pass")
+    save_steps: int = F(0, ge=0, description="also save every N steps; 0: only at the end")
+    eval_steps: int = F(0, ge=0, description="also evaluate every N steps; 0: only at the end")
+    log_steps: int = F(10, gt=0, description="print a line every N steps")
+    resume: bool = F(True, description="continue from the last finished checkpoint in output_dir")
+    force_resume: bool = F(False, description="resume even when the config or data hash differs")
 
 
 def config_hash(config: SFTConfig) -> str:
@@ -162,5 +167,6 @@ def override_flags(model: type[StrictModel] = SFTConfig, prefix: str = "") -> li
             flags += override_flags(kind, f"{prefix}{name}.")
             continue
         default = "required" if info.is_required() else f"default {info.default!r}"
-        flags.append(f"--{prefix}{name} ({default})")
+        flags.append(f"--{prefix}{name} ({default}): {info.description}" if info.description
+                     else f"--{prefix}{name} ({default})")  # fmt: skip
     return flags
