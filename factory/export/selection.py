@@ -149,7 +149,12 @@ def nothing_to_export(store: Store) -> str:
         return f"{where}: the run store holds no trajectories; run factory refine or factory coa first"
     if verified == 0:
         return f"{where}: none of the {total} trajectories passed verification; nothing to export"
-    return f"{where}: the filters dropped all {verified} verified trajectories (see filter_verdicts)"
+    reasons = store.query("""
+        SELECT v.filter || ': ' || coalesce(v.reason, 'dropped'), count(DISTINCT v.trajectory_id) FROM filter_verdicts v
+        JOIN trajectories t USING (trajectory_id) WHERE t.verified AND NOT v.keep GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3""")
+    named = "; ".join(f"{reason} ({n})" for reason, n in reasons)
+    return (f"{where}: the filters dropped all {verified} verified trajectories ({named}); "
+            f"factory ls {where} --dropped lists them")  # fmt: skip
 
 
 def groups_in_several_splits(store: Store, options: ExportOptions) -> int:
