@@ -21,9 +21,14 @@ from .stages import Context, all_stages, stage_fingerprints
 def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from ..cli import _add_llm_options
 
-    parser = subparsers.add_parser("run", help="the whole job from one config: generate, filter, export, report, "
-                                   "publish, train, eval (resumable)")  # fmt: skip
-    _add_llm_options(parser)
+    parser = subparsers.add_parser(
+        "run", help="the whole job from one config: generate, filter, export, report, publish, train, eval (resumable)",
+        description="Run the stages a config's `pipeline:` section names, in order (examples/pipeline.yaml; README: "
+        "'The whole job from one config'). Finished stages are recorded in RUN_DIR/pipeline.json with a fingerprint "
+        "of their inputs: a rerun skips them, a changed setting reruns that stage and the ones after it, and a "
+        "failed stage is where the next run starts.",
+    )  # fmt: skip
+    _add_llm_options(parser)  # the config's llm: section, overridable as in every generation command
     parser.add_argument("--force", action="store_true", help="rerun every stage, even those finished before")
     parser.add_argument("--from", dest="from_stage", choices=STAGES, metavar="STAGE",
                         help=f"rerun this stage and all after it ({', '.join(STAGES)}); the earlier ones are not run")
