@@ -168,3 +168,12 @@ def test_the_shipped_demo_config_is_valid_and_names_files_that_exist():
     for path in (pipeline.filter, pipeline.train.config):
         assert (REPO / path).is_file(), path
     assert pipeline.eval is not None and pipeline.export.validation > 0
+
+
+def test_a_stage_whose_output_was_deleted_runs_again(first_run, capsys):
+    folder, config, *_ = first_run
+    (folder / "run" / "report.html").unlink()
+    code, out, _ = run(config, capsys)
+    assert code == 0 and "report: its output is gone since it finished; running it again" in out
+    assert (folder / "run" / "report.html").is_file()
+    assert out.count("skipped (finished before with the same inputs)") == 6

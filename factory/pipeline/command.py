@@ -58,6 +58,9 @@ def run_stages(context: Context, args: argparse.Namespace) -> int:
     for number, stage in enumerate(stages, 1):
         header = f"== {number}/{len(stages)} {stage.name}"
         done = ledger.finished(stage.name, prints[stage.name]) if ledger else None
+        if done and stage.outputs_missing(context):
+            print(f"{header}: its output is gone since it finished; running it again", flush=True)
+            done = None
         if stage.name not in chosen or (done and not forced):
             reason = "not chosen" if stage.name not in chosen else "finished before with the same inputs"
             print(f"{header}: skipped ({reason})", flush=True)

@@ -50,6 +50,10 @@ class Stage:
     name: str
     run: Callable[[Context], list[str]]
     inputs: Callable[[Context], list]  # what the stage's fingerprint covers, besides the stages before it
+    outputs: Callable[[Context], list[Path]] = lambda ctx: []  # deleted since it ran: the stage runs again
+
+    def outputs_missing(self, ctx: Context) -> bool:
+        return any(not path.exists() for path in self.outputs(ctx))
 
 
 def funnel_line(funnel: dict[str, int]) -> str:
@@ -207,13 +211,15 @@ def all_stages(pipeline: PipelineConfig) -> list[Stage]:
         stages.append(Stage("filter", run_filter_stage, lambda ctx: [Path(ctx.pipeline.filter)]))
     if pipeline.export is not None:
         stages.append(Stage("export", run_export_stage,
-                            lambda ctx: [ctx.pipeline.export.model_dump(mode="json"), ctx.pipeline.formats()]))
+                            lambda ctx: [ctx.pipeline.export.model_dump(mode="json"), ctx.pipeline.formats()],
+                            lambda ctx: [ctx.export_dir / "README.md"]))
     if pipeline.report:
-        stages.append(Stage("report", run_report_stage, lambda ctx: []))
+        stages.append(Stage("report", run_report_stage, lambda ctx: [], lambda ctx: [ctx.run_dir / "report.html"]))
     if pipeline.publish is not None:
-        stages.append(Stage("publish", run_publish_stage, lambda ctx: [ctx.pipeline.publish.model_dump(mode="json")]))
+        stages.append(Stage("publish", run_publish_stage, lambda ctx: [ctx.pipeline.publish.model_dump(mode="json")],
+                            lambda ctx: [ctx.pipeline.publish.to / "README.md"] if ctx.pipeline.publish.to else []))
     if pipeline.train is not None:
-        stages.append(Stage("train", run_train_stage, train_inputs))
+        stages.append(Stage("train", run_train_stage, train_inputs, lambda ctx: [ctx.train_dir / "metrics.json"]))
     if pipeline.eval is not None:
         stages.append(Stage("eval", run_eval_stage, eval_inputs))
     return stages
