@@ -109,7 +109,8 @@ def trace_section(store: Store) -> Section:
 def call_section(store: Store, path: str | None = None) -> Section:
     where = f" AND {CALL_STAGES[path]}" if path in CALL_STAGES else ""
     items = store.query(f"""
-        SELECT request_hash[:12] || ' (' || stage || ')', error_kind || ': ' || coalesce(split_part(error, chr(10), 1), '')
+        SELECT request_hash[:12] || ' (' || stage || ')',
+               error_kind || ': ' || coalesce(split_part(error, chr(10), 1), '')
         FROM llm_calls WHERE status <> 'ok'{where} ORDER BY started_at""")
     return Section("calls", "LLM calls that ended in an error", len(items), group(items))
 

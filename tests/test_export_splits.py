@@ -4,14 +4,15 @@ import pytest
 from filter_rows import add_refine, write_config
 
 from factory.export.options import ExportOptions
-from factory.export.selection import kept_counts, selection_sql
+from factory.export.selection import SMALL_RUN_ROWS, kept_counts, selection_sql
 from factory.filters.runner import run_filters
 from factory.store import Store
 
 
 def split_of(store: Store, validation: float) -> dict[str, set[str]]:
     groups: dict[str, set[str]] = {}
-    for split, group in store.query(f"SELECT split, group_key FROM ({selection_sql(ExportOptions(validation=validation))})"):
+    sql = selection_sql(ExportOptions(validation=validation))
+    for split, group in store.query(f"SELECT split, group_key FROM ({sql})"):
         groups.setdefault(split, set()).add(group)
     return groups
 
@@ -32,9 +33,19 @@ def test_a_few_groups_always_fill_both_splits(store, groups, validation):
     assert split["train"].isdisjoint(split["validation"])
 
 
-def test_two_rows_of_one_group_stay_together_and_one_group_stays_in_train(store):
-    add_refine(store, "p0", "task", 0)
-    assert split_of(store, 0.5) == {"train": {"script:p0"}}
+@pytest.mark.parametrize("validation", [0.05, 0.34, 0.5])
+def test_a_lone_group_stays_in_train(store, validation):
+    for persona in ("p0", "p1", "p2", "p3"):
+        add_refine(store, persona, "task", 0, script_id="script:shared")  # four rows, one task group
+    assert split_of(store, validation) == {"train": {"script:shared"}}
+
+
+def test_a_large_run_splits_by_the_share_alone(store):
+    """Past SMALL_RUN_ROWS kept rows the cut is the share itself: no search, and 2 % of groups stay 2 %."""
+    store.execute(f"""INSERT INTO trajectories (trajectory_id, source, task_id, verified)
+                      SELECT 'coa:' || i, 'coa', 't' || i, true FROM range({SMALL_RUN_ROWS + 5}) r(i)""")
+    counts = kept_counts(store, ExportOptions(validation=0.02)).split_trajectories
+    assert 0.015 < counts["validation"] / (SMALL_RUN_ROWS + 5) < 0.025
 
 
 def test_no_validation_share_means_no_validation_split(store):

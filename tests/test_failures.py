@@ -93,7 +93,8 @@ def test_filter_drops_are_reasons_too(run, tmp_path):
 def test_the_text_shows_the_top_reasons_and_how_many_more(run):
     text = format_failures(run, ["refine"], top=1)
     assert "failures, script attempts that failed verification: 3" in text
-    assert "   2 × goal requires unknown location '…'  [p7:0 try 0] — e.g. goal requires unknown location 'garden'" in text
+    example = "e.g. goal requires unknown location 'garden'"
+    assert f"   2 × goal requires unknown location '…'  [p7:0 try 0] — {example}" in text
     assert "… and 2 more reasons (2 items)" in text
     assert "failures, LLM calls that ended in an error: 2" in text
 

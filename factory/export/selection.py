@@ -53,36 +53,43 @@ def keep_trajectories_on_the_probe_side(store: Store) -> None:
         pass
 
 
-def hashed_split_sql(validation: float) -> str:
-    """'validation' or 'train' by the group's hash; both splits non-empty whenever there are two groups.
+BUCKET = f"md5_number({GROUP_KEY}) % {HASH_BUCKETS}"
+SMALL_RUN_ROWS = 10_000  # past this many kept rows the share fills both splits; the cut is not searched for
 
-    A group goes to validation when its hash bucket falls under the share. With few groups that
-    often leaves one split empty (3 groups at 0.34: no validation group 29% of the time), so then
-    the group nearest the threshold crosses: the lowest hash joins validation, or the highest
-    joins train. Whole groups only, so no task is in both splits. The bounds come from scalar
-    subqueries over the group keys alone (computed once; the trajectories' text is not read).
+
+def hashed_split_sql(validation: float) -> str:
+    """'validation' or 'train' by the group's hash bucket against the cut `b.cut` (split_cut_sql)."""
+    if round(validation * HASH_BUCKETS) == 0:
+        return "'train'"
+    return f"CASE WHEN {BUCKET} < b.cut THEN 'validation' ELSE 'train' END"
+
+
+def split_cut_sql(validation: float) -> str:
+    """One row, `cut`: groups whose bucket is under it go to validation.
+
+    The cut is the share (`validation` of the buckets), except in a small run where that would
+    leave a split empty (3 groups at 0.34: no validation group 29% of the time): then the group
+    nearest the threshold crosses (the lowest bucket joins validation, or the highest stays in
+    train) and a lone group stays in train. Whole groups only, so no task is in both splits. It
+    reads at most SMALL_RUN_ROWS + 1 rows, so a large export pays almost nothing for it.
     """
     threshold = round(validation * HASH_BUCKETS)
-    bucket = f"md5_number({GROUP_KEY}) % {HASH_BUCKETS}"
-    if threshold == 0:
-        return "'train'"
-    unsplit = f"""SELECT {bucket} AS bucket FROM trajectories t LEFT JOIN curation c USING (trajectory_id)
-                  WHERE t.verified AND coalesce(c.keep, true) AND c.split IS NULL"""
-    low, high = f"(SELECT min(bucket) FROM ({unsplit}))", f"(SELECT max(bucket) FROM ({unsplit}))"
-    return f"""CASE WHEN {low} < {high} AND {low} >= {threshold} THEN CASE WHEN {bucket} = {low}
-                                                                        THEN 'validation' ELSE 'train' END
-                    WHEN {low} < {high} AND {high} < {threshold} THEN CASE WHEN {bucket} < {high}
-                                                                          THEN 'validation' ELSE 'train' END
-                    WHEN {bucket} < {threshold} THEN 'validation' ELSE 'train' END"""
+    return f"""SELECT CASE WHEN count(*) > {SMALL_RUN_ROWS} THEN {threshold}
+                           WHEN min(bucket) = max(bucket) THEN min(bucket)
+                           WHEN min(bucket) >= {threshold} THEN min(bucket) + 1
+                           WHEN max(bucket) < {threshold} THEN max(bucket)
+                           ELSE {threshold} END AS cut
+               FROM (SELECT {BUCKET} AS bucket FROM trajectories t LEFT JOIN curation c USING (trajectory_id)
+                     WHERE t.verified AND coalesce(c.keep, true) AND c.split IS NULL LIMIT {SMALL_RUN_ROWS + 1})"""
 
 
 def selection_sql(options: ExportOptions) -> str:
     """Every exported row: the trajectory's columns plus group_key, split and weight."""
-    hashed = hashed_split_sql(options.validation)
     kept = f"""
         SELECT {COLUMNS}, {GROUP_KEY} AS group_key, coalesce(c.weight, 1.0) AS curated_weight,
-               coalesce(c.split, {hashed}) AS split
+               coalesce(c.split, {hashed_split_sql(options.validation)}) AS split
         FROM trajectories t LEFT JOIN curation c USING (trajectory_id)
+             CROSS JOIN ({split_cut_sql(options.validation)}) b
         WHERE t.verified AND coalesce(c.keep, true)"""
     if options.upsample == "none":
         return f"SELECT *, curated_weight AS weight FROM ({kept})"
@@ -151,7 +158,8 @@ def nothing_to_export(store: Store) -> str:
         return f"{where}: none of the {total} trajectories passed verification; nothing to export"
     reasons = store.query("""
         SELECT v.filter || ': ' || coalesce(v.reason, 'dropped'), count(DISTINCT v.trajectory_id) FROM filter_verdicts v
-        JOIN trajectories t USING (trajectory_id) WHERE t.verified AND NOT v.keep GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3""")
+        JOIN trajectories t USING (trajectory_id) WHERE t.verified AND NOT v.keep
+        GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3""")
     named = "; ".join(f"{reason} ({n})" for reason, n in reasons)
     return (f"{where}: the filters dropped all {verified} verified trajectories ({named}); "
             f"factory ls {where} --dropped lists them")  # fmt: skip

@@ -8,8 +8,8 @@ from .svg import COLORS, bar_chart
 
 SHOWN = 12  # reasons per stage; the rest are summed in the caption
 EXAMPLE_CHARS = 120
-REASONS = (("reason", "text", as_text), ("count", "count", as_int), ("example id (factory show)", "example_id", as_text),
-           ("example", "example", as_text))  # fmt: skip
+REASONS = (("reason", "text", as_text), ("count", "count", as_int),
+           ("example id (factory show)", "example_id", as_text), ("example", "example", as_text))
 
 
 def failures(sections: list[Section]) -> str:
