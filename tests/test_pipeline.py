@@ -177,3 +177,33 @@ def test_a_stage_whose_output_was_deleted_runs_again(first_run, capsys):
     assert code == 0 and "report: its output is gone since it finished; running it again" in out
     assert (folder / "run" / "report.html").is_file()
     assert out.count("skipped (finished before with the same inputs)") == 6
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"filter": "no/such/filters.yaml"}, "pipeline.filter: no such file: no/such/filters.yaml"),
+        ({"train": {"config": "no/such/train.yaml"}}, "pipeline.train.config: no such file"),
+        ({"eval": {"config": "no/such/eval.yaml"}}, "pipeline.eval.config: no such file"),
+        ({"filter": "BROKEN"}, "field 'filters'"),
+    ],
+)
+def test_a_missing_or_broken_input_file_fails_before_any_stage(tmp_path, changes, message, capsys):
+    replay = ([], None, "http://127.0.0.1:9")  # nothing may be asked: the check comes before generation
+    if changes.get("filter") == "BROKEN":
+        (tmp_path / "broken.yaml").write_text("filters: []\n")
+        changes = {"filter": str(tmp_path / "broken.yaml")}
+    path = write_pipeline(tmp_path, replay, **changes)
+    assert main(["run", "-c", str(path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_unknown_export_format_is_named_with_the_choices(tmp_path, capsys):
+    path = tmp_path / "pipeline.yaml"
+    path.write_text("pipeline:\n  export: {formats: [sharegtp]}\n")
+    assert main(["run", "-c", str(path), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("field 'pipeline.export.formats': unknown format 'sharegtp' "
+                        "(formats: sharegpt, messages, afm, llamafactory, trl, or all)")  # fmt: skip

@@ -115,11 +115,16 @@ def configs_table(store: Store, result: ExportResult) -> str:
 def kept_text(kept: KeptCounts) -> str:
     """The selection's counts (the export's and the report's too): a format may then leave rows out."""
     sources = ", ".join(f"{source} {n}" for source, n in kept.by_source.items())
-    splits = ", ".join(f"{split} {kept.rows[split]} rows ({kept.split_trajectories[split]} trajectories)"
+    splits = ", ".join(f"{split} {counted(kept.rows[split], 'row')} "
+                       f"({counted(kept.split_trajectories[split], 'trajectory', 'trajectories')})"
                        for split in kept.rows)  # fmt: skip
     return (f"Kept {kept.kept} of {kept.trajectories} trajectories in the run ({sources}): {kept.verified} verified, "
             f"{kept.dropped} of them dropped by a filter, {kept.unverified} not verified and never exported. "
             f"By split: {splits}; total weight {kept.kept_weight:g}.")  # fmt: skip
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def split_rule(result: ExportResult) -> str:

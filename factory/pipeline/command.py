@@ -13,7 +13,7 @@ import time
 
 from ..errors import FactoryError
 from ..prompts import prompts_override
-from .config import STAGES
+from .config import STAGES, check_inputs
 from .ledger import Ledger
 from .stages import Context, all_stages, stage_fingerprints
 
@@ -49,6 +49,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_stages(context: Context, args: argparse.Namespace) -> int:
+    check_inputs(context.pipeline)  # a missing or broken file fails now, not after minutes of generation
     stages = all_stages(context.pipeline)
     chosen = chosen_stages([s.name for s in stages], args.from_stage, args.only)
     ledger = Ledger.open(context.run_dir) if context.run_dir.is_dir() else None

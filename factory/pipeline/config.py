@@ -17,9 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..config import StrictModel
+from ..errors import ConfigError
 from ..export.options import FORMATS, FormatName
 
 STAGES = ("refine", "coa", "filter", "export", "report", "publish", "train", "eval")  # in the order they run
@@ -31,6 +32,17 @@ class ExportStage(StrictModel):
     file_type: Literal["parquet", "jsonl"] = "parquet"
     validation: float | None = Field(None, ge=0.0, le=0.5, description="held-out share of task groups "
                                      "(default: the export's 0.05)")  # fmt: skip
+
+    @field_validator("formats", mode="before")
+    @classmethod
+    def _known_formats(cls, value: Any) -> Any:
+        """One error naming the bad name and the choices, not one per branch of the union."""
+        names = [value] if isinstance(value, str) and value != "all" else value
+        if isinstance(names, list):
+            unknown = [name for name in names if name not in FORMATS]
+            if unknown:
+                raise ValueError(f"unknown format {unknown[0]!r} (formats: {', '.join(FORMATS)}, or all)")
+        return names
 
 
 class PublishStage(StrictModel):
@@ -85,3 +97,20 @@ class PipelineConfig(StrictModel):
         if self.train is not None and self.train.format not in chosen:
             chosen.append(self.train.format)  # the trainer reads it, so it is written
         return chosen
+
+
+def check_inputs(pipeline: PipelineConfig) -> None:
+    """Raise ConfigError when a file the stages read is missing or does not parse, before any stage runs."""
+    from ..filters.config import load_filter_config
+
+    named = [("pipeline.filter", pipeline.filter), ("pipeline.train.config", pipeline.train and pipeline.train.config),
+             ("pipeline.eval.config", pipeline.eval and pipeline.eval.config)]  # fmt: skip
+    for field, path in named:
+        if path is not None and not Path(path).is_file():
+            raise ConfigError(f"{field}: no such file: {path}")
+    if pipeline.filter is not None:
+        load_filter_config(pipeline.filter)
+    if pipeline.train is not None:
+        from train.config import read_mapping  # no torch: only the YAML is read here
+
+        read_mapping(Path(pipeline.train.config))
