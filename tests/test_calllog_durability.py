@@ -48,6 +48,13 @@ KILLED_CLIENT = textwrap.dedent("""
             await asyncio.sleep({pause_s})
         while {wait_slow} and not os.path.exists({marker!r}):
             await asyncio.sleep(0.01)
+        journal_file, waited = journal.journal_path(__import__("pathlib").Path({store!r})), 0
+        while {settle_bytes} and sum(map(len, journal.journal_lines(journal_file))) >= {settle_bytes} and waited < 1000:
+            await asyncio.sleep(0.01)  # a busy machine may flush late: let one rotation land first
+            waited += 1
+        while {wait_flushed} and llm.keeper.log.backlog and waited < 1000:
+            await asyncio.sleep(0.01)  # the same: let the answers reach DuckDB before the kill
+            waited += 1
         os.kill(os.getpid(), signal.SIGKILL)
 
     asyncio.run(main())
@@ -55,13 +62,14 @@ KILLED_CLIENT = textwrap.dedent("""
 
 
 def run_killed_client(server, tmp_path, n, wait_slow=False, flush_every_s=3600, rotate_bytes=2**30, pause_s=0,
-                      store_name="s.duckdb"):  # fmt: skip
+                      store_name="s.duckdb", settle_bytes=0, wait_flushed=False):  # fmt: skip
     """A client that SIGKILLs itself once n answers are in (and, with wait_slow, the slow request is sent).
     By default it never flushes (only the journal can keep the answers) and never rotates its journal."""
     marker = tmp_path / "slow-sent"
     script = KILLED_CLIENT.format(tests=os.path.dirname(__file__), url=server.base_url,
                                   store=str(tmp_path / store_name), n=n, wait_slow=wait_slow, marker=str(marker), flush_every_s=flush_every_s,
-                                  rotate_bytes=rotate_bytes, pause_s=pause_s)  # fmt: skip
+                                  rotate_bytes=rotate_bytes, pause_s=pause_s, settle_bytes=settle_bytes,
+                                  wait_flushed=wait_flushed)  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
     if wait_slow:
         wait_for(lambda: any("slow" in str(r["body"]["messages"]) for r in server.requests), proc)
@@ -110,7 +118,8 @@ def test_an_attempt_killed_on_the_wire_is_counted_and_its_rerun_adds_to_it(serve
 def test_a_rotated_journal_still_holds_what_duckdb_lacks(server, tmp_path):
     """Flushes every 10 ms and a journal rewritten past 2 KB: the kill still loses nothing."""
     server.route("slow", Action(delay_s=3))
-    run_killed_client(server, tmp_path, 60, wait_slow=True, flush_every_s=0.01, rotate_bytes=2048, pause_s=0.005)
+    run_killed_client(server, tmp_path, 60, wait_slow=True, flush_every_s=0.01, rotate_bytes=2048, pause_s=0.005,
+                      settle_bytes=60 * 1000)  # fmt: skip
     written = sum(len(line) for line in journal_lines(journal_path(tmp_path / "s.duckdb")))
     assert written < 60 * 1000  # rotated: not every call's lines are still there
     store = Store(tmp_path / "s.duckdb")
@@ -243,7 +252,7 @@ def test_journal_lines_already_flushed_are_not_counted_twice(server, tmp_path, c
 
     server.route("slow", Action(delay_s=3))
     run_killed_client(server, tmp_path, 8, wait_slow=True, store_name="factory.duckdb", flush_every_s=0.01,
-                      pause_s=0.05)  # fmt: skip
+                      pause_s=0.05, wait_flushed=True)  # fmt: skip
     assert main(["calls", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     ok = int(re.search(r"calls: \d+ \((\d+) ok\)", out).group(1))
