@@ -72,17 +72,27 @@ def parse_args() -> argparse.Namespace:
 
 def build_config(args: argparse.Namespace, run_dir: str) -> FactoryConfig:
     llm = {"model": args.model, "cache": args.cache, **({"base_url": args.base_url} if args.base_url else {})}
-    coa = {"tasks": args.tasks, "count": args.count, "seed": args.seed, "variant": args.variant,
-           "reply_chars": REPLY_CHARS[args.reply_chars],
-           **{name: value for name, value in explicit_settings(args).items() if value is not None}}
+    coa = {
+        "tasks": args.tasks,
+        "count": args.count,
+        "seed": args.seed,
+        "variant": args.variant,
+        "reply_chars": REPLY_CHARS[args.reply_chars],
+        **{name: value for name, value in explicit_settings(args).items() if value is not None},
+    }
     if args.corpus:
         coa["tools"] = {"web_search": {"enabled": True, "backend": "local", "local": {"path": args.corpus}}}
     return FactoryConfig.model_validate({"run_dir": run_dir, "llm": llm, "coa": coa})
 
 
 def explicit_settings(args: argparse.Namespace) -> dict:
-    return {"max_steps": args.max_steps, "max_replans": args.max_replans, "max_tokens": args.max_tokens,
-            "max_tokens_cap": args.max_tokens_cap, "task_timeout_s": args.task_timeout_s}
+    return {
+        "max_steps": args.max_steps,
+        "max_replans": args.max_replans,
+        "max_tokens": args.max_tokens,
+        "max_tokens_cap": args.max_tokens_cap,
+        "task_timeout_s": args.task_timeout_s,
+    }
 
 
 def settings_key(args: argparse.Namespace) -> str:
@@ -100,11 +110,16 @@ def regrammar(store: Store) -> dict:
         "WHERE t.source = 'coa' AND t.verified"
     )
     broken = Counter(
-        verdict.rule for completion, variant, domain in rows
+        verdict.rule
+        for completion, variant, domain in rows
         if not (verdict := validate_afm(completion, variant, answer_format(variant, domain))).ok
-    )  # fmt: skip
-    return {"stored": len(rows), "valid": len(rows) - sum(broken.values()),
-            "valid_rate": round(1 - sum(broken.values()) / len(rows), 3) if rows else None, "broken": dict(broken)}
+    )
+    return {
+        "stored": len(rows),
+        "valid": len(rows) - sum(broken.values()),
+        "valid_rate": round(1 - sum(broken.values()) / len(rows), 3) if rows else None,
+        "broken": dict(broken),
+    }
 
 
 def tool_calls(store: Store) -> dict:
@@ -147,8 +162,10 @@ def main() -> None:
         return measure(store, outcome.funnel, outcome.failures, seconds)
 
     figures = timed_run(args.run_dir, "coa_yield_", run, measured)
-    key = (f"{args.model} tasks={Path(args.tasks).name} variant={args.variant} {settings_key(args)} "
-           f"count={args.count} seed={args.seed}")  # fmt: skip
+    key = (
+        f"{args.model} tasks={Path(args.tasks).name} variant={args.variant} {settings_key(args)} "
+        f"count={args.count} seed={args.seed}"
+    )
     report(args.output, key, figures)
 
 

@@ -48,7 +48,11 @@ def agreement(samples: list[tuple[list[int], list[int]]], rows: list[dict], suff
         if owner is not None:
             got.setdefault(owner, {}).update(trained(labels))
     correct = sum(1 for rid, r in expected.items() if got.get(rid) == trained(r.labels))
-    return {"rows": len(rows), "kept": round(len(got) / len(rows), 3), "masked_correctly": round(correct / len(rows), 3)}
+    return {
+        "rows": len(rows),
+        "kept": round(len(got) / len(rows), 3),
+        "masked_correctly": round(correct / len(rows), 3),
+    }
 
 
 def rows_of(out: Path, fmt: str) -> list[dict]:
@@ -62,12 +66,16 @@ def llamafactory(out: Path, settings: dict, work: Path) -> dict:
     (out / "sharegpt" / "dataset_info.json").write_text(
         '{"plain": {"file_name": "train-00000-of-00001.parquet", "formatting": "sharegpt", '
         '"columns": {"messages": "conversations"}}}'
-    )  # fmt: skip
+    )
     with pytest.MonkeyPatch.context() as patch:
-        before = llamafactory_samples(patch, work, qwen_tokenizer(), dataset_dir=str(out / "sharegpt"),
-                                      dataset="plain", template="qwen")  # fmt: skip
-        config = {k: v for k, v in llamafactory_config(settings, str(out / "llamafactory")).items()
-                  if k in ("dataset_dir", "dataset", "template", "mask_history")}  # fmt: skip
+        before = llamafactory_samples(
+            patch, work, qwen_tokenizer(), dataset_dir=str(out / "sharegpt"), dataset="plain", template="qwen"
+        )
+        config = {
+            k: v
+            for k, v in llamafactory_config(settings, str(out / "llamafactory")).items()
+            if k in ("dataset_dir", "dataset", "template", "mask_history")
+        }
         after = llamafactory_samples(patch, work, qwen_tokenizer(), **config)
     pairs = lambda samples: [(s["input_ids"], s["labels"]) for s in samples]  # noqa: E731
     return {"before": agreement(pairs(before), sharegpt, True), "after": agreement(pairs(after), sharegpt, True)}
@@ -82,10 +90,12 @@ def trl(out: Path, work: Path) -> dict:
     def labels_of(dataset):
         tokenizer = qwen_tokenizer()
         tokenizer.pad_token = tokenizer.eos_token
-        args = trl_package.SFTConfig(output_dir=str(work / "sft"), report_to=[], max_length=None, use_cpu=True,
-                                     bf16=False)  # fmt: skip
-        trainer = trl_package.SFTTrainer(model=tiny_model(tokenizer), args=args, train_dataset=dataset,
-                                         processing_class=tokenizer)  # fmt: skip
+        args = trl_package.SFTConfig(
+            output_dir=str(work / "sft"), report_to=[], max_length=None, use_cpu=True, bf16=False
+        )
+        trainer = trl_package.SFTTrainer(
+            model=tiny_model(tokenizer), args=args, train_dataset=dataset, processing_class=tokenizer
+        )
         prepared = [{c: r[c] for c in ("input_ids", "labels") if c in r} for r in trainer.train_dataset]
         batch = trainer.data_collator(prepared)
         return [(r["input_ids"], batch["labels"][i, : len(r["input_ids"])].tolist()) for i, r in enumerate(prepared)]
@@ -115,12 +125,16 @@ def main() -> None:
     run = args.run or make_consumer_run(work / "run")
     tokenizer_dir = work / "tokenizer"
     qwen_tokenizer().save_pretrained(tokenizer_dir)
-    options = ExportOptions(formats=["sharegpt", "messages", "llamafactory", "trl"], validation=0,
-                            tokenizer=str(tokenizer_dir))  # fmt: skip
+    options = ExportOptions(
+        formats=["sharegpt", "messages", "llamafactory", "trl"], validation=0, tokenizer=str(tokenizer_dir)
+    )
     result = export_dataset(run, work / "out", options)
     settings = next(f.settings for f in result.formats if f.name == "llamafactory")
-    figures = {"llamafactory": llamafactory(work / "out", settings, work), "trl": trl(work / "out", work),
-               "axolotl": axolotl(work / "out")}  # fmt: skip
+    figures = {
+        "llamafactory": llamafactory(work / "out", settings, work),
+        "trl": trl(work / "out", work),
+        "axolotl": axolotl(work / "out"),
+    }
     report(RESULTS, "default rows" if not args.run else f"run {Path(args.run).name}", figures)
 
 

@@ -33,16 +33,18 @@ sys.path.insert(0, str(HERE.parent))
 MEMORY_LIMIT = "1GB"  # DuckDB's buffer pool; the rest of the process (Python, indexes) comes on top
 THREADS = 2
 
-BENCH_FILTERS = {"filters": [
-    {"name": "correct", "kind": "correctness"},
-    {"name": "complex", "kind": "complexity", "min_tool_calls": 5},
-    {"name": "reflects", "kind": "reflection"},
-    {"name": "no_repeats", "kind": "redundancy", "similarity": 0.9},
-    {"name": "unique", "kind": "dedup", "threshold": 0.8},
-    {"name": "hard", "kind": "pass_rate", "model": "policy", "missing": "keep", "min_samples": 8},
-    {"name": "upsample", "kind": "upsample", "weight": 2.0},
-    {"name": "split", "kind": "split", "splits": {"sft": 0.8, "rl": 0.2}},
-]}  # fmt: skip
+BENCH_FILTERS = {
+    "filters": [
+        {"name": "correct", "kind": "correctness"},
+        {"name": "complex", "kind": "complexity", "min_tool_calls": 5},
+        {"name": "reflects", "kind": "reflection"},
+        {"name": "no_repeats", "kind": "redundancy", "similarity": 0.9},
+        {"name": "unique", "kind": "dedup", "threshold": 0.8},
+        {"name": "hard", "kind": "pass_rate", "model": "policy", "missing": "keep", "min_samples": 8},
+        {"name": "upsample", "kind": "upsample", "weight": 2.0},
+        {"name": "split", "kind": "split", "splits": {"sft": 0.8, "rl": 0.2}},
+    ]
+}
 
 
 def peak_rss_mib() -> float:
@@ -130,35 +132,47 @@ def measure(n: int, cap: int, workdir: Path) -> dict:
     generated = run_child("generate", folder, n, cap)
     print(f"[{n}] generated in {generated['seconds']:.1f}s ({generated['db_bytes'] / 2**20:.0f} MiB store)", flush=True)
     filtered = run_child("filter", folder, n, cap)
-    print(f"[{n}] filters {filtered['filter_seconds']:.1f}s, export {filtered['export_seconds']:.1f}s, "
-          f"peak {filtered['peak_rss_mib']:.0f} MiB", flush=True)  # fmt: skip
+    print(
+        f"[{n}] filters {filtered['filter_seconds']:.1f}s, export {filtered['export_seconds']:.1f}s, "
+        f"peak {filtered['peak_rss_mib']:.0f} MiB",
+        flush=True,
+    )
     baseline = run_child("baseline", folder, n, cap)
-    print(f"[{n}] python baseline {baseline['seconds_full']:.1f}s"
-          f"{' (extrapolated from %d rows)' % baseline['rows'] if baseline['extrapolated'] else ''}, "
-          f"peak {baseline['peak_rss_mib']:.0f} MiB", flush=True)  # fmt: skip
+    print(
+        f"[{n}] python baseline {baseline['seconds_full']:.1f}s"
+        f"{' (extrapolated from %d rows)' % baseline['rows'] if baseline['extrapolated'] else ''}, "
+        f"peak {baseline['peak_rss_mib']:.0f} MiB",
+        flush=True,
+    )
     shutil.rmtree(folder, ignore_errors=True)
     if not baseline["extrapolated"]:  # same rows: both must drop (nearly) the same numbers
         baseline["dropped_by_duckdb"] = filtered["dropped"]
     return {
-        "rows": n, "generate": generated, "duckdb": filtered, "python_baseline": baseline,
+        "rows": n,
+        "generate": generated,
+        "duckdb": filtered,
+        "python_baseline": baseline,
         "speedup_filters": round(baseline["seconds_full"] / filtered["filter_seconds"], 1),
-    }  # fmt: skip
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
-    parser.add_argument("--baseline-cap", type=int, default=0,
-                        help="most rows the Python loop runs on (0: all of them, the default)")
+    parser.add_argument(
+        "--baseline-cap", type=int, default=0, help="most rows the Python loop runs on (0: all of them, the default)"
+    )
     parser.add_argument("--workdir", type=Path, default=HERE / "filter_scale.tmp")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "filter_scale.json")
     parser.add_argument("--child", choices=["generate", "filter", "baseline"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        phases = {"generate": lambda: child_generate(args.folder, args.sizes[0]),
-                  "filter": lambda: child_filter(args.folder, args.sizes[0]),
-                  "baseline": lambda: child_baseline(args.folder, args.sizes[0], args.baseline_cap or args.sizes[0])}  # fmt: skip
+        phases = {
+            "generate": lambda: child_generate(args.folder, args.sizes[0]),
+            "filter": lambda: child_filter(args.folder, args.sizes[0]),
+            "baseline": lambda: child_baseline(args.folder, args.sizes[0], args.baseline_cap or args.sizes[0]),
+        }
         print(json.dumps(phases[args.child]()))
         return
     started_load = os.getloadavg()
@@ -177,18 +191,22 @@ def main() -> None:
     }  # fmt: skip
     peaks = [r["duckdb"]["peak_rss_mib"] for r in results]
     summary["targets"] = {
-        "speedup_at_largest": results[-1]["speedup_filters"], "speedup_goal": 10,
-        "peak_rss_mib_max": max(peaks), "peak_goal_mib": 2048,
+        "speedup_at_largest": results[-1]["speedup_filters"],
+        "speedup_goal": 10,
+        "peak_rss_mib_max": max(peaks),
+        "peak_goal_mib": 2048,
         "peak_growth_largest_over_smallest": round(peaks[-1] / peaks[0], 2),
-    }  # fmt: skip
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=2) + "\n")
     for r in results:
-        print(f"{r['rows']:>9} rows: duckdb filters {r['duckdb']['filter_seconds']:.1f}s "
-              f"(peak {r['duckdb']['peak_rss_mib']:.0f} MiB), export {r['duckdb']['export_seconds']:.1f}s; "
-              f"python {r['python_baseline']['seconds_full']:.1f}s "
-              f"(peak {r['python_baseline']['peak_rss_mib']:.0f} MiB); "
-              f"speedup {r['speedup_filters']}x")  # fmt: skip
+        print(
+            f"{r['rows']:>9} rows: duckdb filters {r['duckdb']['filter_seconds']:.1f}s "
+            f"(peak {r['duckdb']['peak_rss_mib']:.0f} MiB), export {r['duckdb']['export_seconds']:.1f}s; "
+            f"python {r['python_baseline']['seconds_full']:.1f}s "
+            f"(peak {r['python_baseline']['peak_rss_mib']:.0f} MiB); "
+            f"speedup {r['speedup_filters']}x"
+        )
     print(f"wrote {args.out}")
 
 

@@ -55,8 +55,11 @@ def tool_inputs(row: dict) -> list[str]:
         turns = json.loads(row["turns"] or "null") or []
     except json.JSONDecodeError:
         return []
-    return [t["content"].split("Action:", 1)[1].strip() for t in turns
-            if t.get("role") == "assistant" and "Action:" in t.get("content", "")]  # fmt: skip
+    return [
+        t["content"].split("Action:", 1)[1].strip()
+        for t in turns
+        if t.get("role") == "assistant" and "Action:" in t.get("content", "")
+    ]
 
 
 def redundant(row: dict, similarity: float) -> bool:
@@ -94,11 +97,14 @@ def row_verdicts(row: dict, stats: dict, rates: dict, repeats: bool) -> dict[str
     key = row["task_id"] or row["persona_id"] or row["script_id"] or row["trajectory_id"]
     point = (int(hashlib.md5(key.encode()).hexdigest(), 16) % 1_000_000) / 1_000_000
     return {
-        "correct": (not failed, 1.0, None), "complex": (tools >= 5, 1.0, None),
+        "correct": (not failed, 1.0, None),
+        "complex": (tools >= 5, 1.0, None),
         "reflects": (corrections >= 1 if refine else reflections >= 1, 1.0, None),
-        "no_repeats": (not repeats, 1.0, None), "hard": (hard, 1.0, None),
-        "upsample": (True, 2.0 if upsampled else 1.0, None), "split": (True, 1.0, "sft" if point < 0.8 else "rl"),
-    }  # fmt: skip
+        "no_repeats": (not repeats, 1.0, None),
+        "hard": (hard, 1.0, None),
+        "upsample": (True, 2.0 if upsampled else 1.0, None),
+        "split": (True, 1.0, "sft" if point < 0.8 else "rl"),
+    }
 
 
 def load_rates(store) -> dict:
@@ -206,5 +212,7 @@ def write_verdicts(store, verdicts: dict[str, list]) -> None:
     # output, the same write cost.
     with store.arrow_view("baseline_batch", table), store.transaction() as con:
         con.execute("DELETE FROM filter_verdicts WHERE filter LIKE 'python:%'")
-        con.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep, weight, split, created_at) "
-                    "SELECT trajectory_id, 'python:' || filter, keep, weight, split, now() FROM baseline_batch")
+        con.execute(
+            "INSERT INTO filter_verdicts (trajectory_id, filter, keep, weight, split, created_at) "
+            "SELECT trajectory_id, 'python:' || filter, keep, weight, split, now() FROM baseline_batch"
+        )

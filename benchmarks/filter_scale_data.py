@@ -60,11 +60,18 @@ FROM (
 STORED_INPUTS = f"coalesce({TOOL_INPUTS}, [])"
 CALL_SEED = "CASE WHEN repeat_call AND t = 2 THEN 1 ELSE t END"  # the repeated call copies the first one
 
-TOOL_CALL = (f"'<think>' || {sentence('i', 't')} || '</think>' || chr(10) || '<' || tag || '>' || "
-             f"{words(f'i, {CALL_SEED}', f'3 + (hash(i, {CALL_SEED}) % 4)::INT')} "
-             f"|| '</' || tag || '>'")  # fmt: skip
-OBSERVATION = "'<observation>' || " + sentence("i", "t", "'o'") + " || ' ' || " + sentence("i", "t", "'p'") + \
-    " || '</observation>'"
+TOOL_CALL = (
+    f"'<think>' || {sentence('i', 't')} || '</think>' || chr(10) || '<' || tag || '>' || "
+    f"{words(f'i, {CALL_SEED}', f'3 + (hash(i, {CALL_SEED}) % 4)::INT')} "
+    f"|| '</' || tag || '>'"
+)
+OBSERVATION = (
+    "'<observation>' || "
+    + sentence("i", "t", "'o'")
+    + " || ' ' || "
+    + sentence("i", "t", "'p'")
+    + " || '</observation>'"
+)
 PLAN = sentence("i", "'plan'")
 TURN = "{{'role': '{0}', 'content': {1}, 'loss': {2}, 'kind': '{3}', 'error': NULL}}"
 CONV = "{{'from': '{0}', 'value': {1}, 'loss': {2}}}"
@@ -76,11 +83,11 @@ INSERT INTO trajectories (trajectory_id, source, task_id, trace_id, variant, ver
 SELECT *, {STORED_INPUTS} FROM (
 SELECT id, source, 'task-' || q, id, 'mas', verified, CASE WHEN NOT verified THEN 'unclosed_tag' END,
        CASE WHEN NOT verified THEN 'grammar unclosed_tag: <think> never closed' END,
-       to_json(list_prepend({TURN.format('user', 'prompt', 'false', 'prompt')}, flatten(
-           [[{TURN.format('assistant', 'b.call', 'true', 'tool_call')}, {TURN.format('tool', 'b.obs', 'false', 'observation')}]
+       to_json(list_prepend({TURN.format("user", "prompt", "false", "prompt")}, flatten(
+           [[{TURN.format("assistant", "b.call", "true", "tool_call")}, {TURN.format("tool", "b.obs", "false", "observation")}]
             FOR b IN blocks])))::VARCHAR AS turns,
-       to_json(list_prepend({CONV.format('human', 'prompt', 'false')}, flatten(
-           [[{CONV.format('gpt', 'b.call', 'true')}, {CONV.format('human', 'b.obs', 'false')}] FOR b IN blocks])))::VARCHAR,
+       to_json(list_prepend({CONV.format("human", "prompt", "false")}, flatten(
+           [[{CONV.format("gpt", "b.call", "true")}, {CONV.format("human", "b.obs", "false")}] FOR b IN blocks])))::VARCHAR,
        to_json({{'tool_calls': k, 'tool_calls_by_type': {{'web_search': k // 2, 'crawl_page': k // 4, 'code': k - k // 2 - k // 4}},
                 'tool_failures': h % 3, 'plans': 1, 'replans': (h // 7) % 2, 'reflections': (h // 3) % 3,
                 'poor_reflections': 0, 'double_checks': 1 + h % 2, 'double_check_scores': [2 + h % 3],
@@ -103,17 +110,19 @@ FROM (
 """
 
 
-ACTION = (f"verbs[1 + (hash(i, {CALL_SEED}, 'v') % 10)::INT] || '(' || "
-          f"vocab[1 + (hash(i, {CALL_SEED}, 'n') % 3000)::INT] || ')'")
+ACTION = (
+    f"verbs[1 + (hash(i, {CALL_SEED}, 'v') % 10)::INT] || '(' || "
+    f"vocab[1 + (hash(i, {CALL_SEED}, 'n') % 3000)::INT] || ')'"
+)
 STEP = f"'Thought: ' || {sentence('i', 't')} || chr(10) || 'Action: ' || act"
 SEEN = "'Observation: ' || " + sentence("i", "t", "'o'")
 
 GEN_REFINE = f"""
 INSERT INTO scripts (script_id, persona_id, attempt, script, verified, created_at)
 SELECT 'script:p' || i, 'p' || i, 0,
-       to_json({{'task': question, 'environment': {{'description': {sentence('i', "'e1'")} || ' ' || {sentence('i', "'e2'")},
+       to_json({{'task': question, 'environment': {{'description': {sentence("i", "'e1'")} || ' ' || {sentence("i", "'e2'")},
                  'player': {{'location': 'hall', 'inventory': []}}}},
-                'actions': [{{'name': v, 'description': {sentence('i', 'v')}}} FOR v IN verbs]}})::VARCHAR,
+                'actions': [{{'name': v, 'description': {sentence("i", "v")}}} FOR v IN verbs]}})::VARCHAR,
        true, TIMESTAMP '2025-01-01' + to_seconds(i)
 FROM gen, (SELECT $sentences::VARCHAR[] AS sentences, {VERBS!r}::VARCHAR[] AS verbs) WHERE source = 'refine';
 INSERT INTO trajectories (trajectory_id, source, persona_id, script_id, verified, reason, turns, conversations, stats,
@@ -121,17 +130,17 @@ INSERT INTO trajectories (trajectory_id, source, persona_id, script_id, verified
 SELECT *, coalesce({ACTIONS}, []) FROM (
 SELECT 'refine:p' || i, 'refine', 'p' || i, 'script:p' || i, verified,
        CASE WHEN NOT verified THEN 'budget: verifier kept failing' END,
-       to_json(list_prepend({TURN.format('user', 'opening', 'false', 'observation')}, flatten(
-           [[{TURN.format('assistant', STEP, 't > errors', 'thought_action')}, {TURN.format('user', SEEN, 'false', 'observation')}]
+       to_json(list_prepend({TURN.format("user", "opening", "false", "observation")}, flatten(
+           [[{TURN.format("assistant", STEP, "t > errors", "thought_action")}, {TURN.format("user", SEEN, "false", "observation")}]
             FOR act, t IN actions])))::VARCHAR AS turns,
-       to_json(list_prepend({CONV.format('human', 'opening', 'false')}, flatten(
-           [[{CONV.format('gpt', STEP, 't > errors')}, {CONV.format('human', SEEN, 'false')}] FOR act, t IN actions])))::VARCHAR,
+       to_json(list_prepend({CONV.format("human", "opening", "false")}, flatten(
+           [[{CONV.format("gpt", STEP, "t > errors")}, {CONV.format("human", SEEN, "false")}] FOR act, t IN actions])))::VARCHAR,
        to_json({{'turns': 1 + 2 * k, 'assistant_turns': k, 'errors': errors, 'errors_by_type': {{'parameter': errors}},
                 'corrections': corrections, 'kinds': {{'observation': 1 + k, 'thought_action': k}}}})::VARCHAR,
        1 + 2 * k, errors, corrections, TIMESTAMP '2025-01-01' + to_seconds(i)
 FROM (
     SELECT *, h % 20 <> 0 AS verified, h % 3 AS corrections, h % 3 + (h // 3) % 2 AS errors,
-           'You are in a house. ' || {sentence('i', "'start'")} || ' Task: ' || question AS opening,
+           'You are in a house. ' || {sentence("i", "'start'")} || ' Task: ' || question AS opening,
            [{ACTION} FOR t IN range(1, k + 1)] AS actions
     FROM gen, (SELECT $vocab::VARCHAR[] AS vocab, $sentences::VARCHAR[] AS sentences, {VERBS!r}::VARCHAR[] AS verbs)
     WHERE source = 'refine')) t
@@ -160,8 +169,10 @@ def generate(store, n: int) -> dict:
             for statement in statements:
                 con.execute(statement, {k: v for k, v in values.items() if f"${k}" in statement})
     store.execute("CHECKPOINT")
-    (avg_bytes,) = store.query("SELECT avg(length(coalesce(turns, '')) + length(coalesce(conversations, '')) + "
-                               "length(coalesce(completion, '')) + length(coalesce(prompt, '')) + length(stats)) "
-                               "FROM trajectories")[0]  # fmt: skip
+    (avg_bytes,) = store.query(
+        "SELECT avg(length(coalesce(turns, '')) + length(coalesce(conversations, '')) + "
+        "length(coalesce(completion, '')) + length(coalesce(prompt, '')) + length(stats)) "
+        "FROM trajectories"
+    )[0]
     (rollouts,) = store.query("SELECT count(*) FROM rollouts")[0]
     return {"avg_text_bytes_per_row": round(avg_bytes), "rollouts": rollouts}

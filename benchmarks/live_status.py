@@ -92,8 +92,11 @@ def snapshot_figures(rows: int) -> dict:
     publisher.finish("done")
     store.close()
     shutil.rmtree(folder, ignore_errors=True)
-    return {"llm_calls_rows": rows, "median_ms": round(statistics.median(times) * 1000, 2),
-            "max_ms": round(max(times) * 1000, 2)}  # fmt: skip
+    return {
+        "llm_calls_rows": rows,
+        "median_ms": round(statistics.median(times) * 1000, 2),
+        "max_ms": round(max(times) * 1000, 2),
+    }
 
 
 def main() -> None:

@@ -48,7 +48,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator
 
-
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "tests" / "loopback_server.py"
 DEFAULT_OUTPUT = ROOT / "benchmarks" / "results" / "llm_overhead.json"
@@ -59,7 +58,6 @@ TARGET_CPU_MS = 0.6
 from overhead_clients import CLIENT_CLASSES, prompts  # noqa: E402
 
 MEDIAN_FIELDS = ("import_s", "setup_s", "wall_s", "cpu_s", "cpu_ms_per_request", "rss_before_batch_mib", "peak_rss_mib")
-
 
 
 # -- worker: one client, one batch, one JSON line -------------------------------
@@ -199,10 +197,13 @@ def git_state() -> dict[str, Any]:
 
 def machine_info() -> dict[str, Any]:
     return {
-        "cpu_count": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()], "packages": package_versions(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "packages": package_versions(),
         "repo": git_state(),
-    }  # fmt: skip
+    }
 
 
 def add_ratios(results: list[dict[str, Any]], ideal_s: float) -> None:
@@ -219,11 +220,14 @@ def targets(results: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     wall_ok = ours["ratio_to_floor"] is not None and ours["ratio_to_floor"] <= TARGET_WALL_RATIO
     return {
-        "wall_ratio_max": TARGET_WALL_RATIO, "wall_ratio": ours["ratio_to_floor"], "wall_met": wall_ok,
-        "cpu_ms_max": TARGET_CPU_MS, "cpu_ms": ours["cpu_ms_per_request"],
+        "wall_ratio_max": TARGET_WALL_RATIO,
+        "wall_ratio": ours["ratio_to_floor"],
+        "wall_met": wall_ok,
+        "cpu_ms_max": TARGET_CPU_MS,
+        "cpu_ms": ours["cpu_ms_per_request"],
         "cpu_met": ours["cpu_ms_per_request"] < TARGET_CPU_MS,
         "clean": ours["errors"] == 0 and not ours["problems"],
-    }  # fmt: skip
+    }
 
 
 def fmt(value: Any, spec: str) -> str:

@@ -77,8 +77,11 @@ def build_config(args: argparse.Namespace, run_dir: str, personas: Path | None =
 
 
 SCRIPT_PROBLEM_KINDS = (  # (substring of the stored problem, kind) — first match wins
-    ("schema", "schema or dangling names"), ("reaches the goal", "unsolvable"), ("declare the goal", "no goal"),
-    ("already holds", "goal holds at start"), ("llm", "llm error"),
+    ("schema", "schema or dangling names"),
+    ("reaches the goal", "unsolvable"),
+    ("declare the goal", "no goal"),
+    ("already holds", "goal holds at start"),
+    ("llm", "llm error"),
 )
 
 
@@ -116,8 +119,10 @@ def measure(store: Store, funnel: dict[str, int], losses: dict[str, int], second
 
 
 def settings_key(args: argparse.Namespace) -> str:
-    return (f"{args.model} dm={args.dm} code={args.with_code} injection={not args.no_injection} "
-            f"budget={args.budget} count={args.count} seed={args.seed}")  # fmt: skip
+    return (
+        f"{args.model} dm={args.dm} code={args.with_code} injection={not args.no_injection} "
+        f"budget={args.budget} count={args.count} seed={args.seed}"
+    )
 
 
 def run_replay(args: argparse.Namespace) -> tuple[str, dict]:

@@ -25,8 +25,9 @@ def save(output: Path, key: str, figures: dict) -> None:
     output.write_text(json.dumps(report, indent=2) + "\n")
 
 
-def timed_run(kept_dir: str | None, prefix: str, run: Callable[[str], Any],
-              measure: Callable[[Store, Any, float], dict]) -> dict:  # fmt: skip
+def timed_run(
+    kept_dir: str | None, prefix: str, run: Callable[[str], Any], measure: Callable[[Store, Any, float], dict]
+) -> dict:
     """Run a path into `kept_dir` (or a temporary folder, removed after), then measure its store."""
     run_dir = kept_dir or tempfile.mkdtemp(prefix=prefix)
     started = time.perf_counter()

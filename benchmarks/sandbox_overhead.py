@@ -36,8 +36,10 @@ def timed(action, runs: int) -> dict:
         action()
         samples.append(time.perf_counter() - started)
     samples.sort()
-    return {"median_ms": round(statistics.median(samples) * 1000, 1),
-            "p90_ms": round(samples[int(len(samples) * 0.9) - 1] * 1000, 1)}  # fmt: skip
+    return {
+        "median_ms": round(statistics.median(samples) * 1000, 1),
+        "p90_ms": round(samples[int(len(samples) * 0.9) - 1] * 1000, 1),
+    }
 
 
 def checked(verdict):
@@ -54,11 +56,12 @@ def main() -> None:
         "python_start_baseline": timed(lambda: subprocess.run([sys.executable, "-s", "-S", "-c", "pass"]), runs),
         "run_program_print": timed(lambda: checked(run_program("print(1)", limits=LIMITS)), runs),
         "run_function_10_calls": timed(
-            lambda: checked(run_function("def f(x):\n    return x * 2\n", "f", [[i] for i in range(10)], LIMITS)),
-            runs),
-        "run_program_numpy": timed(lambda: checked(run_program("import numpy\nprint(numpy.arange(3).sum())",
-                                                               limits=LIMITS)), runs),
-    }  # fmt: skip
+            lambda: checked(run_function("def f(x):\n    return x * 2\n", "f", [[i] for i in range(10)], LIMITS)), runs
+        ),
+        "run_program_numpy": timed(
+            lambda: checked(run_program("import numpy\nprint(numpy.arange(3).sum())", limits=LIMITS)), runs
+        ),
+    }
     for name, figure in figures.items():
         print(f"{name:24s} median {figure['median_ms']:8.1f} ms   p90 {figure['p90_ms']:8.1f} ms")
     RESULTS.parent.mkdir(exist_ok=True)

@@ -116,12 +116,14 @@ def build_model(shape: str, attn: str, checkpointing: bool):
 def sft_config(data_file: Path, seq_len: int, total_steps: int, out: str):
     from train.config import SFTConfig
 
-    return SFTConfig.model_validate({
-        "model": {"path": "tiny:qwen2"},  # not loaded: the benchmark builds the shaped model itself
-        "data": {"train": [str(data_file)], "validation_fraction": 0.0, "max_seq_length": seq_len},
-        "optim": {"learning_rate": 1e-5, "schedule": "constant", "batch_size": 1, "max_steps": total_steps},
-        "output_dir": out,
-    })  # fmt: skip
+    return SFTConfig.model_validate(
+        {
+            "model": {"path": "tiny:qwen2"},  # not loaded: the benchmark builds the shaped model itself
+            "data": {"train": [str(data_file)], "validation_fraction": 0.0, "max_seq_length": seq_len},
+            "optim": {"learning_rate": 1e-5, "schedule": "constant", "batch_size": 1, "max_steps": total_steps},
+            "output_dir": out,
+        }
+    )
 
 
 def time_factory(shape, data_file, seq_len, args, tokenizer, attn, bf16, out) -> dict:

@@ -20,7 +20,9 @@ from .store.integrity import StoreBusyError
 
 def _add_llm_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--config", help="YAML config file (see README: Configuration)")
-    parser.add_argument("--model", help='"local", "local:/path.gguf", a litellm model string, or a name with --base-url')
+    parser.add_argument(
+        "--model", help='"local", "local:/path.gguf", a litellm model string, or a name with --base-url'
+    )
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key-env", help="environment variable holding the key for --base-url")
     parser.add_argument("--concurrency", type=int, help="requests in flight at once")
@@ -84,8 +86,10 @@ def cmd_ping(args: argparse.Namespace) -> int:
     if not result.ok:
         print(f"ping failed ({result.error_kind}) after {result.attempts} attempt(s): {result.error}")
         return 1
-    print(f"ok in {result.latency_s:.2f}s, {result.prompt_tokens}+{result.completion_tokens} tokens: "
-          f"{result.parsed.model_dump_json()}")  # fmt: skip
+    print(
+        f"ok in {result.latency_s:.2f}s, {result.prompt_tokens}+{result.completion_tokens} tokens: "
+        f"{result.parsed.model_dump_json()}"
+    )
     return 0
 
 
@@ -99,8 +103,10 @@ def cmd_refine(args: argparse.Namespace) -> int:
     _print_funnel(outcome.funnel)
     print(format_failures(config.run_dir, ["refine"]))
     if outcome.skipped_personas:
-        print(f"personas skipped (too long to be a persona): {len(outcome.skipped_personas)}; "
-              f"first: {outcome.skipped_personas[0]}")  # fmt: skip
+        print(
+            f"personas skipped (too long to be a persona): {len(outcome.skipped_personas)}; "
+            f"first: {outcome.skipped_personas[0]}"
+        )
     print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (factory show {config.run_dir} ID)")
     print(format_call_summary(summarize_calls(config.run_dir)))
     print(format_quality(run_quality(config.run_dir)))  # issue 13: the data's quality, not only its yield
@@ -182,14 +188,23 @@ def build_parser() -> argparse.ArgumentParser:
     refine.add_argument("--budget", type=int, help="LLM calls per trajectory, script included (default 4)")
     refine.add_argument("--no-code", action="store_true", help="declarative rules only, no validation code")
     refine.add_argument("--no-injection", action="store_true", help="rely on the prompt alone for mistakes")
-    refine.add_argument("--dm", choices=["llm", "world"],
-                        help="who judges actions: the LLM as DM (default, the paper) or the script's world")
-    refine.add_argument("--scripts", choices=["auto", "llm", "procedural"],
-                        help="who writes the worlds: the LLM (the paper), a seeded procedural builder, or auto "
-                             "(default: procedural for the embedded 'local' model, the LLM otherwise)")
-    refine.add_argument("--trajectories", choices=["auto", "llm", "scaffolded"],
-                        help="who plays the trajectories: the LLM (the paper), scaffolded (the world's plan fixes "
-                             "the actions, the LLM writes the thoughts), or auto (default: scaffolded for 'local')")
+    refine.add_argument(
+        "--dm",
+        choices=["llm", "world"],
+        help="who judges actions: the LLM as DM (default, the paper) or the script's world",
+    )
+    refine.add_argument(
+        "--scripts",
+        choices=["auto", "llm", "procedural"],
+        help="who writes the worlds: the LLM (the paper), a seeded procedural builder, or auto "
+        "(default: procedural for the embedded 'local' model, the LLM otherwise)",
+    )
+    refine.add_argument(
+        "--trajectories",
+        choices=["auto", "llm", "scaffolded"],
+        help="who plays the trajectories: the LLM (the paper), scaffolded (the world's plan fixes "
+        "the actions, the LLM writes the thoughts), or auto (default: scaffolded for 'local')",
+    )
     refine.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine", section="refine")
 
@@ -207,11 +222,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     coa_import = commands.add_parser("coa-import", help="distil agent logs you already have into AFM trajectories")
     coa_import.add_argument("path", help="JSONL of OpenAI tool-calling conversations or smolagents step memory")
-    coa_import.add_argument("--variant", choices=["mas", "code"], default="mas",
-                            help="distil as the web-agent (mas, default) or the code-agent trajectory format")
-    coa_import.add_argument("--format", choices=["auto", "openai", "smolagents"], default="auto",
-                            help="the log's format (default auto: a record with chat messages is openai, "
-                                 "any other smolagents)")  # fmt: skip
+    coa_import.add_argument(
+        "--variant",
+        choices=["mas", "code"],
+        default="mas",
+        help="distil as the web-agent (mas, default) or the code-agent trajectory format",
+    )
+    coa_import.add_argument(
+        "--format",
+        choices=["auto", "openai", "smolagents"],
+        default="auto",
+        help="the log's format (default auto: a record with chat messages is openai, any other smolagents)",
+    )
     coa_import.add_argument("--run-dir", help="run folder (default outputs/coa-import)")
     coa_import.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     coa_import.set_defaults(func=cmd_coa_import)
@@ -220,8 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run_dir", help="the run folder")
     show.add_argument("id", nargs="?", help="trajectory id (refine:PERSONA, coa:TASK) or persona id")
     show.add_argument("--random", action="store_true", help="a random trajectory instead of an ID")
-    show.add_argument("--next", action="store_true",
-                      help="the trajectory after the last one shown (in id order; the first one the first time)")
+    show.add_argument(
+        "--next",
+        action="store_true",
+        help="the trajectory after the last one shown (in id order; the first one the first time)",
+    )
     show.add_argument("--seed", type=int, help="seed of --random, to pick the same row again")
     show.set_defaults(func=cmd_show)
 

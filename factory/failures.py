@@ -119,8 +119,9 @@ def filter_section(store: Store) -> Section:
     items = store.query("""
         SELECT v.trajectory_id, v.filter || ': ' || coalesce(v.reason, 'dropped')
         FROM filter_verdicts v JOIN trajectories t USING (trajectory_id) WHERE NOT v.keep AND t.verified ORDER BY 1""")
-    return Section("filters", "verified rows dropped by a filter (a row may be dropped by several)", len(items),
-                   group(items))  # fmt: skip
+    return Section(
+        "filters", "verified rows dropped by a filter (a row may be dropped by several)", len(items), group(items)
+    )
 
 
 BUILDERS = {"scripts": (script_section, "scripts"), "verify": (verify_section, "verdicts"),

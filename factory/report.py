@@ -91,7 +91,9 @@ def format_call_summary(summary: dict[str, Any]) -> str:
         lines.append(f"  stage {row['stage']!r} model {row['model']!r}: {row['calls']} calls, {row['ok']} ok")
     if summary.get("journal"):
         waiting = summary["journal"]
-        lines.append(f"in the call journal, not yet counted above (a killed run; the next command that calls the "
-                     f"LLM on this run folder writes them): {waiting['answered']} answered calls, "
-                     f"{waiting['unanswered_attempts']} attempts without an answer")  # fmt: skip
+        lines.append(
+            f"in the call journal, not yet counted above (a killed run; the next command that calls the "
+            f"LLM on this run folder writes them): {waiting['answered']} answered calls, "
+            f"{waiting['unanswered_attempts']} attempts without an answer"
+        )
     return "\n".join(lines)

@@ -61,8 +61,7 @@ def open_run(run_dir: str | Path, command: str, config: BaseModel | None = None)
 def _start_publisher(run_dir: Path, run_id: str, command: str, started, store: Store) -> StatusPublisher:
     with store._lock:  # a cursor of its own: the publisher's reads never wait on the store's lock
         cursor = store.con.cursor()
-    run = {"run_id": run_id, "command": command, "started_at": started.isoformat() + "Z",
-           "store": str(store.path)}  # fmt: skip
+    run = {"run_id": run_id, "command": command, "started_at": started.isoformat() + "Z", "store": str(store.path)}
     publisher = StatusPublisher(run_dir, run, cursor, summarize_query, interval_from_env())
     publisher.start()
     return publisher

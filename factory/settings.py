@@ -39,10 +39,12 @@ class RefineConfig(StrictModel):
         description="weights of the injected error types (a type impossible at the chosen step yields to another)",
     )
     first_move_mistakes: float = Field(
-        0.1, ge=0, le=1,
+        0.1,
+        ge=0,
+        le=1,
         description="share of injecting rows whose first move is an injected mistake; "
         "the other positions are drawn uniformly over the verified steps",
-    )  # fmt: skip
+    )
 
     @field_validator("mistake_counts", "error_mix")
     @classmethod
@@ -58,11 +60,13 @@ class RefineConfig(StrictModel):
         "llm", description="who judges each action: the LLM as DM (the paper), or the script's world (small models)"
     )
     scripts: Literal["auto", "llm", "procedural"] = Field(
-        "auto", description="who writes the world: the LLM (the paper), a seeded procedural builder "
+        "auto",
+        description="who writes the world: the LLM (the paper), a seeded procedural builder "
         "(small models), or auto: procedural for the embedded 'local' model, the LLM otherwise",
     )
     trajectories: Literal["auto", "llm", "scaffolded"] = Field(
-        "auto", description="who plays the trajectory: the LLM (the paper), or scaffolded (small models: the world's "
+        "auto",
+        description="who plays the trajectory: the LLM (the paper), or scaffolded (small models: the world's "
         "shortest plan fixes each action and the DM's lines, the LLM writes the player's thoughts); "
         "auto: scaffolded for the embedded 'local' model, the LLM otherwise",
     )
@@ -77,7 +81,8 @@ class FactoryConfig(StrictModel):
     passrate: PassrateConfig = Field(default_factory=PassrateConfig)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="factory run's stages")
     prompts_dir: Path | None = Field(
-        None, description="a folder of prompt files (<name>.md, as under prompts/) that override the shipped ones "
+        None,
+        description="a folder of prompt files (<name>.md, as under prompts/) that override the shipped ones "
         "by the same relative name; the shipped prompts fill in the rest (relative to the working folder)",
     )
 

@@ -14,7 +14,6 @@ from .prompts import load_prompt, prompt_file, render_prompt
 from .run import open_run
 from .settings import FactoryConfig
 
-
 # Every string and list is bounded: under a schema, a small model otherwise
 # fills an open string until max_tokens cuts it off.
 ParameterName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{1,24}$")]

@@ -210,9 +210,12 @@ def real_persona(chooser: Chooser, parts: Components, job: Occupation) -> dict:
 def story_persona(chooser: Chooser, parts: Components, role: StoryRole) -> dict:
     templates = [t for stages, t in parts.templates if "story" in stages]
     slots = {
-        "role": role.role, "setting": role.setting, "duty": role.duty,
-        "trait": chooser.pick("trait", parts.traits, role.role), "hook": chooser.pick("hook", parts.hooks, role.role),
-    }  # fmt: skip
+        "role": role.role,
+        "setting": role.setting,
+        "duty": role.duty,
+        "trait": chooser.pick("trait", parts.traits, role.role),
+        "hook": chooser.pick("hook", parts.hooks, role.role),
+    }
     text = render(chooser.pick("story template", templates, role.role), slots, role.pronoun or chooser.pronoun())
     tags = {"kind": "story", "occupation": role.role, "place": place_name(role.setting), "genre": role.genre}
     return {"persona": text, "tags": tags}
@@ -236,8 +239,10 @@ def build(folder: Path, total: int = TOTAL, seed: int = SEED) -> list[dict]:
     story = [story_persona(chooser, parts, next(roles)) for _ in range(int(n_story * OVERDRAW))]
     rows = distinct(real, total - n_story, "real") + distinct(story, n_story, "story")
     chooser.rng.shuffle(rows)  # mix kinds, so a file prefix is as varied as the whole
-    library = [{"id": f"p{i:04d}", "persona": r["persona"], "source": LIBRARY_SOURCE, "tags": r["tags"]}
-               for i, r in enumerate(rows, 1)]  # fmt: skip
+    library = [
+        {"id": f"p{i:04d}", "persona": r["persona"], "source": LIBRARY_SOURCE, "tags": r["tags"]}
+        for i, r in enumerate(rows, 1)
+    ]
     check(library)
     return library
 
@@ -257,8 +262,10 @@ def summary(library: list[dict]) -> str:
     kinds = Counter(row["tags"]["kind"] for row in library)
     jobs = {row["tags"]["occupation"] for row in library if row["tags"]["kind"] == "real"}
     places = {row["tags"]["place"] for row in library if row["tags"]["kind"] == "real"}
-    return (f"{len(library)} personas ({kinds['real']} real, {kinds['story']} story); "
-            f"{len(jobs)} occupations, {len(places)} places")  # fmt: skip
+    return (
+        f"{len(library)} personas ({kinds['real']} real, {kinds['story']} story); "
+        f"{len(jobs)} occupations, {len(places)} places"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,4 +45,3 @@ def fast_config(server):
         return LLMConfig(**values)
 
     return make
-

@@ -96,8 +96,9 @@ def refine_trajectories() -> list[Trajectory]:
         player("Take the chart.", "take(item=chart)", "There is no chart here."),
     ]
     rows = [chest, twice, trailing]
-    return [Trajectory(id=f"refine:p{i}", source="refine", persona_id=f"p{i}", turns=turns)
-            for i, turns in enumerate(rows)]  # fmt: skip
+    return [
+        Trajectory(id=f"refine:p{i}", source="refine", persona_id=f"p{i}", turns=turns) for i, turns in enumerate(rows)
+    ]
 
 
 CODE_RUN = [

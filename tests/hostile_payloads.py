@@ -15,8 +15,12 @@ CHANNEL, QUOTA = "result_channel", "scratch_quota"
 KNOWN_LAYERS = {"static_check", "python_guards", LL, SC, PRIV, QUOTA, CHANNEL, NET}
 KERNEL_IMPORTS = ("ctypes", "errno", "gc", "io", "json", "os", "socket", "stat", "struct", "sys", "time")
 KERNEL_LIMITS = SandboxLimits(cpu_s=5, wall_s=10, allowed_imports=KERNEL_IMPORTS, max_output_bytes=65536)
-LIMITS = {"kernel": KERNEL_LIMITS, "channel": KERNEL_LIMITS, "gadget": SandboxLimits(cpu_s=5, wall_s=10),
-          "quota": KERNEL_LIMITS.model_copy(update={"cpu_s": 30, "wall_s": 60})}  # by Payload.kind
+LIMITS = {
+    "kernel": KERNEL_LIMITS,
+    "channel": KERNEL_LIMITS,
+    "gadget": SandboxLimits(cpu_s=5, wall_s=10),
+    "quota": KERNEL_LIMITS.model_copy(update={"cpu_s": 30, "wall_s": 60}),
+}  # by Payload.kind
 PRELUDE = """import ctypes, os, socket, struct, sys  # before every kernel payload: raw syscalls, the report
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.syscall.restype = ctypes.c_long
@@ -89,34 +93,66 @@ KERNEL_PAYLOADS = [
     k("utime a host file", META, (SC, PRIV), "os.utime($victim, (0, 0))", "victim"),
     k("utimensat(NULL) a host file", META, (SC, PRIV), "sc(280, -100, $victim.encode(), None, 0)", "victim"),
     k("setxattr a host file", META, (SC, PRIV), "os.setxattr($victim, 'user.hostile', b'1')", "victim"),
-    k("fchmodat2 through an O_PATH fd", META, (SC, PRIV),
-      "fd = os.open($victim, os.O_PATH)\nsc(452, fd, b'', 0o777, 0x1000)", "victim"),
+    k(
+        "fchmodat2 through an O_PATH fd",
+        META,
+        (SC, PRIV),
+        "fd = os.open($victim, os.O_PATH)\nsc(452, fd, b'', 0o777, 0x1000)",
+        "victim",
+    ),
     # --- host UNIX sockets, by path and in the abstract namespace
-    k("connect a host UNIX socket (0700 dir)", SOCKETS, (SC, PRIV),
-      "s = socket.socket(socket.AF_UNIX)\ns.connect($sock)\ns.send(b'hostile')", "socket"),
-    k("connect a world-writable host UNIX socket", SOCKETS, (SC,),
-      "s = socket.socket(socket.AF_UNIX)\ns.connect($world_sock)\ns.send(b'hostile')", "world_socket"),
-    k("connect an abstract UNIX socket", SOCKETS, (SC, LL, NET),
-      "s = socket.socket(socket.AF_UNIX)\ns.connect($abstract)\ns.send(b'hostile')", "abstract"),
+    k(
+        "connect a host UNIX socket (0700 dir)",
+        SOCKETS,
+        (SC, PRIV),
+        "s = socket.socket(socket.AF_UNIX)\ns.connect($sock)\ns.send(b'hostile')",
+        "socket",
+    ),
+    k(
+        "connect a world-writable host UNIX socket",
+        SOCKETS,
+        (SC,),
+        "s = socket.socket(socket.AF_UNIX)\ns.connect($world_sock)\ns.send(b'hostile')",
+        "world_socket",
+    ),
+    k(
+        "connect an abstract UNIX socket",
+        SOCKETS,
+        (SC, LL, NET),
+        "s = socket.socket(socket.AF_UNIX)\ns.connect($abstract)\ns.send(b'hostile')",
+        "abstract",
+    ),
     # --- calls that need a privilege the child should not have
     k("reboot(2) with an invalid magic", MACHINE, (SC, PRIV), "sc(169, 0, 0, 0, 0)", errnos=(22,)),
     k("sethostname to the current name", MACHINE, (SC, PRIV), "sc(170, $hostname.encode(), len($hostname))"),
     k("syslog SIZE_BUFFER", MACHINE, (SC, PRIV), "return sc(103, 10, None, 0)"),
     k("syslog READ_ALL", MACHINE, (SC, PRIV), "buf = ctypes.create_string_buffer(4096)\nreturn sc(103, 3, buf, 4096)"),
     k("fanotify_init", MACHINE, (SC, PRIV), "return sc(300, 0, 0)"),
-    k("sched_setscheduler SCHED_FIFO on itself", MACHINE, (SC, PRIV),
-      "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))\n"
-      "os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))"),
+    k(
+        "sched_setscheduler SCHED_FIFO on itself",
+        MACHINE,
+        (SC, PRIV),
+        "os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))\n"
+        "os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))",
+    ),
     k("setpriority to a negative nice", MACHINE, (SC, PRIV), "os.setpriority(os.PRIO_PROCESS, 0, -5)"),
     k("ioprio_set to the real-time class", MACHINE, (SC, PRIV), "sc(251, 1, 0, (1 << 13) | 4)"),
     # --- new processes and exec
     k("fork(2)", PROCS, (SC,), "pid = sc(57)\n" + FORK_LIKE),
     k("clone(2) without CLONE_THREAD", PROCS, (SC,), "pid = sc(56, 17, 0, 0, 0, 0)\n" + FORK_LIKE),
-    k("clone3(2)", PROCS, (SC,),
-      "args = ctypes.create_string_buffer(struct.pack('<11Q', 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0))\n"
-      "pid = sc(435, args, 88)\n" + FORK_LIKE),
-    k("execve /bin/echo", PROCS, (SC, LL),
-      "argv = (ctypes.c_char_p * 3)(b'echo', b'BREACHED execve', None)\nsc(59, b'/bin/echo', argv, None)"),
+    k(
+        "clone3(2)",
+        PROCS,
+        (SC,),
+        "args = ctypes.create_string_buffer(struct.pack('<11Q', 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0))\n"
+        "pid = sc(435, args, 88)\n" + FORK_LIKE,
+    ),
+    k(
+        "execve /bin/echo",
+        PROCS,
+        (SC, LL),
+        "argv = (ctypes.c_char_p * 3)(b'echo', b'BREACHED execve', None)\nsc(59, b'/bin/echo', argv, None)",
+    ),
     k("posix_spawn /bin/echo", PROCS, (SC, LL), SPAWN),
     k("memfd_create + execveat", PROCS, (SC,), MEMFD_EXEC),
     # --- the network
@@ -124,76 +160,154 @@ KERNEL_PAYLOADS = [
     k("AF_INET6 socket", NETWORK, (SC,), "socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).close()"),
     k("AF_NETLINK socket", NETWORK, (SC,), "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()"),
     k("AF_PACKET raw socket", NETWORK, (SC, PRIV), "socket.socket(17, socket.SOCK_RAW, 0).close()"),
-    k("TCP connect to a host listener", NETWORK, (SC, LL, NET),
-      "s = socket.create_connection(('127.0.0.1', $tcp_port), timeout=2)\ns.send(b'hostile')", "tcp"),
-    k("UDP sendto a host socket", NETWORK, (SC, NET),
-      "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'hostile', ('127.0.0.1', $udp_port))", "udp"),
+    k(
+        "TCP connect to a host listener",
+        NETWORK,
+        (SC, LL, NET),
+        "s = socket.create_connection(('127.0.0.1', $tcp_port), timeout=2)\ns.send(b'hostile')",
+        "tcp",
+    ),
+    k(
+        "UDP sendto a host socket",
+        NETWORK,
+        (SC, NET),
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendto(b'hostile', ('127.0.0.1', $udp_port))",
+        "udp",
+    ),
     # --- files outside the scratch directory
-    k("write a file outside scratch", FILES, (LL, PRIV),
-      "fd = os.open($outside + '/written', os.O_WRONLY | os.O_CREAT, 0o644)\nos.write(fd, b'hostile')", "outside"),
+    k(
+        "write a file outside scratch",
+        FILES,
+        (LL, PRIV),
+        "fd = os.open($outside + '/written', os.O_WRONLY | os.O_CREAT, 0o644)\nos.write(fd, b'hostile')",
+        "outside",
+    ),
     k("rename a host file", FILES, (LL, PRIV), "os.rename($victim, $outside + '/renamed')", "victim"),
     k("hard-link a host file", FILES, (LL, PRIV), "os.link($victim, $outside + '/linked')", "outside"),
     k("symlink outside scratch", FILES, (LL, PRIV), "os.symlink('/etc/passwd', $outside + '/symlink')", "outside"),
     k("unlink a host file", FILES, (LL, PRIV), "os.unlink($victim)", "victim"),
-    k("write a world-writable host file", FILES, (LL,),
-      "fd = os.open($world_file, os.O_WRONLY | os.O_APPEND)\nos.write(fd, b'hostile')", "world_file"),
+    k(
+        "write a world-writable host file",
+        FILES,
+        (LL,),
+        "fd = os.open($world_file, os.O_WRONLY | os.O_APPEND)\nos.write(fd, b'hostile')",
+        "world_file",
+    ),
     k("read a world-readable host file", FILES, (LL,), "return open($world_file).read()", "secret"),
     k("read the job file beside scratch", FILES, (LL, PRIV), "return len(open('../job.json').read())"),
     k("truncate(2) a host file by path", FILES, (SC, LL, PRIV), "os.truncate($victim, 0)", "victim"),
-    k("read a secret file", FILES, (LL, PRIV),
-      "fd = os.open($secret, os.O_RDONLY)\nreturn os.read(fd, 200).decode()", "secret"),
-    k("open_by_handle_at a secret file", FILES, (SC, PRIV, LL),
-      "mount_fd = os.open('/', os.O_RDONLY | os.O_DIRECTORY)\n"
-      "handle = ctypes.create_string_buffer(bytes.fromhex($handle))\n"
-      "return os.read(sc(304, mount_fd, handle, os.O_RDONLY), 200).decode()", "secret"),
+    k(
+        "read a secret file",
+        FILES,
+        (LL, PRIV),
+        "fd = os.open($secret, os.O_RDONLY)\nreturn os.read(fd, 200).decode()",
+        "secret",
+    ),
+    k(
+        "open_by_handle_at a secret file",
+        FILES,
+        (SC, PRIV, LL),
+        "mount_fd = os.open('/', os.O_RDONLY | os.O_DIRECTORY)\n"
+        "handle = ctypes.create_string_buffer(bytes.fromhex($handle))\n"
+        "return os.read(sc(304, mount_fd, handle, os.O_RDONLY), 200).decode()",
+        "secret",
+    ),
     # --- other processes: a sacrificial sleep stands in for the parent
     k("kill(2) the parent", OTHERS, (SC, LL, PRIV), "sc(62, $pid, 15)", "sleeper"),
     k("tgkill(2) the parent", OTHERS, (SC, LL, PRIV), "sc(234, $pid, $pid, 15)", "sleeper"),
     k("signal 0 to the runner (its parent)", OTHERS, (SC, LL, PRIV), "sc(62, os.getppid(), 0)"),
     k("signal 0 to pid 1", OTHERS, (SC, LL, PRIV), "sc(62, 1, 0)"),
     k("ptrace(PTRACE_SEIZE) the parent", OTHERS, (SC, LL, PRIV), "sc(101, 0x4206, $pid, 0, 0)"),
-    k("process_vm_readv the parent", OTHERS, (SC, LL, PRIV),
-      "buf = ctypes.create_string_buffer(8)\nlocal = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 8)\n"
-      "remote = (ctypes.c_void_p * 2)($addr, 8)\nreturn sc(310, $pid, local, 1, remote, 1, 0)"),
-    k("read /proc/<parent>/environ", OTHERS, (LL, PRIV),
-      "fd = os.open(f'/proc/{$pid}/environ', os.O_RDONLY)\nreturn os.read(fd, 4096).decode()", "secret"),
-    k("read /proc/<parent>/mem", OTHERS, (LL, PRIV),
-      "fd = os.open(f'/proc/{$pid}/mem', os.O_RDONLY)\nreturn os.pread(fd, 8, $addr).hex()"),
+    k(
+        "process_vm_readv the parent",
+        OTHERS,
+        (SC, LL, PRIV),
+        "buf = ctypes.create_string_buffer(8)\nlocal = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 8)\n"
+        "remote = (ctypes.c_void_p * 2)($addr, 8)\nreturn sc(310, $pid, local, 1, remote, 1, 0)",
+    ),
+    k(
+        "read /proc/<parent>/environ",
+        OTHERS,
+        (LL, PRIV),
+        "fd = os.open(f'/proc/{$pid}/environ', os.O_RDONLY)\nreturn os.read(fd, 4096).decode()",
+        "secret",
+    ),
+    k(
+        "read /proc/<parent>/mem",
+        OTHERS,
+        (LL, PRIV),
+        "fd = os.open(f'/proc/{$pid}/mem', os.O_RDONLY)\nreturn os.pread(fd, 8, $addr).hex()",
+    ),
     k("ptrace(PTRACE_SEIZE) the runner", OTHERS, (SC, LL, PRIV), "sc(101, 0x4206, os.getppid(), 0, 0)"),
     k("list the runner's fds in /proc", OTHERS, (LL, PRIV), "return os.listdir(f'/proc/{os.getppid()}/fd')"),
     k("pidfd_getfd the parent's stdout", OTHERS, (SC, LL, PRIV), "return sc(438, sc(434, $pid, 0), 1, 0)"),
     # --- System V IPC lives in the host's IPC namespace: objects outlive the run, and others' are reachable
-    k("leave a SysV shared memory segment behind", SYSV, (SC,), "return sc(29, $leak_key, 1 << 20, 0o1600)",
-      "sysv_leak"),
-    k("write a host's SysV shared memory", SYSV, (SC,),
-      "ctypes.memmove(sc(30, sc(29, $shm_key, 0, 0), None, 0), b'hostile', 7)", "sysv_shm"),
-    k("send to a host's SysV message queue", SYSV, (SC,),
-      "sc(69, sc(68, $msg_key, 0), ctypes.create_string_buffer(struct.pack('<q', 1) + b'hostile'), 7, 0o4000)",
-      "sysv_msg"),
+    k(
+        "leave a SysV shared memory segment behind",
+        SYSV,
+        (SC,),
+        "return sc(29, $leak_key, 1 << 20, 0o1600)",
+        "sysv_leak",
+    ),
+    k(
+        "write a host's SysV shared memory",
+        SYSV,
+        (SC,),
+        "ctypes.memmove(sc(30, sc(29, $shm_key, 0, 0), None, 0), b'hostile', 7)",
+        "sysv_shm",
+    ),
+    k(
+        "send to a host's SysV message queue",
+        SYSV,
+        (SC,),
+        "sc(69, sc(68, $msg_key, 0), ctypes.create_string_buffer(struct.pack('<q', 1) + b'hostile'), 7, 0o4000)",
+        "sysv_msg",
+    ),
     # --- namespaces, ids, capabilities
-    k("mount(2) an unknown file system", ESCAPE, (SC, PRIV, LL),
-      "sc(165, b'none', b'.', b'hostile-no-such-fs', 0, None)", errnos=(19,)),  # ENODEV: past the permission check
+    k(
+        "mount(2) an unknown file system",
+        ESCAPE,
+        (SC, PRIV, LL),
+        "sc(165, b'none', b'.', b'hostile-no-such-fs', 0, None)",
+        errnos=(19,),
+    ),  # ENODEV: past the permission check
     k("unshare(CLONE_NEWUTS)", ESCAPE, (SC, PRIV), "sc(272, 0x04000000)"),
     k("unshare(CLONE_NEWUSER)", ESCAPE, (SC,), "sc(272, 0x10000000)"),
     k("setns into its own UTS namespace", ESCAPE, (SC, PRIV), "sc(308, sc(434, os.getpid(), 0), 0x04000000)"),
     k("chroot(2) into scratch", ESCAPE, (SC, PRIV), "sc(161, b'.')"),
-    k("raise a hard rlimit (prlimit64 on itself)", ESCAPE, (PRIV,),
-      "sc(302, 0, 7, ctypes.create_string_buffer(struct.pack('<QQ', 64, 1 << 20)), None)"),
+    k(
+        "raise a hard rlimit (prlimit64 on itself)",
+        ESCAPE,
+        (PRIV,),
+        "sc(302, 0, 7, ctypes.create_string_buffer(struct.pack('<QQ', 64, 1 << 20)), None)",
+    ),
     k("setuid(0) after the drop", ESCAPE, (SC, PRIV), "os.setuid(0)"),
     k("setgid(0) after the drop", ESCAPE, (SC, PRIV), "os.setgid(0)"),
     k("capset CAP_SYS_ADMIN", ESCAPE, (SC, PRIV), CAPSET),
     # --- kernel interfaces
     k("swapoff a missing path", KERNEL, (SC, PRIV), "sc(168, b'/hostile-no-such-swap')", errnos=(2,)),
-    k("a thread while threads are off", PROCS, (SC,),
-      "t = ctypes.c_ulong()\nerr = LIBC.pthread_create(ctypes.byref(t), None, LIBC.getpid, None)\n"
-      "if err:\n    raise OSError(err, os.strerror(err))\nLIBC.pthread_join(t, None)"),
+    k(
+        "a thread while threads are off",
+        PROCS,
+        (SC,),
+        "t = ctypes.c_ulong()\nerr = LIBC.pthread_create(ctypes.byref(t), None, LIBC.getpid, None)\n"
+        "if err:\n    raise OSError(err, os.strerror(err))\nLIBC.pthread_join(t, None)",
+    ),
     k("keyctl(2)", KERNEL, (SC,), "return sc(250, 0, -4, 1)"),
-    k("bpf(BPF_MAP_CREATE)", KERNEL, (SC, PRIV),
-      "attr = ctypes.create_string_buffer(struct.pack('<5I', 2, 4, 4, 1, 0), 72)\nreturn sc(321, 0, attr, 72)"),
+    k(
+        "bpf(BPF_MAP_CREATE)",
+        KERNEL,
+        (SC, PRIV),
+        "attr = ctypes.create_string_buffer(struct.pack('<5I', 2, 4, 4, 1, 0), 72)\nreturn sc(321, 0, attr, 72)",
+    ),
     k("io_uring_setup", KERNEL, (SC,), "return sc(425, 1, ctypes.create_string_buffer(120))"),
-    k("perf_event_open", KERNEL, (SC,),
-      "attr = ctypes.create_string_buffer(struct.pack('<IIQQQQQ', 1, 128, 0, 0, 0, 0, 0b1100001), 128)\n"
-      "return sc(298, attr, 0, -1, -1, 0)"),
+    k(
+        "perf_event_open",
+        KERNEL,
+        (SC,),
+        "attr = ctypes.create_string_buffer(struct.pack('<IIQQQQQ', 1, 128, 0, 0, 0, 0, 0b1100001), 128)\n"
+        "return sc(298, attr, 0, -1, -1, 0)",
+    ),
     k("mknod a character device in scratch", KERNEL, (SC, PRIV), "os.mknod('hostile-null', 0o20600, os.makedev(1, 3))"),
     k("userfaultfd (user mode only)", KERNEL, (SC,), "return sc(323, 0o2000000 | 1)"),
     k("personality(ADDR_NO_RANDOMIZE)", KERNEL, (SC,), "return sc(135, 0x0040000)"),
@@ -201,18 +315,35 @@ KERNEL_PAYLOADS = [
 
 # --- the Python layers are no boundary: gadgets the static check lets through (default limits)
 GADGET_PAYLOADS = [
-    Payload("gadget: dataclasses.builtins.getattr(B, 'open')", "module gadgets", (LL, PRIV),
-            "import dataclasses\nB = dataclasses.builtins\nreal_open = B.getattr(B, 'open')\n"
-            "try:\n    real_open($victim, 'a').write('hostile')\n    print('BREACHED')\n"
-            "except OSError as exc:\n    print('HELD', exc.errno)\n", "victim", kind="gadget"),
-    Payload("gadget: fractions.sys.modules['os'].chmod", "module gadgets", (SC, PRIV),
-            "import fractions\ntry:\n    fractions.sys.modules['os'].chmod($victim, 0)\n    print('BREACHED')\n"
-            "except OSError as exc:\n    print('HELD', exc.errno)\n", "victim", kind="gadget"),
-    Payload("gadget: sys.modules['importlib'].import_module('ctypes') reboots", "module gadgets", (SC, PRIV),
-            "import datetime\nct = datetime.sys.modules['importlib'].import_module('ctypes')\n"
-            "libc = ct.CDLL(None, use_errno=True)\nlibc.syscall.restype = ct.c_long\n"
-            "ret = libc.syscall(ct.c_long(169), ct.c_long(0), ct.c_long(0), ct.c_long(0), ct.c_long(0))\n"
-            "print('BREACHED' if ret == 0 or ct.get_errno() == 22 else 'HELD', ct.get_errno())\n", kind="gadget"),
+    Payload(
+        "gadget: dataclasses.builtins.getattr(B, 'open')",
+        "module gadgets",
+        (LL, PRIV),
+        "import dataclasses\nB = dataclasses.builtins\nreal_open = B.getattr(B, 'open')\n"
+        "try:\n    real_open($victim, 'a').write('hostile')\n    print('BREACHED')\n"
+        "except OSError as exc:\n    print('HELD', exc.errno)\n",
+        "victim",
+        kind="gadget",
+    ),
+    Payload(
+        "gadget: fractions.sys.modules['os'].chmod",
+        "module gadgets",
+        (SC, PRIV),
+        "import fractions\ntry:\n    fractions.sys.modules['os'].chmod($victim, 0)\n    print('BREACHED')\n"
+        "except OSError as exc:\n    print('HELD', exc.errno)\n",
+        "victim",
+        kind="gadget",
+    ),
+    Payload(
+        "gadget: sys.modules['importlib'].import_module('ctypes') reboots",
+        "module gadgets",
+        (SC, PRIV),
+        "import datetime\nct = datetime.sys.modules['importlib'].import_module('ctypes')\n"
+        "libc = ct.CDLL(None, use_errno=True)\nlibc.syscall.restype = ct.c_long\n"
+        "ret = libc.syscall(ct.c_long(169), ct.c_long(0), ct.c_long(0), ct.c_long(0), ct.c_long(0))\n"
+        "print('BREACHED' if ret == 0 or ct.get_errno() == 22 else 'HELD', ct.get_errno())\n",
+        kind="gadget",
+    ),
 ]
 
 # --- the result channel: forged and absurd records, in the runner's line format and framed
@@ -227,8 +358,10 @@ def to_every_fd(messages):  # framed first (a line reader skips that as one bad 
             except OSError:
                 pass
 """
-FORGED_CALLS = ('[b\'{"kind": "calls"}\', b\'{"kind": "call", "index": 0, "status": "ok", "value_json": "42"}\', '
-                'b\'{"kind": "end", "status": "ok"}\']')  # fmt: skip
+FORGED_CALLS = (
+    '[b\'{"kind": "calls"}\', b\'{"kind": "call", "index": 0, "status": "ok", "value_json": "42"}\', '
+    'b\'{"kind": "end", "status": "ok"}\']'
+)
 DEEP = "b'[' * 30000 + b']' * 30000"  # 60 KB: under a frame cap of 80 KiB, far past json's recursion
 SANDBOX_WRITERS = """def result_files():  # where the code shares the runner's process: its open result file
     found = []
@@ -248,19 +381,43 @@ for message in FORGED:  # paced: each reply lands after the runner has asked, un
     time.sleep(0.2)
 """
 CHANNEL_PAYLOADS = [
-    Payload("forged call records, then os._exit(0)", "forged result", (CHANNEL,),
-            f"{WRITE_EVERY_FD}FORGED = {FORGED_CALLS}\nto_every_fd(FORGED)\nos._exit(0)\ndef f():\n    return 0\n",
-            "forge", kind="channel", function=True),
-    Payload("forged records through the sandbox's own writers", "forged result", (CHANNEL,),
-            f"{WRITE_EVERY_FD}FORGED = {FORGED_CALLS}\n{SANDBOX_WRITERS}os._exit(0)\ndef f():\n    return 0\n",
-            "forge", kind="channel", function=True),
-    Payload("a record nested 30000 deep (program)", "deep record", (),
-            f"{WRITE_EVERY_FD}to_every_fd([b'{{\"kind\": \"end\", \"status\": \"ok\", \"x\": ' + {DEEP} + b'}}'])\n"
-            "os._exit(0)\n", "deep", kind="channel"),
-    Payload("a call value nested 30000 deep (function)", "deep record", (),
-            f"{WRITE_EVERY_FD}to_every_fd([b'{{\"kind\": \"calls\"}}', b'{{\"kind\": \"call\", \"index\": 0, "
-            f"\"status\": \"ok\", \"value_json\": \"' + {DEEP} + b'\"}}'])\n"
-            "os._exit(0)\ndef f():\n    return 0\n", "deep", kind="channel", function=True),
+    Payload(
+        "forged call records, then os._exit(0)",
+        "forged result",
+        (CHANNEL,),
+        f"{WRITE_EVERY_FD}FORGED = {FORGED_CALLS}\nto_every_fd(FORGED)\nos._exit(0)\ndef f():\n    return 0\n",
+        "forge",
+        kind="channel",
+        function=True,
+    ),
+    Payload(
+        "forged records through the sandbox's own writers",
+        "forged result",
+        (CHANNEL,),
+        f"{WRITE_EVERY_FD}FORGED = {FORGED_CALLS}\n{SANDBOX_WRITERS}os._exit(0)\ndef f():\n    return 0\n",
+        "forge",
+        kind="channel",
+        function=True,
+    ),
+    Payload(
+        "a record nested 30000 deep (program)",
+        "deep record",
+        (),
+        f'{WRITE_EVERY_FD}to_every_fd([b\'{{"kind": "end", "status": "ok", "x": \' + {DEEP} + b\'}}\'])\nos._exit(0)\n',
+        "deep",
+        kind="channel",
+    ),
+    Payload(
+        "a call value nested 30000 deep (function)",
+        "deep record",
+        (),
+        f'{WRITE_EVERY_FD}to_every_fd([b\'{{"kind": "calls"}}\', b\'{{"kind": "call", "index": 0, '
+        f'"status": "ok", "value_json": "\' + {DEEP} + b\'"}}\'])\n'
+        "os._exit(0)\ndef f():\n    return 0\n",
+        "deep",
+        kind="channel",
+        function=True,
+    ),
 ]
 
 # The deep record again, as code-task code (sys is allowed there, os is not): for the code tool and checker.
@@ -278,12 +435,23 @@ OS._exit(0)
 
 # --- scratch space: bounded, with a clean verdict, off the host's disk
 QUOTA_PAYLOADS = [
-    k("write 1 GiB into scratch in 8 MiB files", "scratch quota", (QUOTA,),
-      "written = 0\nwhile written < 1 << 30:\n    fd = os.open(f'f{written}', os.O_WRONLY | os.O_CREAT, 0o600)\n"
-      "    written += os.write(fd, b'x' * (8 << 20))\n    os.close(fd)\nreturn written", "disk", kind="quota"),
-    k("create 100000 files in scratch", "scratch quota", (QUOTA,),
-      "for made in range(100000):\n    os.close(os.open(str(made), os.O_WRONLY | os.O_CREAT, 0o600))\nreturn 100000",
-      "disk", kind="quota"),
+    k(
+        "write 1 GiB into scratch in 8 MiB files",
+        "scratch quota",
+        (QUOTA,),
+        "written = 0\nwhile written < 1 << 30:\n    fd = os.open(f'f{written}', os.O_WRONLY | os.O_CREAT, 0o600)\n"
+        "    written += os.write(fd, b'x' * (8 << 20))\n    os.close(fd)\nreturn written",
+        "disk",
+        kind="quota",
+    ),
+    k(
+        "create 100000 files in scratch",
+        "scratch quota",
+        (QUOTA,),
+        "for made in range(100000):\n    os.close(os.open(str(made), os.O_WRONLY | os.O_CREAT, 0o600))\nreturn 100000",
+        "disk",
+        kind="quota",
+    ),
 ]
 
 PAYLOADS = [*KERNEL_PAYLOADS, *GADGET_PAYLOADS, *CHANNEL_PAYLOADS, *QUOTA_PAYLOADS]

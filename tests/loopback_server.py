@@ -42,8 +42,14 @@ def ok(content: Any = None, **kw: Any) -> Action:
     return Action(content=text, **kw)
 
 
-def provider_error(message: str, type: str | None = None, code: Any = None, status: int = 200,
-                   headers: dict[str, str] | None = None, nested: bool = True) -> Action:
+def provider_error(
+    message: str,
+    type: str | None = None,
+    code: Any = None,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    nested: bool = True,
+) -> Action:
     """A reply carrying an OpenAI-style error object, as OpenAI, vLLM, llama.cpp and LiteLLM's proxy
     send them ({"error": {message, type, param, code}}); nested=False: the flat shape of older vLLM
     ({"object": "error", message, type, param, code}). Some proxies send these under status 200."""
@@ -54,10 +60,13 @@ def provider_error(message: str, type: str | None = None, code: Any = None, stat
 
 def completion(content: str, finish_reason: str = "stop") -> dict[str, Any]:
     return {
-        "id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()), "model": "loopback",
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "loopback",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }  # fmt: skip
+    }
 
 
 class LoopbackServer:

@@ -66,8 +66,11 @@ def _tasks(recording: dict[str, Any]) -> list[str]:
 def _usage_estimate(prompt: str, content: str) -> dict[str, int]:
     # The replies were not metered by a provider: about 4 characters a token, labelled an estimate.
     prompt_tokens, completion_tokens = len(prompt) // 4, len(content) // 4
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
 
 
 class ReplayServer(LoopbackServer):
@@ -96,7 +99,9 @@ class ReplayServer(LoopbackServer):
             key = (stage, recording["persona_id"])
             attempt = self.asked.get(key, 0)
             self.asked[key] = attempt + 1
-        reply = next((r["reply"] for r in recording["replies"] if r["stage"] == stage and r["attempt"] == attempt), None)
+        reply = next(
+            (r["reply"] for r in recording["replies"] if r["stage"] == stage and r["attempt"] == attempt), None
+        )
         if reply is None:
             return self._missing(body, f"stage={stage} persona={recording['persona_id']} attempt={attempt}")
         return self._answer(body, json.dumps(reply))
@@ -104,10 +109,13 @@ class ReplayServer(LoopbackServer):
     def _answer(self, body: dict[str, Any], content: str) -> Action:
         prompt = _text(body, "system") + _text(body, "user")
         completion = {
-            "id": "chatcmpl-replay", "object": "chat.completion", "created": int(time.time()), "model": "replay",
+            "id": "chatcmpl-replay",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": "replay",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": _usage_estimate(prompt, content),
-        }  # fmt: skip
+        }
         return Action(body=json.dumps(completion), headers={"Content-Type": "application/json"})
 
     def _missing(self, body: dict[str, Any], what: str) -> Action:

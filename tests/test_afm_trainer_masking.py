@@ -112,8 +112,11 @@ def qwen_like_tokenizer():
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
-         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])  # fmt: skip
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     bpe.decoder = decoders.ByteLevel()
     bpe.post_processor = processors.ByteLevel(trim_offsets=False)
     alphabet = pre_tokenizers.ByteLevel.alphabet()
@@ -158,8 +161,11 @@ def kept_and_matching(rows: list[dict], tok) -> float:
     return sum(not mismatches(row, tok) for row in rows) / len(rows)
 
 
-ROWS = {f"{variant}-{i}": row for variant, rows in (("code", code_rows()), ("mas", mas_rows()))
-        for i, row in enumerate(rows)}  # fmt: skip
+ROWS = {
+    f"{variant}-{i}": row
+    for variant, rows in (("code", code_rows()), ("mas", mas_rows()))
+    for i, row in enumerate(rows)
+}
 
 
 @pytest.mark.parametrize("name", sorted(ROWS))

@@ -67,7 +67,10 @@ def test_a_1mb_persona_is_skipped_counted_and_named_and_never_sent(server, tmp_p
     err = warning.getMessage()
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    assert f"personas skipped (too long to be a persona): 1; first: {path}:2 ({len(huge.strip())} characters)" in captured.out
+    assert (
+        f"personas skipped (too long to be a persona): 1; first: {path}:2 ({len(huge.strip())} characters)"
+        in captured.out
+    )
     assert f"{path}: skipped 1 of 3 persona rows longer than {MAX_PERSONA_CHARS} characters" in err
     assert f"first: {path}:2 ({len(huge.strip())} characters)" in err and "\n" not in err
     assert server.requests, "the usable personas still run"
@@ -89,7 +92,9 @@ def test_the_bound_is_inclusive_and_skips_are_listed(tmp_path):
     at_bound = "y" * MAX_PERSONA_CHARS
     path = jsonl(tmp_path / "p.jsonl", {"persona": at_bound}, {"persona": at_bound + "y"})
     loaded = load_personas(path)
-    assert [p.text for p in loaded] == [at_bound] and loaded.too_long == [f"{path}:2 ({MAX_PERSONA_CHARS + 1} characters)"]
+    assert [p.text for p in loaded] == [at_bound] and loaded.too_long == [
+        f"{path}:2 ({MAX_PERSONA_CHARS + 1} characters)"
+    ]
 
 
 # --- the --corpus of the local web_search --------------------------------------------------------
@@ -106,7 +111,7 @@ def test_the_bound_is_inclusive_and_skips_are_listed(tmp_path):
         ("folder", "dir", "folder: not a file"),
         ("bad.parquet", b"PAR1 not really", "bad.parquet: cannot index the corpus: Invalid Input Error"),
     ],
-)  # fmt: skip
+)
 def test_a_missing_or_fake_corpus_stops_before_any_llm_call(server, tmp_path, capsys, name, content, problem):
     path = tmp_path / name
     if content == "dir":
@@ -126,7 +131,9 @@ def test_a_good_corpus_passes_the_check(tmp_path):
     from factory.coa.tools import ToolBox, ToolsConfig
 
     corpus = jsonl(tmp_path / "c.jsonl", {"id": "1", "title": "Platypus", "text": "The platypus lays eggs."})
-    toolbox = ToolBox.from_config(ToolsConfig.model_validate({"web_search": {"enabled": True, "local": {"path": corpus}}}))
+    toolbox = ToolBox.from_config(
+        ToolsConfig.model_validate({"web_search": {"enabled": True, "local": {"path": corpus}}})
+    )
     try:
         assert "web_search" in toolbox
     finally:

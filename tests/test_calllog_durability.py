@@ -172,13 +172,16 @@ def test_a_batch_ending_on_an_error_keeps_the_answers_on_the_wire_and_sends_noth
     assert store.query("SELECT status, count(*) FROM llm_calls GROUP BY 1") == [("ok", 4)]
 
 
-@pytest.mark.parametrize("damage", [
-    b"\xff garbage \x93 {not json\n" * 50,  # (a NUL ends the journal: its preallocated tail is zeros)
-    b'[1, 2]\n"x"\n{"k": 1, "e": 2}\n{"k": "a", "e": "start", "row": ["not", "a", "dict"]}\n',
-    b'{"k": "a", "e": "start", "row": {"started_at": "not a date"}}\n{"k": "a", "e": "try"}\n'
-    b'{"k": "b", "e": "answer", "row": {"attempts": [1, 2], "status": "ok"}}\n'
-    b'{"k": "c", "e": "answer", "row": {"response": {"a": 1}, "status": "ok"}}\n',
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"\xff garbage \x93 {not json\n" * 50,  # (a NUL ends the journal: its preallocated tail is zeros)
+        b'[1, 2]\n"x"\n{"k": 1, "e": 2}\n{"k": "a", "e": "start", "row": ["not", "a", "dict"]}\n',
+        b'{"k": "a", "e": "start", "row": {"started_at": "not a date"}}\n{"k": "a", "e": "try"}\n'
+        b'{"k": "b", "e": "answer", "row": {"attempts": [1, 2], "status": "ok"}}\n'
+        b'{"k": "c", "e": "answer", "row": {"response": {"a": 1}, "status": "ok"}}\n',
+    ],
+)
 def test_a_damaged_journal_is_skipped_line_by_line_never_a_traceback(tmp_path, damage):
     from factory.llm.journal import journal_path
     from factory.llm.replay import replay_journal
@@ -189,7 +192,9 @@ def test_a_damaged_journal_is_skipped_line_by_line_never_a_traceback(tmp_path, d
     path.write_bytes(damage + good)
     replayed = replay_journal(store, path)
     assert replayed.answered == 0 and replayed.lost_attempts >= 1  # the good lines still count
-    assert store.query("SELECT status, error_kind FROM llm_calls WHERE request_hash = 'ok1'") == [("error", "interrupted")]
+    assert store.query("SELECT status, error_kind FROM llm_calls WHERE request_hash = 'ok1'") == [
+        ("error", "interrupted")
+    ]
     store.close()
 
 

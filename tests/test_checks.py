@@ -9,7 +9,15 @@ import pytest
 from loopback_server import ok
 
 from factory.checks import (
-    CODE_LIMITS, CheckError, CodeTests, LLMJudge, MathAnswer, default_checker, get_checker, last_boxed, python_code,
+    CODE_LIMITS,
+    CheckError,
+    CodeTests,
+    LLMJudge,
+    MathAnswer,
+    default_checker,
+    get_checker,
+    last_boxed,
+    python_code,
 )  # fmt: skip
 from factory.coa import load_tasks
 from factory.llm import LLMClient
@@ -62,8 +70,10 @@ def test_boxed_and_code_extraction():
     reply = "```text\nnot code\n```\n```python\nx = 1\n```\n```py\nx = 2\n```\n```bash\nls\n```"
     assert python_code(reply) == "x = 2\n" and python_code("print(1)") == "print(1)"
     # AFM: the last <answer> span's python blocks, joined; earlier <code> steps and ```sh samples are not the answer.
-    afm = ("<code>\n```py\nprint('a test')\n```\n</code>\n<answer>\n```py\nimport sys\n```\n"
-           "```python\nprint(sys.stdin.read())\n```\n```sh\n1 2\n```\n</answer>")  # fmt: skip
+    afm = (
+        "<code>\n```py\nprint('a test')\n```\n</code>\n<answer>\n```py\nimport sys\n```\n"
+        "```python\nprint(sys.stdin.read())\n```\n```sh\n1 2\n```\n</answer>"
+    )
     assert python_code(afm) == "import sys\n\nprint(sys.stdin.read())\n"
     assert python_code("```py\nx = 1\n```\n<answer>print(2)</answer>") == "print(2)"
 
@@ -80,20 +90,23 @@ def test_qa_exact_match_and_f1_on_nq_rows():
     assert default_checker(nq[0]).name == "qa"
 
 
-@pytest.mark.parametrize("task_id, reply, correct", [
-    ("0", r"<answer>\boxed{\left( 3, \frac{\pi}{2} \right)}</answer>", True),
-    ("0", r"so the point is \boxed{(3, \pi/2)}.", True),
-    ("0", r"\boxed{(3, \pi)}", False),
-    ("219", r"<answer>\boxed{0.5}</answer>", True),  # gold \frac{1}{2}
-    ("219", r"\boxed{\dfrac{1}{2}}", True),
-    ("219", r"\boxed{\frac{1}{3}}", False),
-    ("2", r"\boxed{14/3}", True),  # gold \frac{14}{3}
-    ("8", r"\boxed{\sqrt{117}}", True),  # gold 3\sqrt{13}
-    ("8", r"\boxed{3\sqrt{12}}", False),
-    ("4", r"\boxed{\text{Evelyn}}", True),
-    ("3", "the answer is 9, not boxed", True),  # no \boxed: math-verify finds the last number
-    ("3", "no answer at all", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "task_id, reply, correct",
+    [
+        ("0", r"<answer>\boxed{\left( 3, \frac{\pi}{2} \right)}</answer>", True),
+        ("0", r"so the point is \boxed{(3, \pi/2)}.", True),
+        ("0", r"\boxed{(3, \pi)}", False),
+        ("219", r"<answer>\boxed{0.5}</answer>", True),  # gold \frac{1}{2}
+        ("219", r"\boxed{\dfrac{1}{2}}", True),
+        ("219", r"\boxed{\frac{1}{3}}", False),
+        ("2", r"\boxed{14/3}", True),  # gold \frac{14}{3}
+        ("8", r"\boxed{\sqrt{117}}", True),  # gold 3\sqrt{13}
+        ("8", r"\boxed{3\sqrt{12}}", False),
+        ("4", r"\boxed{\text{Evelyn}}", True),
+        ("3", "the answer is 9, not boxed", True),  # no \boxed: math-verify finds the last number
+        ("3", "no answer at all", False),
+    ],
+)
 def test_math_equivalence_on_real_math500_answers(math500, math_checker, task_id, reply, correct):
     result = math_checker.check(reply, math500[task_id])
     assert result.correct is correct, result.detail
@@ -127,8 +140,11 @@ def test_a_hung_math_worker_is_killed_and_replaced(math_checker):
 def test_code_stdin_problem_passes_and_fails(lcb):
     task, checker = lcb["abc374_a"], get_checker("code")
     assert checker.check(STDIN_RIGHT, task).model_dump() == {
-        "correct": True, "score": 1.0, "detail": "2/2 passed", "error": None,
-    }  # fmt: skip
+        "correct": True,
+        "score": 1.0,
+        "detail": "2/2 passed",
+        "error": None,
+    }
     assert checker.check(STDIN_CONTEST, task).correct  # sys.stdin and exit(), as contest code does
     wrong = checker.check(STDIN_WRONG, task)
     assert not wrong.correct and wrong.score == 0.5 and "case 2: wrong output: expected 'No', got 'Yes'" in wrong.detail
@@ -163,8 +179,10 @@ def test_a_functional_script_of_another_shape_is_compared_in_the_parent(lcb):
     assert get_checker("code").check(FUNC_RIGHT, task).correct
     wrong = get_checker("code").check(FUNC_WRONG, task)
     assert not wrong.correct and "assert failed: s.isBalanced('24123') is True (got False)" in wrong.detail
-    for script in ("expected = True\nassert Solution().isBalanced('24123') == expected\n",
-                   "for n in ['24123']:\n    assert Solution().isBalanced(n)\n"):  # fmt: skip
+    for script in (
+        "expected = True\nassert Solution().isBalanced('24123') == expected\n",
+        "for n in ['24123']:\n    assert Solution().isBalanced(n)\n",
+    ):
         task.tests["functional"] = script
         undecided = get_checker("code").check(FUNC_RIGHT, task)
         assert not undecided.correct and "checked outside the program" in undecided.error
@@ -174,8 +192,9 @@ def test_hostile_code_fails_by_timeout_or_refusal_not_a_crash(lcb):
     quick = CodeTests(limits=CODE_LIMITS.model_copy(update={"cpu_s": 1, "wall_s": 3}))
     looping = quick.check("```python\nwhile True:\n    pass\n```", lcb["abc374_a"])
     assert not looping.correct and looping.score == 0.0 and "timeout/" in looping.detail
-    spinning = quick.check("```python\nclass Solution:\n    def isBalanced(self, num):\n        while True: pass\n```",
-                           lcb["3636"])  # fmt: skip
+    spinning = quick.check(
+        "```python\nclass Solution:\n    def isBalanced(self, num):\n        while True: pass\n```", lcb["3636"]
+    )
     assert not spinning.correct and "timeout/" in spinning.detail
     escaping = quick.check("```python\nimport os\nos.system('echo hi')\n```", lcb["abc374_a"])
     assert not escaping.correct and "rejected/import" in escaping.detail
@@ -228,4 +247,6 @@ def test_registry_names_and_errors(lcb):
         get_checker("code", bogus=1)
     with pytest.raises(CheckError, match="async only"):
         LLMJudge(llm=None).check("x", lcb["3636"])
-    assert isinstance(get_checker("code", max_parallel=1), CodeTests) and get_checker("f1", threshold=0.9).threshold == 0.9
+    assert (
+        isinstance(get_checker("code", max_parallel=1), CodeTests) and get_checker("f1", threshold=0.9).threshold == 0.9
+    )

@@ -39,7 +39,9 @@ RUNNER = "RUNNER = sys.modules['__main__']\n"  # the sandbox's own runner module
 # Any module at all, through the real __import__ (a name built at run time passes the static check).
 IMPORT = "B = sys.modules['builtins']\nREAL_IMPORT = B.getattr(B, '_' * 2 + 'import' + '_' * 2)\n"
 # At exit the runner has closed its result file: keep copies of every fd to forge through then.
-AT_EXIT = IMPORT + f"""
+AT_EXIT = (
+    IMPORT
+    + f"""
 KEPT = []
 for fd in range(3, 16):
     try:
@@ -56,6 +58,7 @@ def forge_late():
 
 REAL_IMPORT('atexit').register(forge_late)
 """
+)
 
 # --- call style: livecodebench 3610 (findXSum, expected [11, 15, 15, 15, 12]) ---------------
 FIND_X_SUM = """class Solution:
@@ -71,8 +74,10 @@ FIND_X_SUM = """class Solution:
 
 def wrong_solution(body: str = "pass", before: str = "", after: str = "") -> str:
     method = "\n".join("        " + line for line in body.splitlines())
-    return (f"{before}\nclass Solution:\n    def findXSum(self, nums, k, x):\n{method}\n"
-            f"        return [0] * (len(nums) - k + 1)\n{after}")  # fmt: skip
+    return (
+        f"{before}\nclass Solution:\n    def findXSum(self, nums, k, x):\n{method}\n"
+        f"        return [0] * (len(nums) - k + 1)\n{after}"
+    )
 
 
 ALWAYS_EQUAL = (
@@ -92,33 +97,44 @@ CALL_TRICKS = {
     "forged records from the method": wrong_solution("forge()\nOS._exit(0)", before=FORGE),
     "forged records, then exit(0)": wrong_solution("forge()\nexit(0)", before=FORGE),
     "forged records from atexit after a crash": wrong_solution(
-        "raise ValueError('no idea')", before=FORGE, after=AT_EXIT),
+        "raise ValueError('no idea')", before=FORGE, after=AT_EXIT
+    ),
     "fake verdict lines on stdout and stderr": wrong_solution(
-        "print('{\"kind\": \"end\", \"status\": \"ok\"}')\nprint('1/1 passed')\n"
-        "print('[RESULT:SUCCESS] all tests passed', file=sys.stderr)", before="import sys"),
+        'print(\'{"kind": "end", "status": "ok"}\')\nprint(\'1/1 passed\')\n'
+        "print('[RESULT:SUCCESS] all tests passed', file=sys.stderr)",
+        before="import sys",
+    ),
     "an object whose __eq__ is always True": wrong_solution("return Anything()", before=ALWAYS_EQUAL),
     "a list whose __eq__ is always True": wrong_solution(
-        "return Yes([1])", before="class Yes(list):\n    def __eq__(self, other):\n        return True\n"),
+        "return Yes([1])", before="class Yes(list):\n    def __eq__(self, other):\n        return True\n"
+    ),
     "kill the parent": wrong_solution(
         "try:\n    OS.kill(OS.getppid(), 9)\nexcept Exception:\n    pass\n"
-        "try:\n    sys.modules['ctypes'].CDLL(None).kill(OS.getppid(), 9)\nexcept Exception:\n    pass", before=OS),
+        "try:\n    sys.modules['ctypes'].CDLL(None).kill(OS.getppid(), 9)\nexcept Exception:\n    pass",
+        before=OS,
+    ),
     "kill itself after forging": wrong_solution("forge()\nOS.kill(OS.getpid(), 9)", before=FORGE),
     "close every fd": wrong_solution(
         "for fd in range(64):\n    try:\n        OS.close(fd)\n    except OSError:\n        pass\nOS._exit(0)",
-        before=OS),
+        before=OS,
+    ),
     "monkeypatch the runner and json": wrong_solution(
-        "RUNNER.DUMPS = lambda value: '[1]'\nsys.modules['json'].dumps = lambda *a, **k: 'true'",
-        before=OS + RUNNER),
+        "RUNNER.DUMPS = lambda value: '[1]'\nsys.modules['json'].dumps = lambda *a, **k: 'true'", before=OS + RUNNER
+    ),
     "replace the runner's call loop": wrong_solution(
         before=OS + RUNNER,
-        after="RUNNER.run_call = lambda *args: {'kind': 'call', 'index': 0, 'status': 'ok', 'value_json': '[1]'}"),
+        after="RUNNER.run_call = lambda *args: {'kind': 'call', 'index': 0, 'status': 'ok', 'value_json': '[1]'}",
+    ),
     "ignore the call timer and hang": wrong_solution(
-        "S = sys.modules['signal']\nS.signal(S.SIGALRM, S.SIG_IGN)\nwhile True:\n    pass", before="import sys"),
+        "S = sys.modules['signal']\nS.signal(S.SIGALRM, S.SIG_IGN)\nwhile True:\n    pass", before="import sys"
+    ),
 }
 
 # The same task, tested by a script of asserts instead of one literal call.
-SCRIPT = ("s = Solution()\nassert s.findXSum([1, 1, 2, 2, 3, 4, 2, 3], 6, 2) == [6, 10, 12]\n"
-          "assert s.findXSum([3, 8, 7, 8, 7, 5], 2, 2) == [11, 15, 15, 15, 12], 'example 2'\n")  # fmt: skip
+SCRIPT = (
+    "s = Solution()\nassert s.findXSum([1, 1, 2, 2, 3, 4, 2, 3], 6, 2) == [6, 10, 12]\n"
+    "assert s.findXSum([3, 8, 7, 8, 7, 5], 2, 2) == [11, 15, 15, 15, 12], 'example 2'\n"
+)
 
 # --- stdin style: livecodebench abc374_a (Yes when S ends with "san") ---------------------
 SAN_RIGHT = "s = input().strip()\nprint('Yes' if s.endswith('san') else 'No')\n"
@@ -131,19 +147,23 @@ STDIN_TRICKS = {
     "os._exit(0) with nothing printed": OS + "OS._exit(0)",
     "forged records, then os._exit(0)": FORGE + "forge()\nOS._exit(0)",
     "forged records from atexit after a crash": FORGE + AT_EXIT + "\nraise ValueError",
-    "fake verdict lines": "import sys\nprint('{\"kind\": \"end\", \"status\": \"ok\"}')\n"
-                          "print('[RESULT:SUCCESS] 2/2 passed', file=sys.stderr)",
+    "fake verdict lines": 'import sys\nprint(\'{"kind": "end", "status": "ok"}\')\n'
+    "print('[RESULT:SUCCESS] 2/2 passed', file=sys.stderr)",
     "kill the parent": OS + "try:\n    OS.kill(OS.getppid(), 15)\nexcept Exception:\n    pass\nprint('Maybe')",
     "close stdout then exit": OS + "OS.close(1)\nOS._exit(0)",
     "replace stdout": "import io, sys\nsys.stdout = io.StringIO()\nprint('Yes')",
     "monkeypatch the runner": OS + RUNNER + "RUNNER.write = lambda *a: None\nprint('Maybe')",
-    "read the expected output from the task file": OS + (
+    "read the expected output from the task file": OS
+    + (
         f"try:\n    data = sys.modules['io'].open({SAN_ANSWER_FILE!r}, 'rb').read()\n    print('READ', len(data))\n"
-        "except Exception as exc:\n    print('Maybe')"),
-    "read the parent's memory and environment": OS + (
+        "except Exception as exc:\n    print('Maybe')"
+    ),
+    "read the parent's memory and environment": OS
+    + (
         "for name in ('environ', 'cmdline', 'mem'):\n    try:\n"
         "        print(len(sys.modules['io'].open(f'/proc/{OS.getppid()}/{name}', 'rb').read(4096)))\n"
-        "    except Exception:\n        pass\nprint('Maybe')"),
+        "    except Exception:\n        pass\nprint('Maybe')"
+    ),
 }
 
 
@@ -194,12 +214,16 @@ def test_real_stdin_solutions_pass(tasks, checker, program):
 
 
 def test_contest_library_solutions_pass(tasks, checker):
-    pairing = ("import sys\nfrom collections import Counter\n"
-               "print(sum(c // 2 for c in Counter(sys.stdin.buffer.read().split()).values()))")
+    pairing = (
+        "import sys\nfrom collections import Counter\n"
+        "print(sum(c // 2 for c in Counter(sys.stdin.buffer.read().split()).values()))"
+    )
     assert checker.check(fenced(pairing), tasks["abc378_a"]).correct
     # A float answer printed by Python (6.06449510224598) against the judge's 20 digits.
-    tour = ("import sys, math\nfrom itertools import pairwise\ndata = list(map(int, sys.stdin.read().split()))\n"
-            "pts = [(0, 0)] + list(zip(data[1::2], data[2::2])) + [(0, 0)]\n"
-            "print(sum(math.dist(a, b) for a, b in pairwise(pts)))")  # fmt: skip
+    tour = (
+        "import sys, math\nfrom itertools import pairwise\ndata = list(map(int, sys.stdin.read().split()))\n"
+        "pts = [(0, 0)] + list(zip(data[1::2], data[2::2])) + [(0, 0)]\n"
+        "print(sum(math.dist(a, b) for a, b in pairwise(pts)))"
+    )
     result = checker.check(fenced(tour), tasks["abc375_b"])
     assert result.correct, result.detail

@@ -26,12 +26,16 @@ def test_help_on_every_command(command, capsys):
 
 def test_smoke_then_calls_summary(server, tmp_path):
     run_dir = tmp_path / "run"
-    smoke = factory_cli("smoke", "-q", "-n", "5", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir))
+    smoke = factory_cli(
+        "smoke", "-q", "-n", "5", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir)
+    )
     assert smoke.returncode == 0, smoke.stderr
     assert smoke.stdout.count('"name":"track_parcel"') == 5
     assert "calls: 5 (5 ok)" in smoke.stdout
 
-    again = factory_cli("smoke", "-q", "-n", "5", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir))
+    again = factory_cli(
+        "smoke", "-q", "-n", "5", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir)
+    )
     assert again.returncode == 0 and len(server.requests) == 5  # all five answered from the store
 
     calls = factory_cli("calls", str(run_dir), "--json")
@@ -47,7 +51,9 @@ def test_errors_are_reported_in_the_summary(server, tmp_path):
 
     server.default = Action(status=500)
     config = tmp_path / "fast.yaml"
-    config.write_text(f"run_dir: {tmp_path / 'run'}\nllm:\n  backoff_base_s: 0.01\n  backoff_max_s: 0.02\n  max_retries: 2\n")
+    config.write_text(
+        f"run_dir: {tmp_path / 'run'}\nllm:\n  backoff_base_s: 0.01\n  backoff_max_s: 0.02\n  max_retries: 2\n"
+    )
     out = factory_cli("smoke", "-q", "-n", "2", "-c", str(config), "--model", "m", "--base-url", server.base_url)
     assert out.returncode == 1
     assert "errors: server=2" in out.stdout and "HTTP attempts: 6" in out.stdout
@@ -61,18 +67,27 @@ def test_ping(server, tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["smoke", "--model", "openai/gpt-4o-mini"], "error: model 'openai/gpt-4o-mini' needs an API key: set OPENAI_API_KEY"),
+        (
+            ["smoke", "--model", "openai/gpt-4o-mini"],
+            "error: model 'openai/gpt-4o-mini' needs an API key: set OPENAI_API_KEY",
+        ),
         (["smoke", "--config", "/nonexistent.yaml"], "error: /nonexistent.yaml: cannot read config"),
         (["calls", "/nonexistent-run"], "error: no run store at /nonexistent-run/factory.duckdb"),
-        (["smoke", "-n", "0", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], "error: command line: field 'smoke.n'"),
+        (
+            ["smoke", "-n", "0", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"],
+            "error: command line: field 'smoke.n'",
+        ),
     ],
 )
 def test_user_errors_are_one_line(args, message, tmp_path, monkeypatch):
     env_args = [*args, "--run-dir", str(tmp_path / "r")] if args[0] != "calls" else args
     result = subprocess.run(
-        [sys.executable, "-m", "factory.cli", *env_args], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "factory.cli", *env_args],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={k: v for k, v in __import__("os").environ.items() if k != "OPENAI_API_KEY"},
-    )  # fmt: skip
+    )
     assert result.returncode == 2
     assert result.stderr.startswith(message), result.stderr
     assert result.stderr.count("\n") == 1
@@ -118,7 +133,9 @@ def test_training_commands_without_the_train_extra_say_so_in_one_line(tmp_path, 
 def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(extra, server, tmp_path):
     """`factory calls RUN | head`: the reader is gone before the summary is written; the CLI stops quietly."""
     run_dir = tmp_path / "run"
-    smoke = factory_cli("smoke", "-q", "-n", "3", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir))
+    smoke = factory_cli(
+        "smoke", "-q", "-n", "3", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir)
+    )
     assert smoke.returncode == 0, smoke.stderr
     reader, writer = __import__("os").pipe()
     __import__("os").close(reader)  # the reader closes early: every write to the pipe fails with EPIPE
@@ -130,7 +147,18 @@ def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(extra, server, tm
 
 def test_a_real_head_reading_one_line_of_a_long_output_more_than_a_pipe_holds(server, tmp_path):
     run_dir = tmp_path / "run"
-    args = ["smoke", "-q", "-n", "2000", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir)]  # ~220 KB
+    args = [
+        "smoke",
+        "-q",
+        "-n",
+        "2000",
+        "--model",
+        "m",
+        "--base-url",
+        server.base_url,
+        "--run-dir",
+        str(run_dir),
+    ]  # ~220 KB
     pipeline = subprocess.run(
         f"{sys.executable} -m factory.cli {' '.join(args)} | head -n 1", shell=True, capture_output=True, text=True,
         timeout=120)  # fmt: skip
@@ -145,6 +173,6 @@ def test_train_help_lists_every_override_the_config_accepts(capsys):
         main(["train", "--help"])
     out = capsys.readouterr().out
     for section in ("model", "data", "lora", "optim"):
-        for field in getattr(SFTConfig.model_fields[section].annotation, "model_fields"):
+        for field in SFTConfig.model_fields[section].annotation.model_fields:
             assert f"--{section}.{field} (" in out
     assert "--optim.learning_rate (default 2e-05)" in out and "--output_dir (required)" in out

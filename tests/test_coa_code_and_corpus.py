@@ -12,8 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from factory.coa.tools import (
-    CodeTool, CodeToolConfig, CorpusIndex, LocalCorpusConfig, LocalSearchBackend, SearchToolConfig, ToolResult,
-    WebSearchTool, index_path,
+    CodeTool,
+    CodeToolConfig,
+    CorpusIndex,
+    LocalCorpusConfig,
+    LocalSearchBackend,
+    SearchToolConfig,
+    ToolResult,
+    WebSearchTool,
+    index_path,
 )  # fmt: skip
 from factory.coa.tools.search import best_snippet
 
@@ -49,16 +56,18 @@ def test_code_reports_an_exception_with_its_traceback_and_what_was_printed():
     assert not result.ok and result.meta["exit_status"] == 1
     assert result.text.startswith(
         "[FAILED] Code exited with status 1 with mixed output:\n[STDOUT:BEGIN]\nbefore\n[STDOUT:END]\n"
-        "[STDERR:BEGIN]\nTraceback (most recent call last):\n  File \"<sandbox>\", line 4, in <module>\n"
-    )  # fmt: skip
+        '[STDERR:BEGIN]\nTraceback (most recent call last):\n  File "<sandbox>", line 4, in <module>\n'
+    )
     assert result.text.endswith("\nZeroDivisionError: division by zero\n[STDERR:END]")
 
 
 def test_code_times_out_on_an_infinite_loop():
     result = code("while True:\n    pass", wall_s=1.5, cpu_s=1)
     assert not result.ok and result.meta["status"] == "timeout"
-    assert result.text == ("[FAILED] Code exited with status 152.\n[STDERR:BEGIN]\nTime out. Check for infinite "
-                           "loops, blocked I/O (e.g., input()), or deadlocks.\n[STDERR:END]")  # fmt: skip
+    assert result.text == (
+        "[FAILED] Code exited with status 152.\n[STDERR:BEGIN]\nTime out. Check for infinite "
+        "loops, blocked I/O (e.g., input()), or deadlocks.\n[STDERR:END]"
+    )
 
 
 def test_code_rejects_hostile_code_before_running_it():
@@ -86,8 +95,10 @@ def test_code_can_use_numpy_under_the_sandbox_limits():
 
 # --- web_search: local BM25 ------------------------------------------------------------------
 
-FILLER = ("river mountain city history music garden market bridge winter engine library forest painting "
-          "harbor railway festival school village island desert").split()  # fmt: skip
+FILLER = (
+    "river mountain city history music garden market bridge winter engine library forest painting "
+    "harbor railway festival school village island desert"
+).split()
 RELEVANT = {
     "venom-1": ("Platypus venom", "The male platypus has a venomous spur; platypus venom causes severe pain."),
     "venom-2": ("Monotremes", "Among monotremes only the platypus produces venom, from a spur on the hind leg."),
@@ -124,7 +135,7 @@ def test_bm25_ranks_the_relevant_documents_first(tmp_path):
         "2. [Monotremes](corpus://venom-2)\ncorpus://venom-2\n"
         "Among monotremes only the platypus produces venom, from a spur on the hind leg.\n\n"
         "3. [Australian fauna](corpus://venom-3)\ncorpus://venom-3\nThe platypus lives in rivers of eastern Australia."
-    )  # fmt: skip
+    )
 
 
 def test_a_query_with_no_hits_says_so(tmp_path):

@@ -4,8 +4,22 @@ import json
 import math
 
 from loopback_server import ok
-from test_coa_mas import (ANSWERER, CODE, PLANNER, REFLECTOR, VERIFIER, answer, check, code, make_config, plan,
-                          reflect, rows, trace_of, write_tasks)
+from test_coa_mas import (
+    ANSWERER,
+    CODE,
+    PLANNER,
+    REFLECTOR,
+    VERIFIER,
+    answer,
+    check,
+    code,
+    make_config,
+    plan,
+    reflect,
+    rows,
+    trace_of,
+    write_tasks,
+)
 
 from factory.coa import CoaConfig, run_coa
 from factory.coa.batch import resolved_config
@@ -59,8 +73,9 @@ def test_the_embedded_models_auto_choice_is_printed_once_and_recorded(capsys, tm
 
 
 def test_a_run_records_its_resolved_settings_and_sends_coa_max_tokens(server, fast_config, tmp_path):
-    tasks = write_tasks(tmp_path / "m.jsonl", {"id": 1, "question": "2+2?", "answer": "4", "domain": "math",
-                                               "data_source": "t"})  # fmt: skip
+    tasks = write_tasks(
+        tmp_path / "m.jsonl", {"id": 1, "question": "2+2?", "answer": "4", "domain": "math", "data_source": "t"}
+    )
     server.route(PLANNER, plan())
     server.route(CODE, code("print(2 + 2)"))
     server.route(REFLECTOR, reflect(ready=True))
@@ -101,8 +116,9 @@ def test_a_task_past_its_time_limit_is_a_timeout_row_and_a_rerun_resumes_it(serv
     assert not math.isclose(trace.duration_s, 0) and trace.duration_s < 6  # cancelled, not waited for
 
     sent = len(server.requests)
-    again = run_coa(config.model_copy(update={"coa": config.coa.model_copy(update={"task_timeout_s": 30})}),
-                    progress=False)  # fmt: skip
+    again = run_coa(
+        config.model_copy(update={"coa": config.coa.model_copy(update={"task_timeout_s": 30})}), progress=False
+    )
     new = [r["body"]["messages"] for r in server.requests[sent:]]
     assert again.funnel == {"tasks": 2, "answered": 2, "distilled": 2, "correct": 2} and again.failures == {}
     assert not any("(slow)" in json.dumps(m) and PLANNER in json.dumps(m) for m in new)  # the plan came from the cache

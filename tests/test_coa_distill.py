@@ -11,8 +11,9 @@ import asyncio
 import json
 import re
 
-from factory.coa import Event, ToolCall, Trace, coa_stats, distill, distill_prompt, record_trace
 from afm_rows import code_rows, mas_rows
+
+from factory.coa import Event, ToolCall, Trace, coa_stats, distill, distill_prompt, record_trace
 from factory.coa.afm import TOOL_TAGS, parse_blocks, reflection_scores, validate_afm
 from factory.coa.store import failure_counts, load_trace, save_trace
 from factory.coa.tasks import Task
@@ -32,8 +33,9 @@ def plan(text, replan=False):
 
 
 def reflection(scores, decision="continue"):
-    return Event(agent="reflector", kind="reflection", think="Judge it.", content="Noted.", scores=scores,
-                 decision=decision)  # fmt: skip
+    return Event(
+        agent="reflector", kind="reflection", think="Judge it.", content="Noted.", scores=scores, decision=decision
+    )
 
 
 def suggested(text):
@@ -126,7 +128,8 @@ def test_failures_are_stored_with_their_rule_and_valid_ones_as_trajectories(tmp_
     broken = trace("mas", MAS_EVENTS[:3] + MAS_EVENTS[4:]).model_copy(update={"trace_id": "coa:t/2"})
     assert not asyncio.run(record_trace(store, broken, task, None))
     stopped = trace("mas", MAS_EVENTS[:2], status="llm_error", reason="planner: schema").model_copy(
-        update={"trace_id": "coa:t/3"})  # fmt: skip
+        update={"trace_id": "coa:t/3"}
+    )
     assert not asyncio.run(record_trace(store, stopped, task, None))
     assert failure_counts(store) == {"llm_error": 1, "replan_after_poor": 1}
     rows = store.query("SELECT trajectory_id, verified, correct, rule, reason FROM trajectories ORDER BY 1")
@@ -144,7 +147,6 @@ def test_the_prompt_is_the_task_s_own_afm_prompt_when_it_has_one():
     assert distill_prompt(trace("code", [], domain="math"), task) == afm
     ours = distill_prompt(trace("mas", []), None)
     assert ours.endswith("Task:\nWhich river?") and "<double_check>" not in ours
-
 
 
 def named_tools(prompt: str) -> set[str]:

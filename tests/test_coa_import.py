@@ -66,8 +66,10 @@ def test_a_plain_log_imports_and_its_distillation_names_what_is_missing():
     assert trace.question == "What is 6 times 7?" and trace.final_answer == "The answer is 42."
     assert trace.events[0].tool.name == "code" and trace.events[0].tool.argument == "print(6*7)"
     assert distill(trace, "p").rule == "plan_first"  # nothing is invented: no plan in the log, no trajectory
-    unmapped = openai_trace([*PLAIN_LOG[:1], {**PLAIN_LOG[1], "content": "<plan>1. Run it.</plan>"},
-                             *PLAIN_LOG[2:]], tool_names={"python": "calculator"})  # fmt: skip
+    unmapped = openai_trace(
+        [*PLAIN_LOG[:1], {**PLAIN_LOG[1], "content": "<plan>1. Run it.</plan>"}, *PLAIN_LOG[2:]],
+        tool_names={"python": "calculator"},
+    )
     assert distill(unmapped, "p").rule in ("unknown_tag", "think_before")
 
 

@@ -15,7 +15,11 @@ from factory.store import Store
 
 # Each role's system prompt opens with its step; the loopback server routes on these.
 PLANNER, SEARCH, CODE = "Your step now: PLAN.", "Your step now: ONE TOOL CALL.", "Your step now: RUN CODE."
-REFLECTOR, ANSWERER, VERIFIER = "Your step now: REFLECT.", "Your step now: SUGGEST AN ANSWER.", "Your step now: DOUBLE-CHECK."
+REFLECTOR, ANSWERER, VERIFIER = (
+    "Your step now: REFLECT.",
+    "Your step now: SUGGEST AN ANSWER.",
+    "Your step now: DOUBLE-CHECK.",
+)
 SUMMARY = "Summarise a web page for a reader"  # crawl_page's summary prompt
 CORPUS = [
     {"id": "venom", "title": "Platypus venom", "text": "Only the male platypus has a venomous spur on its hind leg."},
@@ -43,10 +47,13 @@ def search(argument, tool="web_search"):
 
 
 def reflect(ready=False, poor=None):
-    ratings = {name: "poor" if name == poor else "good"
-               for name in ("information_conflict", "tool_effectiveness", "trajectory_progress")}  # fmt: skip
-    return ok({"think": "Judge the last result.", "comment": "The result is clear.", "ready_to_answer": ready,
-               **ratings})  # fmt: skip
+    ratings = {
+        name: "poor" if name == poor else "good"
+        for name in ("information_conflict", "tool_effectiveness", "trajectory_progress")
+    }
+    return ok(
+        {"think": "Judge the last result.", "comment": "The result is clear.", "ready_to_answer": ready, **ratings}
+    )
 
 
 def answer(text):
@@ -87,13 +94,17 @@ def trace_of(config, trace_id):
 
 
 def qa_task(tmp_path, question="Which river flows through Paris?", answers=("Seine",)):
-    return write_tasks(tmp_path / "qa.jsonl", {"id": "q1", "question": question, "answer": list(answers),
-                                                "domain": "qa", "data_source": "t"})  # fmt: skip
+    return write_tasks(
+        tmp_path / "qa.jsonl",
+        {"id": "q1", "question": question, "answer": list(answers), "domain": "qa", "data_source": "t"},
+    )
 
 
 def test_a_math_task_solved_with_the_code_tool_distils_and_checks_correct(server, fast_config, tmp_path):
-    tasks = write_tasks(tmp_path / "math.jsonl", {"id": 1, "question": "What is 2^10 + 3?", "answer": "1027",
-                                                  "domain": "math", "data_source": "t"})  # fmt: skip
+    tasks = write_tasks(
+        tmp_path / "math.jsonl",
+        {"id": 1, "question": "What is 2^10 + 3?", "answer": "1027", "domain": "math", "data_source": "t"},
+    )
     server.route(PLANNER, plan("Compute 2^10.", "Add 3."))
     server.route(CODE, code("print(2**10 + 3)"))
     server.route(REFLECTOR, reflect(ready=True))
@@ -165,8 +176,9 @@ def test_a_low_double_check_forces_a_replan_and_counts_as_corrected(server, fast
 
 
 def test_a_tool_failure_is_an_observation_and_the_run_goes_on(server, fast_config, tmp_path):
-    tasks = write_tasks(tmp_path / "math.jsonl", {"id": 2, "question": "What is 7 * 6?", "answer": "42",
-                                                  "domain": "math"})  # fmt: skip
+    tasks = write_tasks(
+        tmp_path / "math.jsonl", {"id": 2, "question": "What is 7 * 6?", "answer": "42", "domain": "math"}
+    )
     server.route(PLANNER, plan("Multiply."))
     server.route(CODE, code("print(7 * 6 / 0)"), code("print(7 * 6)"))
     server.route(REFLECTOR, reflect(), reflect(ready=True))
@@ -193,7 +205,9 @@ def test_garbage_from_the_llm_is_a_recorded_failure(server, fast_config, tmp_pat
     (row,) = rows(config)
     assert not row["verified"] and row["reason"].startswith("reflector: schema")
     trace = trace_of(config, row["trace_id"])
-    assert trace.status == "llm_error" and trace.events[-1].kind == "error" and trace.events[-1].llm.error_kind == "schema"
+    assert (
+        trace.status == "llm_error" and trace.events[-1].kind == "error" and trace.events[-1].llm.error_kind == "schema"
+    )
 
 
 def test_the_replan_budget_ends_a_run_as_exhausted(server, fast_config, tmp_path):
@@ -209,8 +223,10 @@ def test_factory_coa_from_the_command_line(server, tmp_path):
     import subprocess
     import sys
 
-    tasks = write_tasks(tmp_path / "math.jsonl", {"id": 1, "question": "What is 6 * 7?", "answer": "42",
-                                                  "domain": "math", "data_source": "t"})  # fmt: skip
+    tasks = write_tasks(
+        tmp_path / "math.jsonl",
+        {"id": 1, "question": "What is 6 * 7?", "answer": "42", "domain": "math", "data_source": "t"},
+    )
     server.route(PLANNER, plan("Multiply."))
     server.route(CODE, code("print(6 * 7)"))
     server.route(REFLECTOR, reflect(ready=True))
@@ -263,7 +279,9 @@ def test_reply_limits_reach_the_wire_schema_and_a_web_run_offers_no_code_by_defa
     assert properties["think"]["maxLength"] == 120 and properties["argument"]["maxLength"] == 300
     assert properties["tool"]["enum"] == ["web_search", "crawl_page"]  # no code: mas_code is off by default
     planner_prompt = next(b for key, b in bodies.items() if key.startswith(PLANNER[:22]))["messages"][0]["content"]
-    assert [line[2:].split(":")[0] for line in planner_prompt.splitlines() if line.startswith("- ")] == \
-        ["web_search", "crawl_page"]  # fmt: skip
+    assert [line[2:].split(":")[0] for line in planner_prompt.splitlines() if line.startswith("- ")] == [
+        "web_search",
+        "crawl_page",
+    ]
     answer_body = next(b for key, b in bodies.items() if key.startswith(ANSWERER[:22]))
     assert answer_body["response_format"]["json_schema"]["schema"]["properties"]["answer"]["maxLength"] == 50

@@ -19,7 +19,12 @@ def loaded():
 
 
 def test_each_file_loads_whole_with_unique_ids_and_its_domain(loaded):
-    expected = {"math500": (500, "math"), "amc23": (40, "math"), "livecodebench_v5": (167, "code"), "nq_full": (3610, "qa")}
+    expected = {
+        "math500": (500, "math"),
+        "amc23": (40, "math"),
+        "livecodebench_v5": (167, "code"),
+        "nq_full": (3610, "qa"),
+    }
     for name, (count, domain) in expected.items():
         tasks = loaded[name]
         assert len(tasks) == count and len({t.id for t in tasks}) == count, name
@@ -43,7 +48,10 @@ def test_livecodebench_rows_carry_stdin_or_functional_tests(loaded):
     kinds = Counter("functional" if "functional" in t.tests else "stdin" for t in tasks.values())
     assert kinds == {"stdin": 105, "functional": 62}
     stdin = tasks["abc374_a"]
-    assert stdin.tests["stdin"] == ["takahashisan\n", "aokikun\n"] and stdin.tests["expected_output"] == ["Yes\n", "No\n"]
+    assert stdin.tests["stdin"] == ["takahashisan\n", "aokikun\n"] and stdin.tests["expected_output"] == [
+        "Yes\n",
+        "No\n",
+    ]
     functional = tasks["3636"]
     assert functional.tests["func_name"] == "isBalanced"
     assert "Solution().isBalanced('24123')" in functional.tests["functional"]
@@ -89,9 +97,11 @@ def test_datasets_objects_and_saved_folders_load_the_same(tmp_path):
 
 def test_search_r1_rows_and_bare_prompts(tmp_path):
     row = {
-        "data_source": "hotpotqa", "prompt": [{"role": "user", "content": "Answer with tags.\n\nTask: Who wrote Dune?"}],
-        "reward_model": {"ground_truth": {"target": ["Frank Herbert", "Herbert"]}}, "extra_info": {"index": 4},
-    }  # fmt: skip
+        "data_source": "hotpotqa",
+        "prompt": [{"role": "user", "content": "Answer with tags.\n\nTask: Who wrote Dune?"}],
+        "reward_model": {"ground_truth": {"target": ["Frank Herbert", "Herbert"]}},
+        "extra_info": {"index": 4},
+    }
     path = tmp_path / "search.jsonl"
     path.write_text(json.dumps(row) + "\n" + json.dumps({"prompt": "What is 2+2?", "answer": 4}) + "\n")
     first, second = load_tasks(path)
@@ -108,7 +118,7 @@ def test_bad_rows_are_skipped_and_counted_or_fatal_when_strict(tmp_path):
         {"question": "capital of France?", "answer": ["Paris"]},
         {"question": "sum?", "reward_model": {"ground_truth": '{"stdin": ["1"'}, "ability": "coding"},
         {"question": "why?", "answer": "because", "extra_info": 5},
-    ]  # fmt: skip
+    ]
     path.write_text("\n".join(json.dumps(row) for row in rows))
     result = read_tasks(path)
     assert [t.question for t in result.tasks] == ["capital of France?"]
@@ -123,9 +133,11 @@ def test_unreadable_files_are_one_line_task_errors(tmp_path):
     (tmp_path / "tasks.csv").write_text("question,answer\n")
     (tmp_path / "odd.jsonl").write_text('{"text": "no question here"}\n')
     cases = {
-        "broken.jsonl": r"broken.jsonl:2: not valid JSON", "tasks.csv": "unsupported task file type '.csv'",
-        "missing.parquet": "no such task file", "odd.jsonl": r"odd.jsonl:1: no 'question' or 'prompt' field",
-    }  # fmt: skip
+        "broken.jsonl": r"broken.jsonl:2: not valid JSON",
+        "tasks.csv": "unsupported task file type '.csv'",
+        "missing.parquet": "no such task file",
+        "odd.jsonl": r"odd.jsonl:1: no 'question' or 'prompt' field",
+    }
     for name, message in cases.items():
         with pytest.raises(TaskError, match=message):
             load_tasks(tmp_path / name)

@@ -17,8 +17,17 @@ from pydantic import ValidationError
 from test_coa_code_and_corpus import write_corpus
 
 from factory.coa.tools import (
-    CrawlPageTool, CrawlToolConfig, HttpSearchBackend, HttpSearchConfig, LocalCorpusConfig, LocalSearchBackend,
-    SearchToolConfig, ToolBox, ToolResult, ToolsConfig, WebSearchTool,
+    CrawlPageTool,
+    CrawlToolConfig,
+    HttpSearchBackend,
+    HttpSearchConfig,
+    LocalCorpusConfig,
+    LocalSearchBackend,
+    SearchToolConfig,
+    ToolBox,
+    ToolResult,
+    ToolsConfig,
+    WebSearchTool,
 )  # fmt: skip
 
 
@@ -66,8 +75,9 @@ class Server:
             self.base = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
             ready.set()
 
-        threading.Thread(target=lambda: (self.loop.run_until_complete(serve()), self.loop.run_forever()),
-                         daemon=True).start()  # fmt: skip
+        threading.Thread(
+            target=lambda: (self.loop.run_until_complete(serve()), self.loop.run_forever()), daemon=True
+        ).start()
         assert ready.wait(10)
         return self.base
 
@@ -137,7 +147,7 @@ def test_http_search_lays_out_a_serper_answer_as_afm_does(server):
         "https://en.wikipedia.org/wiki/Platypus\nThe platypus is a semiaquatic, egg-laying mammal.\n\n"
         "2. [No Title](https://e.org/no-title)\nSource: e.org\nhttps://e.org/no-title\n\n"
         "3. [No link](#)\n#"
-    )  # fmt: skip
+    )
 
 
 def test_http_search_posts_a_json_body(server, monkeypatch):
@@ -149,8 +159,11 @@ def test_http_search_posts_a_json_body(server, monkeypatch):
 
 def test_http_search_retries_a_500_and_a_429(server, monkeypatch):
     monkeypatch.setenv("TEST_SEARCH_KEY", "k")
-    server.script["/search"] = [web.Response(status=500), web.Response(status=429, headers={"Retry-After": "0"}),
-                                web.json_response(ITEMS)]  # fmt: skip
+    server.script["/search"] = [
+        web.Response(status=500),
+        web.Response(status=429, headers={"Retry-After": "0"}),
+        web.json_response(ITEMS),
+    ]
     assert api_search(api_config(server)).ok and len(server.requests) == 3
 
 
@@ -169,12 +182,15 @@ def test_http_search_times_out_on_a_hang(server, monkeypatch):
     assert not result.ok and "timed out after 0.3 s" in result.text
 
 
-@pytest.mark.parametrize("reply, message", [
-    (web.Response(text="<html>not json</html>"), "response is not JSON"),
-    (web.json_response({"data": {}}), "has no 'data.items' (missing 'items')"),
-    (web.Response(status=401, text="bad key"), "HTTP 401 Unauthorized: bad key"),
-    (web.Response(text="x" * 5000), "larger than 1024 bytes"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        (web.Response(text="<html>not json</html>"), "response is not JSON"),
+        (web.json_response({"data": {}}), "has no 'data.items' (missing 'items')"),
+        (web.Response(status=401, text="bad key"), "HTTP 401 Unauthorized: bad key"),
+        (web.Response(text="x" * 5000), "larger than 1024 bytes"),
+    ],
+)
 def test_http_search_turns_bad_answers_into_observations(server, monkeypatch, reply, message):
     monkeypatch.setenv("TEST_SEARCH_KEY", "k")
     server.script["/search"] = [reply]

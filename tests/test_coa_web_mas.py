@@ -10,16 +10,34 @@ import re
 import pytest
 from loopback_server import ok
 from test_coa_mas import (
-    ANSWERER, CODE, CORPUS, PLANNER, REFLECTOR, SEARCH, SUMMARY, VERIFIER, Config, answer, check, code, plan,
-    qa_task, reflect, rows, search, summary, trace_of, write_tasks,
+    ANSWERER,
+    CODE,
+    CORPUS,
+    PLANNER,
+    REFLECTOR,
+    SEARCH,
+    SUMMARY,
+    VERIFIER,
+    Config,
+    answer,
+    check,
+    code,
+    plan,
+    qa_task,
+    reflect,
+    rows,
+    search,
+    summary,
+    trace_of,
+    write_tasks,
 )  # fmt: skip
 
 from factory.coa import CoaConfig, run_coa
 from factory.coa.config import ReplyLimits
 from factory.coa.mas.voice import TEAM_TALK, team_talk
 from factory.coa.roles import ROLE_TYPES
-from factory.coa.trace import Event, ToolCall, Trace
 from factory.coa.tools import CodeTool, CodeToolConfig, ToolBox, ToolsConfig
+from factory.coa.trace import Event, ToolCall, Trace
 from factory.errors import FactoryError
 from factory.prompts import load_prompt
 
@@ -37,8 +55,11 @@ def make_config(tmp_path, fast_config, tasks, tools=None, **coa):
 
 
 def system_prompts(server, marker) -> list[str]:
-    return [r["body"]["messages"][0]["content"] for r in server.requests
-            if r["body"]["messages"][0]["content"].startswith(marker)]  # fmt: skip
+    return [
+        r["body"]["messages"][0]["content"]
+        for r in server.requests
+        if r["body"]["messages"][0]["content"].startswith(marker)
+    ]
 
 
 def listed_tools(prompt: str) -> list[str]:
@@ -51,8 +72,10 @@ def listed_modules(prompt: str) -> list[str]:
 
 
 def math_task(tmp_path):
-    return write_tasks(tmp_path / "math.jsonl", {"id": 1, "question": "What is 2^10 + 3?", "answer": "1027",
-                                                 "domain": "math", "data_source": "t"})  # fmt: skip
+    return write_tasks(
+        tmp_path / "math.jsonl",
+        {"id": 1, "question": "What is 2^10 + 3?", "answer": "1027", "domain": "math", "data_source": "t"},
+    )
 
 
 def script_web_run(server, think="I will look the river up."):
@@ -116,8 +139,7 @@ def test_a_run_with_no_tool_for_its_variant_stops_with_one_line(fast_config, tmp
         run_coa(config, progress=False)
 
 
-def test_a_code_run_where_the_sandbox_cannot_hold_stops_before_any_llm_call(fast_config, tmp_path, monkeypatch,
-                                                                             server):  # fmt: skip
+def test_a_code_run_where_the_sandbox_cannot_hold_stops_before_any_llm_call(fast_config, tmp_path, monkeypatch, server):
     from factory.sandbox import api
 
     monkeypatch.setattr(api, "landlock_abi", lambda: 0)  # a kernel without Landlock, as the sandbox probes it
@@ -164,7 +186,8 @@ def test_team_talk_is_found_in_every_kind_of_agent_text():
         return Trace(trace_id="t", variant="mas", question="q?", events=[Event(agent="reflector", **event)])
 
     assert team_talk(trace(kind="reflection", think="ok", content="My teammates found it.")).startswith(
-        "the reflector's text says 'My teammates")
+        "the reflector's text says 'My teammates"
+    )
     assert team_talk(trace(kind="double_check", think="The verifier agrees.")) is not None
     call = ToolCall(name="web_search", argument="search agent", ok=True, result="")
     assert team_talk(trace(kind="tool_call", think="I search.", tool=call)) is None  # a query is not its voice
@@ -189,7 +212,7 @@ def test_agents_read_exactly_the_observation_the_distillation_shows(server, fast
     observation = trace_of(config, row["trace_id"]).tool_calls()[0].result
     assert observation.startswith("Title: Seine\nURL: corpus://long\n\nThe Seine flows through Paris.")
     assert re.search(r"\n\[\.\.\. truncated: \d+ more characters\]$", observation) and "TAIL-MARK" not in observation
-    (start, end), = json.loads(row["observation_spans"])
+    ((start, end),) = json.loads(row["observation_spans"])
     assert observation in row["completion"][start:end]  # the trajectory shows that text...
     for marker in (REFLECTOR, ANSWERER, VERIFIER):  # ... and every later role read that same text, whole
         (body,) = [r["body"] for r in server.requests if r["body"]["messages"][0]["content"].startswith(marker)]
@@ -207,8 +230,9 @@ def test_crawl_page_in_a_run_summarises_toward_the_search_and_the_think_before_i
     config = make_config(tmp_path, fast_config, qa_task(tmp_path))
     run_coa(config, progress=False)
 
-    (prompt,) = [r["body"]["messages"][-1]["content"] for r in server.requests
-                 if SUMMARY in r["body"]["messages"][-1]["content"]]  # fmt: skip
+    (prompt,) = [
+        r["body"]["messages"][-1]["content"] for r in server.requests if SUMMARY in r["body"]["messages"][-1]["content"]
+    ]
     assert "Last web search query: Paris river" in prompt and "reasoning): Look it up." in prompt
     (row,) = rows(config)
     assert row["verified"] and "Page 1 [corpus://seine] Summary:\n- Paris lies on the river Seine." in row["completion"]

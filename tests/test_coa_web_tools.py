@@ -8,7 +8,14 @@ from loopback_server import ok
 from test_wire_schemas_bounded import unbounded_strings
 
 from factory.coa.tools import (
-    CrawlPageTool, CrawlToolConfig, Goal, LocalCorpusConfig, LocalSearchBackend, PageSummarizer, ToolBox, ToolResult,
+    CrawlPageTool,
+    CrawlToolConfig,
+    Goal,
+    LocalCorpusConfig,
+    LocalSearchBackend,
+    PageSummarizer,
+    ToolBox,
+    ToolResult,
     ToolsConfig,
 )  # fmt: skip
 from factory.coa.tools.summary import summary_model
@@ -47,11 +54,12 @@ def test_crawl_page_summarises_the_page_toward_the_goal(server, fast_config, tmp
     result = crawl(fast_config(), tmp_path, "corpus://venom")
 
     assert result.ok and result.text == (  # AFM's crawl_page observation for one page
-        "Page 1 [corpus://venom] Summary:\n- Only the male platypus is venomous (spur on the hind leg).")
+        "Page 1 [corpus://venom] Summary:\n- Only the male platypus is venomous (spur on the hind leg)."
+    )
     (prompt,) = sent_prompts(server)
     for part in (GOAL.question, GOAL.query, GOAL.clues, "Only the male platypus has a venomous spur"):
         assert part in prompt  # the goal steers it, and the page is what it reads
-    (model, call), = result.llm
+    ((model, call),) = result.llm
     assert model == "loopback" and call.ok and call.prompt_tokens == 10  # the trace can count the call
     assert result.meta["summarised"] == [True] and result.meta["pages"][0]["source"] == "corpus"
 
@@ -63,7 +71,7 @@ def test_several_pages_and_an_unreadable_one_as_afm_lays_them_out(server, fast_c
     assert result.ok and result.text == (
         "Page 1 [corpus://seine] Summary:\n- Paris lies on the Seine.\n\n"
         "Page 2 [corpus://nope]: [Page content not accessible: Error: no document corpus://nope in the local corpus]"
-    )  # fmt: skip
+    )
     assert len(server.requests) == 1  # nothing to summarise on a page that could not be read
     assert result.meta["summarised"] == [True, False]
 
@@ -118,8 +126,7 @@ def test_the_toolbox_cuts_an_observation_once_and_says_where():
     assert short.text == "x" * 1000 and "cut_from_chars" not in short.meta and toolbox["echo"].goals == [GOAL]
 
 
-def test_the_toolbox_passes_the_goal_to_crawl_page_and_summarises_with_the_given_client(server, fast_config,
-                                                                                         tmp_path):  # fmt: skip
+def test_the_toolbox_passes_the_goal_to_crawl_page_and_summarises_with_the_given_client(server, fast_config, tmp_path):
     server.route(SUMMARY, ok({"summary": "- The male has the spur."}))
     path = tmp_path / "corpus.jsonl"
     path.write_text("".join(json.dumps(doc) + "\n" for doc in CORPUS))

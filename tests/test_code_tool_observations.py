@@ -7,10 +7,10 @@ import asyncio
 import re
 
 import pytest
+from test_coa_distill import afm_tag_content
 
 from factory.coa.tools import CodeTool, CodeToolConfig, ToolBox, ToolsConfig
 from factory.coa.tools.code import NO_STDIN_HINT, middle_cut, shares
-from test_coa_distill import afm_tag_content
 
 TOOL = CodeTool(CodeToolConfig(wall_s=5, cpu_s=2))
 TIME_OUT = "Time out. Check for infinite loops, blocked I/O (e.g., input()), or deadlocks."
@@ -20,7 +20,7 @@ AFM_FORM = re.compile(
     r"(?: \(no output\)\.| with mixed output:\n\[STDOUT:BEGIN\]\n.*\n\[STDOUT:END\]\n\[STDERR:BEGIN\]\n.*\n"
     r"\[STDERR:END\]|\.\n\[(?P<stream>STDOUT|STDERR):BEGIN\]\n.*\n\[(?P=stream):END\])",
     re.DOTALL,
-)  # fmt: skip
+)
 
 
 def run(argument, tool=TOOL, **kwargs):
@@ -45,22 +45,28 @@ def test_an_exception_is_a_failure_with_its_traceback_as_stderr():
     result = run("def f(x):\n    return 1 / x\n\nf(0)")
     assert not result.ok and result.meta["exit_status"] == 1
     # The frame byte for byte; the traceback between is Python's (its caret lines vary by version).
-    assert result.text.startswith("[FAILED] Code exited with status 1.\n[STDERR:BEGIN]\n"
-                                  'Traceback (most recent call last):\n  File "<sandbox>", line 4, in <module>\n')
+    assert result.text.startswith(
+        "[FAILED] Code exited with status 1.\n[STDERR:BEGIN]\n"
+        'Traceback (most recent call last):\n  File "<sandbox>", line 4, in <module>\n'
+    )
     assert '  File "<sandbox>", line 2, in f\n    return 1 / x\n' in result.text
     assert result.text.endswith("\nZeroDivisionError: division by zero\n[STDERR:END]")
     mixed = run("print('so far')\nraise ValueError('bad value')").text
-    assert mixed.startswith("[FAILED] Code exited with status 1 with mixed output:\n"
-                            "[STDOUT:BEGIN]\nso far\n[STDOUT:END]\n[STDERR:BEGIN]\nTraceback")  # fmt: skip
+    assert mixed.startswith(
+        "[FAILED] Code exited with status 1 with mixed output:\n"
+        "[STDOUT:BEGIN]\nso far\n[STDOUT:END]\n[STDERR:BEGIN]\nTraceback"
+    )
     assert mixed.endswith("\nValueError: bad value\n[STDERR:END]")
 
 
 def test_exit_codes_are_the_program_s_own():
     assert run("import sys\nprint('partial')\nsys.exit(3)").text == (
-        "[FAILED] Code exited with status 3.\n[STDOUT:BEGIN]\npartial\n[STDOUT:END]")  # fmt: skip
+        "[FAILED] Code exited with status 3.\n[STDOUT:BEGIN]\npartial\n[STDOUT:END]"
+    )
     assert run("import sys\nsys.exit(-1)").text == "[FAILED] Code exited with status 255 (no output)."
     assert run("import sys\nsys.exit('giving up')").text == (
-        "[FAILED] Code exited with status 1.\n[STDERR:BEGIN]\ngiving up\n[STDERR:END]")  # fmt: skip
+        "[FAILED] Code exited with status 1.\n[STDERR:BEGIN]\ngiving up\n[STDERR:END]"
+    )
 
 
 def test_timeouts():
@@ -70,19 +76,23 @@ def test_timeouts():
     assert wall.meta["reason"] == "wall"
     # Past the CPU limit: SIGXCPU, which nsjail reports as 128 + 24; what was flushed stays.
     cpu = run("print('started', flush=True)\nwhile True:\n    pass", CodeTool(CodeToolConfig(wall_s=5, cpu_s=1)))
-    assert cpu.text == ("[FAILED] Code exited with status 152 with mixed output:\n[STDOUT:BEGIN]\nstarted\n"
-                        f"[STDOUT:END]\n[STDERR:BEGIN]\n{TIME_OUT}\n[STDERR:END]")  # fmt: skip
+    assert cpu.text == (
+        "[FAILED] Code exited with status 152 with mixed output:\n[STDOUT:BEGIN]\nstarted\n"
+        f"[STDOUT:END]\n[STDERR:BEGIN]\n{TIME_OUT}\n[STDERR:END]"
+    )
     assert cpu.meta["reason"] == "cpu"
 
 
 def test_what_only_the_sandbox_saw_is_written_as_stderr():
     refused = run("import socket").text
-    assert refused.startswith("[FAILED] Code exited with status 1.\n[STDERR:BEGIN]\n"
-                              "Rejected: line 1: import of 'socket' is not allowed (allowed: ")  # fmt: skip
+    assert refused.startswith(
+        "[FAILED] Code exited with status 1.\n[STDERR:BEGIN]\n"
+        "Rejected: line 1: import of 'socket' is not allowed (allowed: "
+    )
     assert refused.endswith(")\n[STDERR:END]")
     assert run("print(1 +)").text == (
-        "[FAILED] Code exited with status 1.\n[STDERR:BEGIN]\nError: line 1: SyntaxError: invalid syntax\n"
-        "[STDERR:END]")  # fmt: skip
+        "[FAILED] Code exited with status 1.\n[STDERR:BEGIN]\nError: line 1: SyntaxError: invalid syntax\n[STDERR:END]"
+    )
     flood = run("while True:\n    print('y' * 1000)").text
     assert flood.startswith("[FAILED] Code exited with status 137 with mixed output:\n[STDOUT:BEGIN]\nyyy")
     assert flood.endswith("[STDERR:BEGIN]\nOutput limit exceeded: more than 16384 bytes were printed; "

@@ -16,8 +16,10 @@ from factory.sandbox import CODE_TASK_IMPORTS, sandbox_capabilities
 
 LCB = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks" / "livecodebench_v5.parquet"
 TOOL = CodeTool()  # the default profile: CODE_TASK_IMPORTS
-PAIRING = ("import sys\nfrom collections import Counter\n"
-           "print(sum(c // 2 for c in Counter(sys.stdin.read().split()).values()))")
+PAIRING = (
+    "import sys\nfrom collections import Counter\n"
+    "print(sum(c // 2 for c in Counter(sys.stdin.read().split()).values()))"
+)
 
 
 def run(argument, **kwargs):
@@ -37,8 +39,9 @@ def test_the_default_profile_is_the_code_task_one():
 
 
 def test_afm_layout_splits_program_and_stdin():
-    argument = "```py\nimport sys\n```\n```python\nprint(sys.stdin.read().split())\n```\n" \
-               "```sh\n1 2\n```\n```bash\n3\n```"
+    argument = (
+        "```py\nimport sys\n```\n```python\nprint(sys.stdin.read().split())\n```\n```sh\n1 2\n```\n```bash\n3\n```"
+    )
     assert program_and_stdin(argument) == ("import sys\n\nprint(sys.stdin.read().split())", "1 2\n\n3\n")
     assert program_and_stdin("```python\nprint(1)\n```") == ("print(1)", None)
     assert program_and_stdin("print(1)") == ("print(1)", None)
@@ -64,8 +67,10 @@ def test_stdin_by_keyword_and_the_hint_when_there_is_none():
 def test_the_modules_contest_programs_use_import():
     wanted = ("sys", "io", "heapq", "bisect", "random", "string", "operator", "copy", "dataclasses", "typing")
     assert set(wanted) <= set(CODE_TASK_IMPORTS)
-    source = f"import {', '.join(wanted)}\nprint(heapq.nsmallest(1, [3, 1]), bisect.bisect([1, 3], 2), " \
-             "string.ascii_lowercase[:3], operator.mul(6, 7), copy.deepcopy([[1]]), io.StringIO('x').read())"
+    source = (
+        f"import {', '.join(wanted)}\nprint(heapq.nsmallest(1, [3, 1]), bisect.bisect([1, 3], 2), "
+        "string.ascii_lowercase[:3], operator.mul(6, 7), copy.deepcopy([[1]]), io.StringIO('x').read())"
+    )
     assert stdout_of(run(source).text) == "[1] 1 abc 42 [[1]] x"
     refused = run("import os\nos.listdir('/')")  # not in the profile
     assert not refused.ok and "[STDERR:BEGIN]\nRejected: line 1: import of 'os' is not allowed" in refused.text
@@ -75,8 +80,10 @@ def test_the_kernel_layers_still_hold_with_sys_and_io():
     caps = sandbox_capabilities()
     if not caps["landlock_abi"]:
         pytest.skip("kernel without Landlock")
-    read = run("import sys\ntry:\n    print(sys.modules['io'].open('/etc/passwd').read())\nexcept OSError as e:\n"
-               "    print(type(e).__name__)")  # fmt: skip
+    read = run(
+        "import sys\ntry:\n    print(sys.modules['io'].open('/etc/passwd').read())\nexcept OSError as e:\n"
+        "    print(type(e).__name__)"
+    )
     assert stdout_of(read.text) == "PermissionError"
     write = run("import sys\nsys.modules['io'].open('/tmp/escaped_by_code_tool', 'w')")
     assert not write.ok and "PermissionError" in write.text and not Path("/tmp/escaped_by_code_tool").exists()
@@ -100,8 +107,10 @@ def test_a_code_tool_program_reaches_no_network():
     with socket.create_server(("127.0.0.1", 0)) as server:
         server.settimeout(0.2)
         port = server.getsockname()[1]
-        connect = (f"{GADGET}socket = REAL_IMPORT('socket')\nimport sys\n"
-                   f"print(sys.version_info >= (3,))\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)\n")
+        connect = (
+            f"{GADGET}socket = REAL_IMPORT('socket')\nimport sys\n"
+            f"print(sys.version_info >= (3,))\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+        )
         result = run(connect)
         assert not result.ok and result.text.startswith("[FAILED] Code exited with status ")
         assert "[STDOUT:BEGIN]\nTrue\n[STDOUT:END]" in result.text  # it ran, with sys, up to the connect
@@ -115,8 +124,11 @@ def test_a_code_tool_program_reads_nothing_outside_its_scratch_dir(tmp_path):
         pytest.skip("kernel without Landlock")
     secret = tmp_path / "secret.txt"
     secret.write_text("the expected output")
-    for reader in (f"B.open({str(secret)!r}).read()", f"sys.modules['io'].open({str(secret)!r}).read()",
-                   f"sys.modules['io'].FileIO({str(secret)!r}).read()"):  # fmt: skip
+    for reader in (
+        f"B.open({str(secret)!r}).read()",
+        f"sys.modules['io'].open({str(secret)!r}).read()",
+        f"sys.modules['io'].FileIO({str(secret)!r}).read()",
+    ):
         result = run(f"{GADGET}import sys\nprint({reader})")
         assert not result.ok and "PermissionError" in result.text, result.text
         assert "expected output" not in result.text

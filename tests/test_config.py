@@ -107,8 +107,10 @@ def test_a_pass_rate_policy_with_a_bad_base_url_fails_when_the_filter_file_loads
     from factory.cli import main
 
     path = tmp_path / "filters.yaml"
-    path.write_text("filters:\n  - name: hard\n    kind: pass_rate\n    tasks: t.jsonl\n"
-                    "    policy: {model: m, base_url: 'ftp://127.0.0.1/v1'}\n")  # fmt: skip
+    path.write_text(
+        "filters:\n  - name: hard\n    kind: pass_rate\n    tasks: t.jsonl\n"
+        "    policy: {model: m, base_url: 'ftp://127.0.0.1/v1'}\n"
+    )
     assert main(["filter", str(tmp_path / "run"), "--config", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {path}: filters.0 (hard): policy: field 'base_url': 'ftp://127.0.0.1/v1' is not")

@@ -41,6 +41,9 @@ def test_without_the_training_field_axolotl_trains_the_mistakes(rows):
     entry = {key: value for key, value in axolotl_dataset("out/messages").items() if key != "message_field_training"}
     samples = axolotl_samples(qwen_tokenizer(), rows, entry)
     tokenizer = qwen_tokenizer()
-    differing = [row["id"] for row, sample in zip(rows, samples)
-                 if trained(sample["labels"]) != trained(render(row, tokenizer).labels)]  # fmt: skip
+    differing = [
+        row["id"]
+        for row, sample in zip(rows, samples)
+        if trained(sample["labels"]) != trained(render(row, tokenizer).labels)
+    ]
     assert set(differing) == {"refine:p0", "refine:p1", "refine:p2"}

@@ -101,8 +101,9 @@ def test_without_the_export_llamafactory_trains_the_mistakes(tmp_path, monkeypat
     (out / "sharegpt" / "dataset_info.json").write_text(
         '{"plain": {"file_name": "train-00000-of-00001.parquet", "formatting": "sharegpt", '
         '"columns": {"messages": "conversations"}}}'
-    )  # fmt: skip
-    samples = llamafactory_samples(monkeypatch, tmp_path, qwen_tokenizer(), dataset_dir=str(out / "sharegpt"),
-                                   dataset="plain", template="qwen")  # fmt: skip
+    )
+    samples = llamafactory_samples(
+        monkeypatch, tmp_path, qwen_tokenizer(), dataset_dir=str(out / "sharegpt"), dataset="plain", template="qwen"
+    )
     with pytest.raises(AssertionError, match="labels differ from render"):
         check_rows_against_render(samples, all_rows(out, "sharegpt"))

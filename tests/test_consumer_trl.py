@@ -57,8 +57,11 @@ def trl_labels(dataset: datasets.Dataset, tmp_path, **config) -> tuple[list[list
     for i, row in enumerate(prepared):
         start = 0
         for length in row.get("seq_lengths") or [len(row["input_ids"])]:
-            row_labels = batch["labels"][0, offset + start : offset + start + length] if flat else \
-                batch["labels"][i, start : start + length]  # fmt: skip
+            row_labels = (
+                batch["labels"][0, offset + start : offset + start + length]
+                if flat
+                else batch["labels"][i, start : start + length]
+            )
             labels.append(row_labels.tolist())
             input_ids.append(row["input_ids"][start : start + length])
             start += length
@@ -87,8 +90,10 @@ def test_trl_trains_exactly_the_rendered_tokens(exported, tmp_path):
     assert all(any(label != IGNORE for label in got) for got in labels)
 
 
-@pytest.mark.parametrize("config", [{"completion_only_loss": True}, {"packing": True, "max_length": 4096},
-                                    {"padding_free": True, "max_length": None}])  # fmt: skip
+@pytest.mark.parametrize(
+    "config",
+    [{"completion_only_loss": True}, {"packing": True, "max_length": 4096}, {"padding_free": True, "max_length": None}],
+)
 def test_trl_loss_switches_and_packing_keep_the_masks_in_place(exported, tmp_path, config):
     labels, input_ids = trl_labels(trl_export(exported), tmp_path, **config)
     check_against_render(exported, labels, input_ids)

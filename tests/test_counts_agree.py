@@ -65,8 +65,10 @@ def card_counts(readme: str) -> tuple[int, int, dict[str, tuple[int, int]]]:
     """(kept, trajectories in the run, {split: (rows, trajectories)}) as the card's sentence states them."""
     kept, total = map(int, re.search(r"Kept (\d+) of (\d+) trajectories in the run", readme).groups())
     found = re.search(r"By split: (.*?); total weight", readme).group(1)
-    splits = {name: (int(rows), int(trajectories))
-              for name, rows, trajectories in re.findall(r"(\w+) (\d+) rows \((\d+) trajectories\)", found)}
+    splits = {
+        name: (int(rows), int(trajectories))
+        for name, rows, trajectories in re.findall(r"(\w+) (\d+) rows \((\d+) trajectories\)", found)
+    }
     return kept, total, splits
 
 
@@ -99,8 +101,10 @@ def test_report_card_and_files_agree(run, tmp_path, upsample, file_type):
     assert total == int(totals["trajectories"]) == len(KEPT) + len(UNVERIFIED) + len(DROPPED)
     assert (int(totals["unverified"]), int(totals["dropped"])) == (len(UNVERIFIED), len(DROPPED))
     assert float(totals["kept_weight"]) == len(KEPT) + 1  # the upsampled row weighs 2, copies or not
-    tile = re.search(r'<div class="k">kept \(exported\)</div><div class="v">([\d,]+) / ([\d,]+)</div>',
-                     report.read_text(encoding="utf-8"))
+    tile = re.search(
+        r'<div class="k">kept \(exported\)</div><div class="v">([\d,]+) / ([\d,]+)</div>',
+        report.read_text(encoding="utf-8"),
+    )
     assert tile.groups() == (str(len(KEPT)), str(total))
 
 
@@ -120,8 +124,9 @@ def test_report_command_takes_the_exports_split_options(run, tmp_path, capsys):
     args = parser.parse_args(["report", str(run), "--out", str(tmp_path / "r.html"), "--validation", "0.3",
                               "--upsample", "repeat", "--seed", "other"])  # fmt: skip
     assert args.func(args) == 0
-    result = export_dataset(run, tmp_path / "out", ExportOptions(formats=["messages"], validation=0.3,
-                                                                 upsample="repeat"))  # fmt: skip
+    result = export_dataset(
+        run, tmp_path / "out", ExportOptions(formats=["messages"], validation=0.3, upsample="repeat")
+    )
     _, splits = report_counts((tmp_path / "r.html").read_text(encoding="utf-8"))
     assert {name: rows for name, (rows, _) in splits.items()} == result.selected
     bad = parser.parse_args(["report", str(run), "--validation", "2"])

@@ -30,8 +30,13 @@ def refine_trajectory(number: int) -> Trajectory:
     mistake = TurnError(type="parameter", feedback="There is no brass key here.")
     turns = [
         Turn(role="user", content=f"Task {number}: open the chest. You are in the hall.", kind="observation"),
-        Turn(role="assistant", content="Thought: take the key.\nAction: take(brass key)", loss=False,
-             kind="thought_action", error=mistake),  # fmt: skip
+        Turn(
+            role="assistant",
+            content="Thought: take the key.\nAction: take(brass key)",
+            loss=False,
+            kind="thought_action",
+            error=mistake,
+        ),
         Turn(role="user", content="Observation: There is no brass key here.", kind="observation"),
         Turn(role="assistant", content="Thought: look around.\nAction: look()", loss=True, kind="thought_action"),
         Turn(role="user", content="Observation: You see an iron key.", kind="observation"),
@@ -62,30 +67,46 @@ def add_coa(store: Store, trajectory_id: str, task_id: str, source: str = "coa",
     store.upsert("trajectories", row)
     status = "answered" if verified else "exhausted"
     trace_source = "mas" if source == "coa" else "import:openai"
-    store.upsert("coa_traces", {"trace_id": trajectory_id, "task_id": task_id, "source": trace_source,
-                                "status": status, "variant": "mas"})  # fmt: skip
+    store.upsert(
+        "coa_traces",
+        {"trace_id": trajectory_id, "task_id": task_id, "source": trace_source, "status": status, "variant": "mas"},
+    )
 
 
 def verdict(store: Store, trajectory_id: str, name: str, keep: bool, reason: str | None = None,
             weight: float = 1.0, split: str | None = None) -> None:  # fmt: skip
-    store.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep, reason, weight, split, config_hash) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?)", [trajectory_id, name, keep, reason, weight, split, "h-" + name])
+    store.execute(
+        "INSERT INTO filter_verdicts (trajectory_id, filter, keep, reason, weight, split, config_hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [trajectory_id, name, keep, reason, weight, split, "h-" + name],
+    )
 
 
 def add_provenance(store: Store) -> None:
     system = json.dumps([{"role": "system", "content": "You write scripts."}, {"role": "user", "content": "go"}])
-    for i, (stage, model, cost) in enumerate([("script", "local", None), ("trajectory", "local", None),
-                                              ("coa_planner", "openai/gpt-4o-mini", 0.0125)]):  # fmt: skip
+    for i, (stage, model, cost) in enumerate(
+        [("script", "local", None), ("trajectory", "local", None), ("coa_planner", "openai/gpt-4o-mini", 0.0125)]
+    ):
         store.upsert("llm_calls", {"request_hash": f"h{i}", "run_id": "run1", "stage": stage, "provider": "p",
                                    "model": model, "messages": system, "status": "ok", "prompt_tokens": 100 + i,
                                    "completion_tokens": 10, "cost_usd": cost, "cache_hits": 0})  # fmt: skip
     config = json.dumps({"llm": {"model": "local", "temperature": 0.7, "max_tokens": 1024}})
-    store.upsert("runs", {"run_id": "run1", "command": "refine", "config": config, "started_at": utcnow(),
-                          "status": "done"})  # fmt: skip
-    for position, (name, kind) in enumerate([("complexity", "complexity"), ("dedup", "dedup"),
-                                             ("upsample", "upsample")]):  # fmt: skip
-        store.upsert("filter_configs", {"filter": name, "position": position, "kind": kind,
-                                        "params": json.dumps({"min_turns": 3}), "config_hash": "h-" + name})
+    store.upsert(
+        "runs", {"run_id": "run1", "command": "refine", "config": config, "started_at": utcnow(), "status": "done"}
+    )
+    for position, (name, kind) in enumerate(
+        [("complexity", "complexity"), ("dedup", "dedup"), ("upsample", "upsample")]
+    ):
+        store.upsert(
+            "filter_configs",
+            {
+                "filter": name,
+                "position": position,
+                "kind": kind,
+                "params": json.dumps({"min_turns": 3}),
+                "config_hash": "h-" + name,
+            },
+        )
 
 
 def make_run(run_dir: Path) -> Path:
@@ -230,8 +251,11 @@ def sharegpt_shape_problems(row: dict) -> list[str]:
     messages = row["conversations"]
     if messages and messages[0]["from"] == "system":
         messages = messages[1:]
-    problems = [f"turn {i}: {m['from']}" for i, m in enumerate(messages)
-                if m["from"] not in (("human", "observation"), ("gpt", "function_call"))[i % 2]]  # fmt: skip
+    problems = [
+        f"turn {i}: {m['from']}"
+        for i, m in enumerate(messages)
+        if m["from"] not in (("human", "observation"), ("gpt", "function_call"))[i % 2]
+    ]
     if len(messages) % 2:
         problems.append("odd number of turns")
     return problems
@@ -281,8 +305,16 @@ def test_sharegpt_joins_same_side_turns_and_drops_a_trailing_observation(tmp_pat
              Turn(role="assistant", content="cat b.txt", loss=True, error=TurnError(type="logic")),
              Turn(role="tool", content="no such file")]  # fmt: skip
     with Store.open(tmp_path / "run") as store:
-        store.upsert("trajectories", {"trajectory_id": "import:x", "source": "import", "task_id": "x",
-                                      "verified": True, "turns": json.dumps([t.model_dump() for t in turns])})
+        store.upsert(
+            "trajectories",
+            {
+                "trajectory_id": "import:x",
+                "source": "import",
+                "task_id": "x",
+                "verified": True,
+                "turns": json.dumps([t.model_dump() for t in turns]),
+            },
+        )
     export_dataset(tmp_path / "run", tmp_path / "out", ExportOptions(formats=["sharegpt", "messages"]))
     (row,) = all_rows(tmp_path / "out", "sharegpt")
     assert row["conversations"] == [

@@ -69,6 +69,7 @@ def test_exported_distilled_rows_are_kept_and_masked_alike_by_afm_s_trainer(tmp_
     pytest.importorskip("transformers")
     from afm_rows import code_rows, mas_rows
     from test_afm_trainer_masking import mismatches, qwen_like_tokenizer
+
     from train.data import read_rows
 
     distilled = {f"coa:{i}": row for i, row in enumerate(code_rows() + mas_rows())}

@@ -16,5 +16,6 @@ def test_rows_without_a_positive_correctness_check_are_counted_in_a_warning(tmp_
         store.execute("UPDATE trajectories SET correct = NULL WHERE trajectory_id = ?", [unchecked])
     result = export_dataset(run, tmp_path / "out", ExportOptions(formats=["sharegpt"]))
     [warning] = [warning for warning in result.warnings if "correctness" in warning]
-    assert warning.startswith(f"2 of {len(COA_KEPT)} exported task rows have no positive correctness check "
-                              "(correct=false: 1, unchecked: 1)")  # fmt: skip
+    assert warning.startswith(
+        f"2 of {len(COA_KEPT)} exported task rows have no positive correctness check (correct=false: 1, unchecked: 1)"
+    )

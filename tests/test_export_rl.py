@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from filter_rows import add_coa, add_rollouts, write_config
 
 from factory.coa.afm import make_blocks, render_multiturn, render_single
 from factory.coa.tasks import load_tasks
@@ -29,7 +30,6 @@ from factory.export.verl import RLOptions
 from factory.filters import run_filters
 from factory.records import to_conversations
 from factory.store import Store
-from filter_rows import add_coa, add_rollouts, write_config
 
 TASKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks"
 FILES = ["math500.parquet", "amc23.parquet", "livecodebench_v5.parquet", "nq_full.jsonl"]
@@ -121,7 +121,9 @@ def test_one_row_per_low_pass_rate_query_and_none_in_both(run):
     assert not any(row["id"].startswith("coa:") and row["task_id"] in ids for row in sft)
     math4 = tasks["math500.parquet"][4].id
     assert next(r for r in rows if r["extra_info"]["task_id"] == math4)["extra_info"]["trajectory_ids"] == [
-        f"coa:{math4}", f"coa:{math4}#2"]  # fmt: skip
+        f"coa:{math4}",
+        f"coa:{math4}#2",
+    ]
     assert any("rl: 1 query also in an SFT split" in w for w in result.warnings)
     assert result.rl.rows == len(ids) and result.rl.trajectories == len(ids) + 2  # + the second and the one in both
 
@@ -132,8 +134,7 @@ def test_rows_have_verl_fields_and_carry_the_task_file(run):
     names = ["code_agent/rl-00000-of-00001.parquet", "web_agent/rl-00000-of-00001.parquet"]
     assert [p.relative_to(root / "out" / "verl").as_posix() for p in paths] == names
     assert [p.as_posix() for p in result.rl.files] == [f"verl/{name}" for name in names]
-    assert any("2 RL folders" in w and "verl/web_agent/" in w and "one RL run per folder" in w
-               for w in result.warnings)  # fmt: skip
+    assert any("2 RL folders" in w and "verl/web_agent/" in w and "one RL run per folder" in w for w in result.warnings)
     message = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
     for path in paths:
         schema = pq.read_schema(path)
@@ -236,7 +237,9 @@ def test_each_run_folder_loads_whole_in_afm_fork_and_verl(run, tmp_path):
     folders = run_folders(root / "out")
     ours = {name: [row for path in paths for row in pq.read_table(path).to_pylist()] for name, paths in folders.items()}
     assert {name: {row["data_source"] for row in rows} for name, rows in ours.items()} == {
-        "code_agent": {"MATH500", "amc23", "skywork_livecodebench_v5"}, "web_agent": {"nq"}}  # fmt: skip
+        "code_agent": {"MATH500", "amc23", "skywork_livecodebench_v5"},
+        "web_agent": {"nq"},
+    }
     loaders = [afm_fork_dataset]
     if importlib.util.find_spec("verl"):
         loaders.append(lambda paths: verl_dataset(paths, tmp_path)[0])
@@ -285,8 +288,9 @@ def test_verl_reward_functions_score_the_references(run):
 
 def test_rl_split_without_task_files_is_a_note_not_sft_rows(run, tmp_path):
     root, tasks, _result = run
-    result = export_dataset(root / "run", tmp_path, ExportOptions(formats=["afm"], validation=0),
-                            rl=RLOptions())  # the run's configs name no task file  # fmt: skip
+    result = export_dataset(
+        root / "run", tmp_path, ExportOptions(formats=["afm"], validation=0), rl=RLOptions()
+    )  # the run's configs name no task file
     assert result.rl.rows == 0 and not (tmp_path / "verl").exists()
     assert any("not written: no task file" in w for w in result.warnings)
     assert sorted(p.name for p in (tmp_path / "afm").iterdir()) == ["dataset_info.json", "train-00000-of-00001.parquet"]
@@ -298,8 +302,9 @@ def test_jsonl_and_another_split_name(run, tmp_path):
     """Name `train` the RL split: its queries become verl rows (and `rl` is then an SFT split)."""
     root, tasks, _result = run
     rl = RLOptions(split="train", tasks=[str(TASKS / "math500.parquet")])
-    result = export_dataset(root / "run", tmp_path, ExportOptions(formats=["afm"], file_type="jsonl", validation=0),
-                            rl=rl)  # fmt: skip
+    result = export_dataset(
+        root / "run", tmp_path, ExportOptions(formats=["afm"], file_type="jsonl", validation=0), rl=rl
+    )
     rows = [json.loads(line) for p in sorted((tmp_path / "verl").glob("*/train-*.jsonl")) for line in p.open()]
     assert rows and all(list(row) == VERL_COLUMNS for row in rows)
     assert {row["extra_info"]["split"] for row in rows} == {"train"}

@@ -20,8 +20,10 @@ def add_call(store: Store, key: str, stage: str, kind: str | None, error: str | 
 
 
 def add_verdict(store: Store, tid: str, attempt: int, ok: bool, rule: str | None = None, reason: str = "") -> None:
-    store.upsert("verdicts", {"trajectory_id": tid, "attempt": attempt, "ok": ok, "rule": rule, "reason": reason,
-                              "created_at": T0})  # fmt: skip
+    store.upsert(
+        "verdicts",
+        {"trajectory_id": tid, "attempt": attempt, "ok": ok, "rule": rule, "reason": reason, "created_at": T0},
+    )
 
 
 @pytest.fixture
@@ -35,8 +37,18 @@ def run(tmp_path):
         add_verdict(store, "refine:p3", 1, False, "dm_disagrees", "step 4: the DM said valid, the world says 'no map'")
         add_verdict(store, "refine:p1", 0, False, "llm_error", "format: a thought left blank")
         add_verdict(store, "refine:p1", 1, True)
-        store.upsert("coa_traces", {"trace_id": "coa:q5", "task_id": "t5", "source": "mas", "variant": "mas",
-                                    "status": "timeout", "reason": "ran past 300 s after 4 events", "created_at": T0})
+        store.upsert(
+            "coa_traces",
+            {
+                "trace_id": "coa:q5",
+                "task_id": "t5",
+                "source": "mas",
+                "variant": "mas",
+                "status": "timeout",
+                "reason": "ran past 300 s after 4 events",
+                "created_at": T0,
+            },
+        )
         add_call(store, "a", "script", "server", "HTTP 500 from http://127.0.0.1:1/v1\ntrace")
         add_call(store, "b", "trajectory", "server", "HTTP 500 from http://127.0.0.1:1/v1")
         add_call(store, "c", "coa_planner", "context_length", "prompt of 9000 tokens")
@@ -136,5 +148,5 @@ def test_the_report_has_a_failures_section_per_stage_with_examples(run, tmp_path
     failures = html.split('<section id="failures">')[1].split("</section>")[0]
     for table in ("failures-scripts", "failures-verify", "failures-traces", "failures-calls"):
         assert f'data-table="{table}"' in failures
-    assert "goal requires unknown location &#x27;…&#x27;</td><td class=\"num\">2</td><td>p7:0 try 0</td>" in failures
+    assert 'goal requires unknown location &#x27;…&#x27;</td><td class="num">2</td><td>p7:0 try 0</td>' in failures
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in failures

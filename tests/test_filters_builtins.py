@@ -25,8 +25,9 @@ def test_complexity_counts_tool_calls_on_coa_and_actions_on_refine(run_dir, tmp_
     assert v["coa:q2"][1] == "too few tool calls: 3 < 5"
     assert v["refine:p1"][1] == "too few tool calls: 4 < 5"  # 4 assistant turns = 4 actions
     assert v["refine:p3"][1] == "too few tool calls: 0 < 5"  # unparseable stats: judged on nothing, not a crash
-    run_filters(run_dir, write_config(tmp_path, "filters: [{name: c, kind: complexity, min_tool_calls: null, "
-                                                "min_turns: 12}]"))
+    run_filters(
+        run_dir, write_config(tmp_path, "filters: [{name: c, kind: complexity, min_tool_calls: null, min_turns: 12}]")
+    )
     assert kept(run_dir, "c") == {"coa:q1", "coa:q3", "import:x1", "refine:p2"}
     assert verdicts(run_dir, "c")["refine:p1"][1] == "too few turns: 9 < 12"
 
@@ -35,8 +36,13 @@ def test_reflection_uses_reflections_or_replans_for_coa_and_corrections_for_refi
     run_filters(run_dir, write_config(tmp_path, "filters: [{name: r, kind: reflection}]"))
     assert kept(run_dir, "r") == {"coa:q1", "coa:q3", "import:x1", "refine:p1"}  # q3 has a replan only
     assert verdicts(run_dir, "r")["refine:p2"][1] == "too few corrections: 0 < 1"
-    run_filters(run_dir, write_config(tmp_path, "filters: [{name: r, kind: reflection, count_replans: false, "
-                                                "min_reflections: 2, min_corrections: 3}]"))
+    run_filters(
+        run_dir,
+        write_config(
+            tmp_path,
+            "filters: [{name: r, kind: reflection, count_replans: false, min_reflections: 2, min_corrections: 3}]",
+        ),
+    )
     assert kept(run_dir, "r") == {"import:x1"}
     assert verdicts(run_dir, "r")["coa:q1"][1] == "too few reflections: 1 reflections < 2"
 
@@ -48,8 +54,10 @@ def test_correctness_choices_and_unknown(run_dir, tmp_path):
     assert v["coa:q2"][1] == "incorrect: em=0 'lyon'"
     assert v["coa:q4"][1] == "not verified: unclosed_tag"
     assert v["coa:q3"][1] == "correctness unknown: correct is NULL"  # kept, with the note
-    run_filters(run_dir, write_config(tmp_path, "filters: [{name: ok, kind: correctness, require: [correct], "
-                                                "unknown_passes: false}]"))
+    run_filters(
+        run_dir,
+        write_config(tmp_path, "filters: [{name: ok, kind: correctness, require: [correct], unknown_passes: false}]"),
+    )
     assert kept(run_dir, "ok") == {"coa:q1", "import:x1"}
     run_filters(run_dir, write_config(tmp_path, "filters: [{name: ok, kind: correctness, require: [verified]}]"))
     assert kept(run_dir, "ok") == {"coa:q1", "coa:q2", "coa:q3", "import:x1", "refine:p1", "refine:p2"}
@@ -85,8 +93,13 @@ def test_dedup_keeps_the_first_and_names_it(run_dir, tmp_path):
 
 def test_dedup_where_limits_the_candidates(run_dir, tmp_path):
     with Store.open(run_dir) as store:  # the verified copy of a failed first row survives when failures are left out
-        add_coa(store, "coa:q5", "Which river flows through the city of Vienna and then into the Black Sea", 9,
-                stats=coa_stats(6))
+        add_coa(
+            store,
+            "coa:q5",
+            "Which river flows through the city of Vienna and then into the Black Sea",
+            9,
+            stats=coa_stats(6),
+        )
     run_filters(run_dir, write_config(tmp_path, "filters: [{name: d, kind: dedup, near: false, where: verified}]"))
     v = verdicts(run_dir, "d")
     assert v["coa:q5"][0] is True and v["coa:q4"][:2] == (True, None)
@@ -97,9 +110,17 @@ def test_dedup_falls_back_to_the_first_turn(tmp_path):
     first_turn = json.dumps([{"role": "user", "content": "Sort these numbers: 3 1 2", "loss": False}])
     with Store.open(tmp_path) as store:
         for n in range(3):
-            store.upsert("trajectories", {"trajectory_id": f"import:z{n}", "source": "import", "verified": True,
-                                          "turns": first_turn if n < 2 else None, "prompt": "Other prompt",
-                                          "created_at": T0 + timedelta(minutes=n)})
+            store.upsert(
+                "trajectories",
+                {
+                    "trajectory_id": f"import:z{n}",
+                    "source": "import",
+                    "verified": True,
+                    "turns": first_turn if n < 2 else None,
+                    "prompt": "Other prompt",
+                    "created_at": T0 + timedelta(minutes=n),
+                },
+            )
     run_filters(tmp_path, write_config(tmp_path, "filters: [{name: d, kind: dedup}]"))
     v = verdicts(tmp_path, "d")
     assert v["import:z1"][:2] == (False, "duplicate of import:z0")
@@ -107,8 +128,13 @@ def test_dedup_falls_back_to_the_first_turn(tmp_path):
 
 
 def test_upsample_and_split(run_dir, tmp_path):
-    run_filters(run_dir, write_config(tmp_path, "filters: [{name: up, kind: upsample, weight: 3}, "
-                                                "{name: sp, kind: split, splits: {sft: 0.5, rl: 0.5}}]"))
+    run_filters(
+        run_dir,
+        write_config(
+            tmp_path,
+            "filters: [{name: up, kind: upsample, weight: 3}, {name: sp, kind: split, splits: {sft: 0.5, rl: 0.5}}]",
+        ),
+    )
     up = verdicts(run_dir, "up")
     assert up["coa:q1"] == (True, "upsampled: recovered from a low double-check score", 3.0, None)
     assert up["refine:p1"] == (True, "upsampled: recovered from 2 mistake(s)", 3.0, None)
@@ -124,11 +150,15 @@ def test_split_puts_every_row_of_a_task_in_one_split(tmp_path):
     with Store.open(tmp_path) as store:
         for i in range(30):
             add_coa(store, f"coa:r{i}", f"question number {i // 3}", i, task_id=f"task{i // 3}", stats=coa_stats(5))
-    run_filters(tmp_path, write_config(tmp_path, "filters: [{name: sp, kind: split, "
-                                                 "splits: {train: 0.8, validation: 0.1, test: 0.1}}]"))
+    run_filters(
+        tmp_path,
+        write_config(tmp_path, "filters: [{name: sp, kind: split, splits: {train: 0.8, validation: 0.1, test: 0.1}}]"),
+    )
     with Store.open(tmp_path, read_only=True) as store:
-        per_task = store.query("SELECT t.task_id, count(DISTINCT v.split) FROM filter_verdicts v "
-                               "JOIN trajectories t USING (trajectory_id) GROUP BY 1")
+        per_task = store.query(
+            "SELECT t.task_id, count(DISTINCT v.split) FROM filter_verdicts v "
+            "JOIN trajectories t USING (trajectory_id) GROUP BY 1"
+        )
         sizes = dict(store.query("SELECT split, count(*) FROM filter_verdicts GROUP BY 1"))
     assert len(per_task) == 10 and all(n == 1 for _, n in per_task)
     assert sizes["train"] > sizes.get("validation", 0) and set(sizes) <= {"train", "validation", "test"}
@@ -149,8 +179,11 @@ def test_split_point_matches_the_plain_md5_modulo(tmp_path):
 
     keys = ["", "task-1", "p42", "script:p7", "ünïcödé ключ", "x" * 500, "salt" + "task-999999"]
     with Store.open(tmp_path) as store:
-        rows = store.query(f"SELECT k, md5_number(k) % 1000000, {md5_mod('k', 1_000_000)}, md5_number(k) % 7, "
-                           f"{md5_mod('k', 7)} FROM unnest(?::VARCHAR[]) u(k)", [keys])  # fmt: skip
+        rows = store.query(
+            f"SELECT k, md5_number(k) % 1000000, {md5_mod('k', 1_000_000)}, md5_number(k) % 7, "
+            f"{md5_mod('k', 7)} FROM unnest(?::VARCHAR[]) u(k)",
+            [keys],
+        )
     assert len(rows) == len(keys)
     for key, plain, split, plain7, split7 in rows:
         assert (split, split7) == (plain, plain7), key
@@ -172,8 +205,9 @@ def test_normalised_fast_path_matches_the_full_normalisation(tmp_path):
 
 def test_redundancy_keeps_a_refine_row_whose_turns_are_not_json(run_dir, tmp_path):
     with Store(run_dir / "factory.duckdb") as store:
-        store.execute("UPDATE trajectories SET turns = '[{\"role\": \"assistant\", \"content\": ' "
-                      "WHERE trajectory_id = 'refine:p1'")
+        store.execute(
+            'UPDATE trajectories SET turns = \'[{"role": "assistant", "content": \' WHERE trajectory_id = \'refine:p1\''
+        )
     run_filters(run_dir, write_config(tmp_path, "filters: [{name: red, kind: redundancy}]"))
     v = verdicts(run_dir, "red")
     assert v["refine:p1"] == (True, None, 1.0, None)

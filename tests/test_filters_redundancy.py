@@ -14,7 +14,7 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
-from filter_rows import afm, add_coa, coa_stats, seed_run, verdicts, write_config
+from filter_rows import add_coa, afm, coa_stats, seed_run, verdicts, write_config
 
 from factory.filters import run_filters
 from factory.store import Store
@@ -71,8 +71,9 @@ def test_sql_redundancy_matches_the_brute_force_reference(tmp_path: Path, simila
             completion = afm(*[(rng.choice(["web_search", "crawl_page", "code"]), text) for text in inputs])
             add_coa(store, tid, f"question {minute}", minute, completion=completion, stats=coa_stats(len(inputs)))
         store.execute(f"UPDATE trajectories SET tool_inputs = NULL WHERE {STORED[inputs_from]}")
-    run_filters(tmp_path, write_config(tmp_path, f"filters: [{{name: red, kind: redundancy, "
-                                                 f"similarity: {similarity}}}]"))  # fmt: skip
+    run_filters(
+        tmp_path, write_config(tmp_path, f"filters: [{{name: red, kind: redundancy, similarity: {similarity}}}]")
+    )
     got = {tid for tid, (keep, *_rest) in verdicts(tmp_path, "red").items() if not keep}
     expected = {tid for tid, inputs in rows.items() if brute_force_redundant(inputs, similarity)}
     assert got == expected
@@ -99,8 +100,14 @@ def test_a_tie_names_the_earliest_repeat(tmp_path: Path):
     with Store.open(tmp_path) as store:
         for minute in range(20):  # DuckDB's parallel aggregate picks among equals at random without an order
             inputs = [f"beta {minute}", f"alpha {minute}", f"beta {minute}", f"alpha {minute}"]
-            add_coa(store, f"coa:t{minute}", f"question {minute}", minute,
-                    completion=afm(*[("web_search", text) for text in inputs]), stats=coa_stats(4))
+            add_coa(
+                store,
+                f"coa:t{minute}",
+                f"question {minute}",
+                minute,
+                completion=afm(*[("web_search", text) for text in inputs]),
+                stats=coa_stats(4),
+            )
     run_filters(tmp_path, write_config(tmp_path, "filters: [{name: red, kind: redundancy}]"))
     reasons = {tid: reason for tid, (_keep, reason, *_rest) in verdicts(tmp_path, "red").items()}
     assert reasons == {f"coa:t{m}": f"repeated tool input: 'beta {m}' x2" for m in range(20)}

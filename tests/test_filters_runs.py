@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from filter_rows import (ALL_BUILTINS, add_coa, add_rollouts, coa_stats, seed_run, verdict_times, verdicts,
-                         write_config)
+from filter_rows import ALL_BUILTINS, add_coa, add_rollouts, coa_stats, seed_run, verdict_times, verdicts, write_config
 from loopback_server import ok
 
 from factory.errors import ConfigError, FactoryError
@@ -30,8 +29,15 @@ def test_pass_rate_keeps_hard_queries_and_reports_uniform_groups(run_dir, tmp_pa
         add_rollouts(store, "task-q3", "policy", [True] * 4 + [False] * 4 + [None] * 8)  # 0.5 of 8 judged
         add_rollouts(store, "task-q4", "policy", [False] * 3)  # too few
         add_rollouts(store, "task-q1", "other", [True] * 8)  # another model's rollouts do not count
-        add_coa(store, "coa:c1", "Write a function that reverses a list", 10, task_id="task-c1", domain="code",
-                stats=coa_stats(5))
+        add_coa(
+            store,
+            "coa:c1",
+            "Write a function that reverses a list",
+            10,
+            task_id="task-c1",
+            domain="code",
+            stats=coa_stats(5),
+        )
         add_rollouts(store, "task-c1", "policy", [True] * 8)
     config = write_config(tmp_path, "filters: [{name: pr, kind: pass_rate, model: policy, sources: [coa, import]}]")
     report = run_filters(run_dir, config)
@@ -53,7 +59,9 @@ def test_pass_rate_keeps_hard_queries_and_reports_uniform_groups(run_dir, tmp_pa
 
 
 def test_raw_sql_filter_with_sources_and_where(run_dir, tmp_path):
-    config = write_config(tmp_path, """
+    config = write_config(
+        tmp_path,
+        """
 filters:
   - name: answered
     sql: "final_answer IS NOT NULL OR completion LIKE '%<answer>%'"
@@ -62,7 +70,8 @@ filters:
     sql: "n_turns >= 12 AND coalesce(reason, '') NOT LIKE '%;%'"  # a ';' inside a string is fine
     sources: [coa]
     where: verified
-""")
+""",
+    )
     run_filters(run_dir, config)
     answered = verdicts(run_dir, "answered")
     with Store.open(run_dir, read_only=True) as store:
@@ -75,26 +84,35 @@ filters:
     assert long_coa["import:x1"][:2] == (True, None) and long_coa["refine:p1"][:2] == (True, None)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("filters: [{name: a, kind: complexity\n", "not valid YAML at line"),
-    ("filters: [{name: a, kind: sparkle}]", "filters.0 (a): field 'kind': unknown filter kind 'sparkle' (use one of:"),
-    ("filters: [{name: a}]", "field 'kind': missing 'kind' (or 'sql')"),
-    ("filters: [{name: a, kind: [complexity]}]", "field 'kind': unknown filter kind '['complexity']'"),
-    ("filters: [3]", "filters.0: expected a mapping with 'name' and 'kind' (or 'sql'), got int"),
-    ("filters: [{name: a, kind: complexity, min_tools: 5}]", "filters.0 (a): field 'min_tools': unknown field"),
-    ("filters: [{name: a, kind: complexity, min_tool_calls: -1}]", "field 'min_tool_calls': Input should be greater"),
-    ("filters: [{name: a, kind: split, splits: {sft: 0.5, rl: 0.2}}]", "split shares must be >= 0 and sum to 1"),
-    ("filters: [{name: a, kind: pass_rate}]", "name the policy model's rollouts label"),
-    ("filters: [{name: a, sql: 'true'}, {name: a, sql: 'false'}]", "filters.1: field 'name': 'a' is used twice"),
-    ("filters: []", "field 'filters': expected a non-empty list"),
-    ("filter: [{name: a, sql: 'true'}]", "field 'filter': unknown field"),
-    ("filters: [{name: 'bad name', sql: 'true'}]", "field 'name': String should match pattern"),
-    ("filters: [{name: a, sql: 'no_such_column > 1'}]", "filter 'a' field 'sql': Binder Error: Referenced column"),
-    ("filters: [{name: a, sql: 'n_turns >'}]", "filter 'a' field 'sql': Parser Error: syntax error"),
-    ("filters: [{name: a, sql: 'n_turns'}]", "field 'sql': must be a true/false predicate, got a INTEGER"),
-    ("filters: [{name: a, sql: 'true) ; DROP TABLE trajectories; SELECT (1'}]", "field 'sql': one predicate only"),
-    ("filters: [{name: a, kind: dedup, where: 'nope = 1'}]", "filter 'a' field 'where': Binder Error"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("filters: [{name: a, kind: complexity\n", "not valid YAML at line"),
+        (
+            "filters: [{name: a, kind: sparkle}]",
+            "filters.0 (a): field 'kind': unknown filter kind 'sparkle' (use one of:",
+        ),
+        ("filters: [{name: a}]", "field 'kind': missing 'kind' (or 'sql')"),
+        ("filters: [{name: a, kind: [complexity]}]", "field 'kind': unknown filter kind '['complexity']'"),
+        ("filters: [3]", "filters.0: expected a mapping with 'name' and 'kind' (or 'sql'), got int"),
+        ("filters: [{name: a, kind: complexity, min_tools: 5}]", "filters.0 (a): field 'min_tools': unknown field"),
+        (
+            "filters: [{name: a, kind: complexity, min_tool_calls: -1}]",
+            "field 'min_tool_calls': Input should be greater",
+        ),
+        ("filters: [{name: a, kind: split, splits: {sft: 0.5, rl: 0.2}}]", "split shares must be >= 0 and sum to 1"),
+        ("filters: [{name: a, kind: pass_rate}]", "name the policy model's rollouts label"),
+        ("filters: [{name: a, sql: 'true'}, {name: a, sql: 'false'}]", "filters.1: field 'name': 'a' is used twice"),
+        ("filters: []", "field 'filters': expected a non-empty list"),
+        ("filter: [{name: a, sql: 'true'}]", "field 'filter': unknown field"),
+        ("filters: [{name: 'bad name', sql: 'true'}]", "field 'name': String should match pattern"),
+        ("filters: [{name: a, sql: 'no_such_column > 1'}]", "filter 'a' field 'sql': Binder Error: Referenced column"),
+        ("filters: [{name: a, sql: 'n_turns >'}]", "filter 'a' field 'sql': Parser Error: syntax error"),
+        ("filters: [{name: a, sql: 'n_turns'}]", "field 'sql': must be a true/false predicate, got a INTEGER"),
+        ("filters: [{name: a, sql: 'true) ; DROP TABLE trajectories; SELECT (1'}]", "field 'sql': one predicate only"),
+        ("filters: [{name: a, kind: dedup, where: 'nope = 1'}]", "filter 'a' field 'where': Binder Error"),
+    ],
+)
 def test_bad_config_is_one_line_naming_file_and_field(run_dir, tmp_path, text, message):
     path = write_config(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
@@ -198,21 +216,45 @@ def test_example_config_runs(run_dir):
 
 def test_pass_rate_samples_missing_rollouts_through_factory_passrate(server, fast_config, tmp_path):
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("\n".join(json.dumps(row) for row in [
-        {"id": 1, "question": "What is the capital of France?", "answer": "Paris", "data_source": "mini"},
-        {"id": 2, "question": "What is the capital of Peru?", "answer": "Lima", "data_source": "mini"},
-    ]))
-    server.route("capital of France", *[ok(f"<think>Recall.</think>\n<answer>{city}</answer>")
-                                        for city in ("Paris", "Lyon", "Nice", "Lille")])
+    tasks.write_text(
+        "\n".join(
+            json.dumps(row)
+            for row in [
+                {"id": 1, "question": "What is the capital of France?", "answer": "Paris", "data_source": "mini"},
+                {"id": 2, "question": "What is the capital of Peru?", "answer": "Lima", "data_source": "mini"},
+            ]
+        )
+    )
+    server.route(
+        "capital of France",
+        *[ok(f"<think>Recall.</think>\n<answer>{city}</answer>") for city in ("Paris", "Lyon", "Nice", "Lille")],
+    )
     server.route("capital of Peru", *[ok("<think>Recall.</think>\n<answer>Cusco</answer>")] * 4)
     with Store.open(tmp_path) as store:
         add_coa(store, "coa:m1", "What is the capital of France?", 1, task_id="mini/1", stats=coa_stats(5))
         add_coa(store, "coa:m2", "What is the capital of Peru?", 2, task_id="mini/2", stats=coa_stats(5))
-    policy = fast_config().model_dump(mode="json", include={"model", "base_url", "timeout_s", "max_retries",
-                                                             "backoff_base_s", "backoff_max_s"})
-    config = write_config(tmp_path, yaml.safe_dump({"filters": [{
-        "name": "pr", "kind": "pass_rate", "model": "policy-a", "tasks": str(tasks), "policy": policy,
-        "samples": 4, "min_samples": 4, "concurrency": 2}]}))
+    policy = fast_config().model_dump(
+        mode="json", include={"model", "base_url", "timeout_s", "max_retries", "backoff_base_s", "backoff_max_s"}
+    )
+    config = write_config(
+        tmp_path,
+        yaml.safe_dump(
+            {
+                "filters": [
+                    {
+                        "name": "pr",
+                        "kind": "pass_rate",
+                        "model": "policy-a",
+                        "tasks": str(tasks),
+                        "policy": policy,
+                        "samples": 4,
+                        "min_samples": 4,
+                        "concurrency": 2,
+                    }
+                ]
+            }
+        ),
+    )
     report = run_filters(tmp_path, config)
     assert report.sampled["pr"]["rollouts"] == 8 and len(server.requests) == 8
     v = verdicts(tmp_path, "pr")
@@ -243,16 +285,24 @@ def test_report_counts_a_filter_that_lost_rows_or_holds_orphans(run_dir, tmp_pat
     run_filters(run_dir, write_config(tmp_path, ALL_BUILTINS))
     with Store.open(run_dir) as store:
         store.execute("DELETE FROM filter_verdicts WHERE filter = 'complex' AND trajectory_id = 'refine:p2'")
-        store.execute("INSERT INTO filter_verdicts SELECT 'gone:1', filter, false, 'too few tool calls: 0 < 5', "
-                      "weight, split, config_hash, created_at FROM filter_verdicts WHERE filter = 'reflective' LIMIT 1")
-        runs = [FilterRun(n, k, p, "unchanged", 0, 0.0) for n, k, p in
-                store.query("SELECT filter, kind, position FROM filter_configs ORDER BY position")]
+        store.execute(
+            "INSERT INTO filter_verdicts SELECT 'gone:1', filter, false, 'too few tool calls: 0 < 5', "
+            "weight, split, config_hash, created_at FROM filter_verdicts WHERE filter = 'reflective' LIMIT 1"
+        )
+        runs = [
+            FilterRun(n, k, p, "unchanged", 0, 0.0)
+            for n, k, p in store.query("SELECT filter, kind, position FROM filter_configs ORDER BY position")
+        ]
         report = build_report(store, runs, {}, {})
         expected = store.query("""
             SELECT v.filter, coalesce(t.source, '?'), v.keep, count(*) FROM filter_verdicts v
             LEFT JOIN trajectories t USING (trajectory_id) GROUP BY ALL""")
-    counted = {(o.name, s, keep): n for o in report.filters
-               for keep, side in ((True, o.kept_by_source), (False, o.dropped_by_source)) for s, n in side.items()}
+    counted = {
+        (o.name, s, keep): n
+        for o in report.filters
+        for keep, side in ((True, o.kept_by_source), (False, o.dropped_by_source))
+        for s, n in side.items()
+    }
     assert counted == {(name, source, keep): n for name, source, keep, n in expected}
     reflects = next(o for o in report.filters if o.name == "reflective")
     assert reflects.dropped_by_source["?"] == 1 and reflects.drop_reasons["too few tool calls"] == 1

@@ -72,7 +72,7 @@ def test_full_disk_stops_the_batch_keeps_every_answer_and_the_rerun_asks_only_th
     filler.unlink()
     rerun = subprocess.run(smoke_command(server.base_url, run_dir), capture_output=True, text=True, timeout=180)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    again = server.hashes()[len(first):]
+    again = server.hashes()[len(first) :]
     assert not set(again) & set(first), "a request answered before the disk filled was asked again"
     with Store.open(run_dir, read_only=True) as store:
         rows, ok, attempts = store.query(
@@ -85,8 +85,10 @@ def test_full_disk_stops_the_batch_keeps_every_answer_and_the_rerun_asks_only_th
 def test_passrate_stops_on_a_full_disk_and_the_rerun_samples_only_the_rest(server, small_disk, tmp_path):
     """The pass-rate sampler lets the store failure end the command (it used to record it per slot)."""
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("".join(f'{{"id": "q{i}", "question": "Capital of France? #{i}", "answer": "Paris"}}\n'
-                             for i in range(40)), encoding="utf-8")  # fmt: skip
+    tasks.write_text(
+        "".join(f'{{"id": "q{i}", "question": "Capital of France? #{i}", "answer": "Paris"}}\n' for i in range(40)),
+        encoding="utf-8",
+    )
     server.default = Action(content="<answer>Paris</answer>", delay_s=0.1)
     command = [sys.executable, "-m", "factory.cli", "passrate", str(small_disk / "run"), "--tasks", str(tasks),
                "--model", "loopback", "--base-url", server.base_url, "-q", "--n", "8", "--concurrency", "16",
@@ -103,7 +105,7 @@ def test_passrate_stops_on_a_full_disk_and_the_rerun_samples_only_the_rest(serve
     filler.unlink()
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert not set(server.hashes()[len(first):]) & set(first)
+    assert not set(server.hashes()[len(first) :]) & set(first)
     with Store.open(small_disk / "run", read_only=True) as store:
         assert store.query("SELECT count(*), count(*) FILTER (correct) FROM rollouts") == [(320, 320)]
 
@@ -134,8 +136,9 @@ AS_COMPLETED_BATCH = textwrap.dedent("""
 
 def test_a_batch_of_item_tasks_ends_with_one_line_not_a_traceback_per_task(server, small_disk):
     server.default = Action(delay_s=0.1)
-    script = AS_COMPLETED_BATCH.format(tests=os.path.dirname(__file__), url=server.base_url,
-                                       store=str(small_disk / "s.duckdb"))  # fmt: skip
+    script = AS_COMPLETED_BATCH.format(
+        tests=os.path.dirname(__file__), url=server.base_url, store=str(small_disk / "s.duckdb")
+    )
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
     wait_for(lambda: len(server.requests) >= 40, proc)
     fill(small_disk)

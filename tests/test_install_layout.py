@@ -24,8 +24,10 @@ def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     return next(out.glob("factory-*.whl"))
 
@@ -41,8 +43,10 @@ def test_installed_wheel_finds_its_data(wheel, tmp_path):
     target = tmp_path / "site"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert install.returncode == 0, install.stderr[-2000:]
     code = "import factory.paths as p, factory.prompts as q; print(p.prompts_dir()); print(q.load_prompt('smoke/system')[:20])"
     # Run from an empty folder with only the installed copy on the path, never the checkout.

@@ -1,8 +1,8 @@
 """Request pacing: the RPM limiter really spaces requests; Retry-After parsing."""
 
 import asyncio
-from email.utils import formatdate
 import time
+from email.utils import formatdate
 
 from test_llm_faults import ask
 

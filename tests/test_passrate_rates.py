@@ -1,10 +1,10 @@
 """Pass rates over a real DuckDB rollouts table: only the current --n samples count."""
 
 from loopback_server import ok
+from test_passrate import run_cli
 
 from factory.passrate import pass_rates, summarize
 from factory.store import Store, utcnow
-from test_passrate import run_cli
 
 
 def add_rollouts(store: Store, task_id: str, correct: list[bool | None], model: str = "m") -> None:

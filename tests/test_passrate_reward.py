@@ -24,13 +24,15 @@ def script_style(task):
     """The same task under another id, tested by SCRIPT, with a prompt the server can tell apart."""
     prompt = [dict(message) for message in task.prompt]
     prompt[-1]["content"] += SCRIPT_MARKER
-    return task.model_copy(update={"id": task.id + "-script", "prompt": prompt,
-                                   "tests": {**task.tests, "functional": SCRIPT}})  # fmt: skip
+    return task.model_copy(
+        update={"id": task.id + "-script", "prompt": prompt, "tests": {**task.tests, "functional": SCRIPT}}
+    )
 
 
 def test_hacking_rollouts_get_reward_zero_and_real_ones_one(server, fast_config, tmp_path):
     stdin_task, call_task = shared_tasks(
-        "livecodebench_v5.parquet", "skywork_livecodebench_v5/abc374_a", "skywork_livecodebench_v5/3610")
+        "livecodebench_v5.parquet", "skywork_livecodebench_v5/abc374_a", "skywork_livecodebench_v5/3610"
+    )
     tasks = [stdin_task, call_task, script_style(call_task)]
     hacks = {fenced(STDIN_TRICKS[name]) for name in STDIN_HACKS} | {fenced(CALL_TRICKS[name]) for name in CALL_HACKS}
     server.route(SAN, *[ok(fenced(STDIN_TRICKS[name])) for name in STDIN_HACKS], ok(fenced(SAN_RIGHT)))
@@ -43,7 +45,8 @@ def test_hacking_rollouts_get_reward_zero_and_real_ones_one(server, fast_config,
     assert outcome["llm_failures"] == outcome["check_errors"] == 0 and len(rows) == 15
     hacked = [row for row in rows if row["completion"] in hacks]
     assert len(hacked) == 12 and all((row["correct"], row["score"]) == (False, 0.0) for row in hacked), [
-        row["detail"] for row in hacked if row["correct"]]  # fmt: skip
+        row["detail"] for row in hacked if row["correct"]
+    ]
     real = [row for row in rows if row["completion"] not in hacks]
     assert [(row["correct"], row["score"]) for row in real] == [(True, 1.0)] * 3, [row["detail"] for row in real]
     assert rates == {task.id: 0.2 for task in tasks}

@@ -18,8 +18,20 @@ from factory.errors import FactoryError
 from factory.llm import LLMClient
 from factory.paths import personas_dir
 from factory.personas import (
-    LIBRARY_SOURCE, Persona, dedup_personas, exact_duplicate_pairs, expand_personas, jaccard, load_library,
-    load_personas, near_duplicate_pairs, sample_personas, save_personas, shingles, stored_personas, text_id,
+    LIBRARY_SOURCE,
+    Persona,
+    dedup_personas,
+    exact_duplicate_pairs,
+    expand_personas,
+    jaccard,
+    load_library,
+    load_personas,
+    near_duplicate_pairs,
+    sample_personas,
+    save_personas,
+    shingles,
+    stored_personas,
+    text_id,
 )  # fmt: skip
 from factory.store import Store
 
@@ -145,7 +157,9 @@ def test_persona_hub_field_names_work_as_they_are(tmp_path):
 def test_csv_parquet_and_json_array(tmp_path):
     (tmp_path / "p.csv").write_text('id,persona\nx1,"A tailor, in Accra"\nx2,"A poet\nwho writes in two lines"\n')
     assert [(p.id, p.text) for p in load_personas(tmp_path / "p.csv")] == [
-        ("x1", "A tailor, in Accra"), ("x2", "A poet\nwho writes in two lines")]  # fmt: skip
+        ("x1", "A tailor, in Accra"),
+        ("x2", "A poet\nwho writes in two lines"),
+    ]
     pq.write_table(pa.table({"persona": ["A nurse in Oslo", "A pilot in Quito"]}), tmp_path / "p.parquet")
     assert [p.text for p in load_personas(tmp_path / "p.parquet")] == ["A nurse in Oslo", "A pilot in Quito"]
     (tmp_path / "p.json").write_text(json.dumps([{"persona": "A judge in Lima"}]))
@@ -255,13 +269,18 @@ def expansion_reply(body):
     """Replies keyed on the seed: new personas, a copy of a seed, a copy across seeds, one too many."""
     prompt = " ".join(str(m.get("content")) for m in body["messages"])
     if "baker in Lyon" in prompt:
-        items = [("flour supplier", FLOUR), ("old friend", SEEDS[1].text),
-                 ("apprentice", "A 19-year-old pastry apprentice in Lyon who dreams of Paris")]  # fmt: skip
+        items = [
+            ("flour supplier", FLOUR),
+            ("old friend", SEEDS[1].text),
+            ("apprentice", "A 19-year-old pastry apprentice in Lyon who dreams of Paris"),
+        ]
     else:
-        items = [("rival coach", "A rival chess coach in Mumbai whose students keep beating the Pune club"),
-                 ("supplier", FLOUR.replace("organic", "Organic!")),
-                 ("parent", "A parent who drives a student to every chess match"),
-                 ("fourth", "A fourth persona, left out because only three were asked for")]  # fmt: skip
+        items = [
+            ("rival coach", "A rival chess coach in Mumbai whose students keep beating the Pune club"),
+            ("supplier", FLOUR.replace("organic", "Organic!")),
+            ("parent", "A parent who drives a student to every chess match"),
+            ("fourth", "A fourth persona, left out because only three were asked for"),
+        ]
     return json.dumps({"personas": [{"relation": r, "persona": p} for r, p in items]})
 
 
@@ -277,9 +296,12 @@ def test_expansion_dedups_sets_parents_and_counts_failures(server, fast_config, 
     outcome = asyncio.run(go())
     assert outcome.failures == 1 and outcome.failed == [("s3", "schema")]
     texts = [p.text for p in outcome.personas]
-    assert texts == [FLOUR, "A 19-year-old pastry apprentice in Lyon who dreams of Paris",
-                     "A rival chess coach in Mumbai whose students keep beating the Pune club",
-                     "A parent who drives a student to every chess match"]  # fmt: skip
+    assert texts == [
+        FLOUR,
+        "A 19-year-old pastry apprentice in Lyon who dreams of Paris",
+        "A rival chess coach in Mumbai whose students keep beating the Pune club",
+        "A parent who drives a student to every chess match",
+    ]
     assert [p.parent_id for p in outcome.personas] == ["s1", "s1", "s2", "s2"]
     assert outcome.personas[0].tags == {"relation": "flour supplier"} and outcome.personas[0].id == text_id(FLOUR)
     assert sorted(d.duplicate_of for d in outcome.dropped) == [text_id(FLOUR), "s2"]  # copies of a seed and a sibling

@@ -205,5 +205,7 @@ def test_an_unknown_export_format_is_named_with_the_choices(tmp_path, capsys):
     path.write_text("pipeline:\n  export: {formats: [sharegtp]}\n")
     assert main(["run", "-c", str(path), "-q"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("field 'pipeline.export.formats': unknown format 'sharegtp' "
-                        "(formats: sharegpt, messages, afm, llamafactory, trl, or all)")  # fmt: skip
+    assert err.endswith(
+        "field 'pipeline.export.formats': unknown format 'sharegtp' "
+        "(formats: sharegpt, messages, afm, llamafactory, trl, or all)"
+    )

@@ -41,8 +41,11 @@ def test_a_coa_pipeline_trains_on_the_afm_export(server, tmp_path, capsys):
     route_solutions(server)
     filters = tmp_path / "filters.yaml"
     filters.write_text("filters: [{name: correct, kind: correctness, require: [verified, correct]}]\n")
-    train = {"config": str(REPO / "examples" / "train_tiny.yaml"), "format": "afm",
-             "overrides": {"optim.max_steps": 1, "save_steps": 0, "data.validation_fraction": 0.0}}  # fmt: skip
+    train = {
+        "config": str(REPO / "examples" / "train_tiny.yaml"),
+        "format": "afm",
+        "overrides": {"optim.max_steps": 1, "save_steps": 0, "data.validation_fraction": 0.0},
+    }
     config = write_pipeline(tmp_path, server, filters, export={"formats": ["afm"], "validation": 0.0}, train=train)
     code_, out, _ = run(config, capsys)
     assert code_ == 0, out

@@ -4,7 +4,19 @@ import asyncio
 import io
 
 from loopback_server import Action, ok
-from test_coa_mas import ANSWERER, CODE, PLANNER, REFLECTOR, VERIFIER, answer, code, make_config, plan, reflect, write_tasks
+from test_coa_mas import (
+    ANSWERER,
+    CODE,
+    PLANNER,
+    REFLECTOR,
+    VERIFIER,
+    answer,
+    code,
+    make_config,
+    plan,
+    reflect,
+    write_tasks,
+)
 from tqdm import tqdm
 
 from factory.coa import run_coa
@@ -50,8 +62,9 @@ def test_postfix_wording():
 
 
 def test_the_coa_bar_shows_the_errors_and_tokens_of_its_calls(server, fast_config, tmp_path, capsys):
-    tasks = write_tasks(tmp_path / "m.jsonl", {"id": 1, "question": "2+2?", "answer": "4", "domain": "math",
-                                               "data_source": "t"})  # fmt: skip
+    tasks = write_tasks(
+        tmp_path / "m.jsonl", {"id": 1, "question": "2+2?", "answer": "4", "domain": "math", "data_source": "t"}
+    )
     for marker, reply in ((PLANNER, plan()), (CODE, code("print(2 + 2)")), (REFLECTOR, reflect(ready=True)),
                           (ANSWERER, answer("4")), (VERIFIER, ok(status=500))):  # fmt: skip
         server.route(marker, reply)

@@ -69,8 +69,9 @@ def test_a_prompts_dir_that_is_not_a_folder_is_one_line(value, tmp_path, capsys,
     assert main(["smoke", "-c", "run.yaml", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert err == (f"error: run.yaml: field 'prompts_dir': {value} is not a folder "
-                   "(a folder of <name>.md prompt overrides)")
+    assert err == (
+        f"error: run.yaml: field 'prompts_dir': {value} is not a folder (a folder of <name>.md prompt overrides)"
+    )
 
 
 def test_the_folder_digest_changes_when_a_prompt_is_edited(tmp_path):
@@ -93,8 +94,9 @@ def test_a_refine_run_plays_its_trajectory_with_the_overridden_system_prompt(ser
     server.content = thinking_model
     config = factory.FactoryConfig(run_dir=tmp_path / "run", prompts_dir=folder)
     config.llm.model, config.llm.base_url = "m", server.base_url
-    config.refine = config.refine.model_copy(update={"count": 1, "scripts": "procedural", "with_code": False,
-                                                     "trajectories": "scaffolded"})  # fmt: skip
+    config.refine = config.refine.model_copy(
+        update={"count": 1, "scripts": "procedural", "with_code": False, "trajectories": "scaffolded"}
+    )
     from factory.refine.batch import run_refine
 
     outcome = run_refine(config, progress=False)

@@ -56,7 +56,10 @@ def test_the_check_sees_a_missing_file_and_a_file_without_a_row(tmp_path):
     (tmp_path / "README.md").write_text(
         "| file | used by |\n|---|---|\n| `coa/{planner,gone}.md` | roles |\n| `coa/tools/<tool>.md` | tools |\n"
         "| `coa/nothing_*.md` | none |\n"
-    )  # fmt: skip
-    assert problems(tmp_path) == ["row names a missing file: coa/gone.md", "row names a missing file: coa/nothing_*.md",
-                                  "no row for coa/extra.md"]  # fmt: skip
+    )
+    assert problems(tmp_path) == [
+        "row names a missing file: coa/gone.md",
+        "row names a missing file: coa/nothing_*.md",
+        "no row for coa/extra.md",
+    ]
     assert expand("p/system_{math,code}.md") == ["p/system_math.md", "p/system_code.md"]

@@ -36,10 +36,14 @@ def sent(server, marker: str) -> int:
 
 # What OpenAI sends (platform docs: error codes), under 200 from a proxy that wraps it.
 OPENAI_AUTH = dict(message="Incorrect API key provided: sk-abc.", type="invalid_request_error", code="invalid_api_key")
-OPENAI_CONTEXT = dict(message="This model's maximum context length is 8192 tokens. However, your messages resulted "
-                      "in 9100 tokens.", type="invalid_request_error", code="context_length_exceeded")  # fmt: skip
-OPENAI_RATE = dict(message="Rate limit reached for gpt-4o-mini on requests per min (RPM).", type="requests",
-                   code="rate_limit_exceeded")  # fmt: skip
+OPENAI_CONTEXT = dict(
+    message="This model's maximum context length is 8192 tokens. However, your messages resulted in 9100 tokens.",
+    type="invalid_request_error",
+    code="context_length_exceeded",
+)
+OPENAI_RATE = dict(
+    message="Rate limit reached for gpt-4o-mini on requests per min (RPM).", type="requests", code="rate_limit_exceeded"
+)
 OPENAI_SERVER = dict(message="The server had an error while processing your request.", type="server_error")
 
 

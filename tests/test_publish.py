@@ -64,8 +64,9 @@ class FakeHub(BaseHTTPRequestHandler):
 
     def _record(self) -> bytes:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.requests.append({"method": self.command, "path": self.path, "body": body,
-                              "auth": self.headers.get("Authorization")})  # fmt: skip
+        self.requests.append(
+            {"method": self.command, "path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+        )
         return body
 
     def do_GET(self):
@@ -88,8 +89,9 @@ class FakeHub(BaseHTTPRequestHandler):
             return self._reply(200, {"errors": [], "warnings": []})
         if "/preupload/" in self.path:
             files = json.loads(body)["files"]
-            return self._reply(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                                               for f in files]})  # fmt: skip
+            return self._reply(
+                200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]}
+            )
         if "/commit/" in self.path:
             return self._reply(200, {"commitUrl": f"{self.base}/datasets/org/name/commit/abc123",
                                      "commitOid": "abc123", "pullRequestUrl": None})  # fmt: skip
@@ -123,7 +125,9 @@ def test_local_folder_reads_back_with_load_dataset(run_dir, tmp_path):
     tag = sharegpt_files.fingerprint
     assert re.fullmatch(r"[0-9a-f]{12}", tag)
     assert sorted(p.relative_to(folder).as_posix() for p in (folder / "data" / "sharegpt").iterdir()) == [
-        f"data/sharegpt/train-{tag}-00000-of-00001.parquet", f"data/sharegpt/validation-{tag}-00000-of-00001.parquet"]
+        f"data/sharegpt/train-{tag}-00000-of-00001.parquet",
+        f"data/sharegpt/validation-{tag}-00000-of-00001.parquet",
+    ]
     sharegpt = datasets.load_dataset(str(folder), "sharegpt")
     assert set(sharegpt) == {"train", "validation"}
     assert {row["id"] for split in sharegpt.values() for row in split} == KEPT
@@ -173,10 +177,13 @@ def tiny_chat_tokenizer():
     vocab = {"[UNK]": 0, "<|im_start|>": 1, "<|im_end|>": 2}
     backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")  # fmt: skip
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", eos_token="<|im_end|>",
-                                   chat_template=template)  # fmt: skip
+    template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="[UNK]", eos_token="<|im_end|>", chat_template=template
+    )
 
 
 def test_messages_config_goes_through_trl(hub_folder):
@@ -219,12 +226,14 @@ def test_push_creates_the_repo_and_sends_one_commit(run_dir, hub, monkeypatch):
     validated = next(r for r in hub.requests if r["path"] == "/api/validate-yaml")
     assert json.loads(validated["body"])["repoType"] == "dataset"
     lines = commit_lines(hub)
-    added = {line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines
-             if line["key"] == "file"}  # fmt: skip
+    added = {
+        line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines if line["key"] == "file"
+    }
     expected = {"README.md"} | {f"data/{fmt.folder.name}/{path.name}" for fmt in result.export.formats
                                 for paths in fmt.files.values() for path in paths}  # fmt: skip
-    expected |= {f"data/{fmt.name}/dataset_info.json" for fmt in result.export.formats
-                 if fmt.name in ("afm", "llamafactory")}  # the trainers' dataset lists  # fmt: skip
+    expected |= {
+        f"data/{fmt.name}/dataset_info.json" for fmt in result.export.formats if fmt.name in ("afm", "llamafactory")
+    }  # the trainers' dataset lists
     assert set(added) == expected and any(p.startswith("data/afm/") for p in added)
     assert [line["value"]["path"] for line in lines if line["key"] == "deletedFile"] == [STALE]
     assert b"config_name: sharegpt" in added["README.md"] and b'load_dataset("org/name"' in added["README.md"]
@@ -251,7 +260,7 @@ def test_a_hub_refusal_is_a_one_line_error(run_dir, hub):
 
 def test_a_card_the_hub_rejects_is_a_one_line_error(run_dir, hub):
     hub.bad_card = True
-    with pytest.raises(ExportError, match="Invalid metadata in README.md. - \"license\" must be one of") as info:
+    with pytest.raises(ExportError, match='Invalid metadata in README.md. - "license" must be one of') as info:
         publish(run_dir, repo_id="org/name", token="hf_x", endpoint=hub.base)
     assert "\n" not in str(info.value)
     assert not [r for r in hub.requests if "/commit/" in r["path"]]
@@ -280,10 +289,10 @@ def test_publish_command_writes_a_local_folder(run_dir, tmp_path, capsys):
 def test_export_command(run_dir, tmp_path, capsys):
     parser = argparse.ArgumentParser()
     add_export_parser(parser.add_subparsers())
-    args = parser.parse_args(["export", str(run_dir), "--format", "afm", "--out", str(tmp_path), "--jsonl",
-                              "--validation", "0"])  # fmt: skip
+    args = parser.parse_args(
+        ["export", str(run_dir), "--format", "afm", "--out", str(tmp_path), "--jsonl", "--validation", "0"]
+    )
     assert args.func(args) == 0
     printed = capsys.readouterr().out
     assert f"afm: train {len(COA_KEPT)}" in printed and "dataset card:" in printed
     assert list((tmp_path / "afm").glob("train-*.jsonl"))
-

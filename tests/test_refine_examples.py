@@ -48,7 +48,10 @@ def test_the_dm_sees_the_rules_and_the_player_does_not():
     turns = build_trajectory("t", script, verify_steps(script, steps).checks, {}).turns
     first = turns[0].content
     assert "allowed when" not in first and "tomatoes_watered" not in first
-    assert "You are in the kitchen. A small kitchen with a sink. You see the watering can. You are carrying nothing." in first
+    assert (
+        "You are in the kitchen. A small kitchen with a sink. You see the watering can. You are carrying nothing."
+        in first
+    )
     assert "litres in [1, 2, 3]" in first  # typed values, as the player sends them
 
 

@@ -22,7 +22,13 @@ from factory.llm import LLMClient
 from factory.paths import prompts_dir
 from factory.refine.grounding import state_after
 from factory.refine.inject import (
-    candidate_positions, draw_target, eligible_positions, fill_thoughts, inject_mistakes, injected_step, open_slots,
+    candidate_positions,
+    draw_target,
+    eligible_positions,
+    fill_thoughts,
+    inject_mistakes,
+    injected_step,
+    open_slots,
 )  # fmt: skip
 from factory.refine.pipeline import refine_one
 from factory.refine.quality import refine_quality
@@ -65,8 +71,11 @@ class WorldPlayer:
             story = [from_wire(json.loads(line)) for line in lines if line.startswith("{")]
         schema = body["response_format"]["json_schema"]["schema"]
         missing = schema["properties"].get(MISSING_THOUGHTS, {}).get("minItems", 0)
-        thoughts = [self.thought(format_action(s["action"]["name"], s["action"]["params"]))
-                    for s in story if s["thought"].startswith("<missing thought")]  # fmt: skip
+        thoughts = [
+            self.thought(format_action(s["action"]["name"], s["action"]["params"]))
+            for s in story
+            if s["thought"].startswith("<missing thought")
+        ]
         assert len(thoughts) == missing
         self.written += thoughts
         reply = {"steps": [to_wire(s) for s in self.play(state_after(self.script, story))]}
@@ -156,8 +165,10 @@ def test_each_rows_mistake_count_is_drawn_from_the_config(server, fast_config, t
     assert set(counts) == {2, 3} and min(counts.values()) >= 5, counts  # the player makes none: all injected
 
 
-@pytest.mark.parametrize("mix, expected", [({"location": 1}, {"location": 1.0}),
-                                           ({"parameter": 3, "unknown_action": 1}, {"parameter": 0.75, "logic": 0.25})])  # fmt: skip
+@pytest.mark.parametrize(
+    "mix, expected",
+    [({"location": 1}, {"location": 1.0}), ({"parameter": 3, "unknown_action": 1}, {"parameter": 0.75, "logic": 0.25})],
+)
 def test_the_error_mix_follows_the_config(server, fast_config, tmp_path, mix, expected):
     settings = RefineConfig(with_code=False, seed=9, error_mix=mix, mistake_counts={3: 1})
     verified, store, _ = run_rows(server, fast_config, tmp_path, settings, rows=24)

@@ -11,8 +11,8 @@ from test_refine_world import GARDEN
 from factory.llm import LLMClient
 from factory.refine.pipeline import refine_one
 from factory.refine.schemas import to_wire
-from factory.settings import RefineConfig
 from factory.refine.store import refine_funnel, rule_losses
+from factory.settings import RefineConfig
 from factory.store import Store
 
 SCRIPT_MARK = "Write a script for an adventure"
@@ -34,7 +34,11 @@ def go(config, store, settings, persona="p1", checker=None):
 
 # GOOD as a model can write it (its 'attic' is not in the wire's vocabulary): two mistakes of its own.
 PLAYED = [step("go", {"place": "watering_can"}, error="parameter"), *GOOD[1:]]
-CLEAN = [step("take", {"item": "watering_can"}), step("go", {"place": "garden"}), step("water", {"litres": 2}, done=True)]
+CLEAN = [
+    step("take", {"item": "watering_can"}),
+    step("go", {"place": "garden"}),
+    step("water", {"litres": 2}, done=True),
+]
 
 
 def test_a_clean_play_gets_mistakes_injected_inside_it_and_continues(server, fast_config, tmp_path):
@@ -67,7 +71,13 @@ def test_a_clean_play_gets_mistakes_injected_inside_it_and_continues(server, fas
     assert steps[0]["thought"] == "I will take." and steps[2].get("rewritten_thought")  # the correction's new thought
     assert {steps[1]["thought"], steps[2]["thought"], steps[3]["thought"]} <= set(player.written)
     assert all(not c["loss"] for c in conversations if c["from"] == "human")
-    assert refine_funnel(store) == {"personas": 1, "scripts": 1, "verified_scripts": 1, "trajectories": 1, "verified": 1}
+    assert refine_funnel(store) == {
+        "personas": 1,
+        "scripts": 1,
+        "verified_scripts": 1,
+        "trajectories": 1,
+        "verified": 1,
+    }
 
 
 def test_a_failed_check_continues_from_the_verified_prefix(server, fast_config, tmp_path):
@@ -90,7 +100,9 @@ def test_after_a_failed_check_mistakes_go_inside_the_verified_prefix(server, fas
 
     server.content = WorldPlayer(Script.model_validate(GARDEN))
     server.route(SCRIPT_MARK, ok(GARDEN))
-    server.route(TRAJ_MARK, replies([CLEAN[0], CLEAN[1], step("take", {"item": "watering_can"})]))  # not here: unflagged
+    server.route(
+        TRAJ_MARK, replies([CLEAN[0], CLEAN[1], step("take", {"item": "watering_can"})])
+    )  # not here: unflagged
     store = Store(tmp_path / "r.duckdb")
     settings = RefineConfig(with_code=False, seed=1, mistake_counts={2: 1}, first_move_mistakes=0.0)
     assert go(fast_config(), store, settings)
@@ -193,12 +205,15 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
     assert steps[0]["observation"] == "That will not work: the place cannot be watering can."  # the DM's voice
     assert steps[2]["observation"] == "You can only do that in the garden, and you are in the kitchen."
     # an accepted move is narrated by the world, never by the model (whose DM text said "You are in the garden.")
-    assert steps[1]["observation"] == ("take(item=watering_can) worked. You are in the kitchen. A small kitchen. "
-                                       "You see nothing of note. You are carrying the watering can.")  # fmt: skip
+    assert steps[1]["observation"] == (
+        "take(item=watering_can) worked. You are in the kitchen. A small kitchen. "
+        "You see nothing of note. You are carrying the watering can."
+    )
     assert "the rules refuse" in steps[2]["dm_thinking"] and "go(place=garden)" in steps[2]["dm_thinking"]
     conversations = json.loads(store.query("SELECT conversations FROM trajectories")[0][0])
-    assert conversations[0]["value"].endswith("You are in the kitchen. A small kitchen. You see the watering can. "
-                                              "You are carrying nothing.")  # fmt: skip
+    assert conversations[0]["value"].endswith(
+        "You are in the kitchen. A small kitchen. You see the watering can. You are carrying nothing."
+    )
     assert "the place cannot be" in conversations[2]["value"]  # the world's feedback is what the player reads
     provenance = json.loads(store.query("SELECT stats FROM trajectories WHERE verified")[0][0])["provenance"]
     assert provenance["dm_evaluation"] == "world" and provenance["script_source"] == "llm"  # kept with the row

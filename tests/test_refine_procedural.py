@@ -81,4 +81,3 @@ def test_a_procedural_script_is_stored_like_an_llm_one(tmp_path):
         save_script(store, "p8:procedural", "p8", 0, script, [])
         (body,) = store.query("SELECT script FROM scripts")[0]
     assert type(script).model_validate_json(body) == script
-

@@ -124,9 +124,12 @@ def test_every_figure_of_the_quality_report(run_dir):
                              "prefix_words": 5}  # fmt: skip
     # Garden task (3 scripts): 4 trigrams each, 4 distinct; porch task: 8 distinct trigrams. 3 actions per script,
     # locations kitchen, garden, shed / porch.
-    assert q["diversity"] == {"scripts": 4, "task_ngrams": {"n": 3, "distinct": 12, "total": 20, "share": 0.6},
-                              "action_names": {"distinct": 3, "total": 12},
-                              "location_names": {"distinct": 4, "total": 12}}  # fmt: skip
+    assert q["diversity"] == {
+        "scripts": 4,
+        "task_ngrams": {"n": 3, "distinct": 12, "total": 20, "share": 0.6},
+        "action_names": {"distinct": 3, "total": 12},
+        "location_names": {"distinct": 4, "total": 12},
+    }
 
 
 def test_varied_thoughts_do_not_repeat(tmp_path):

@@ -33,11 +33,13 @@ def replayed(tmp_path_factory):
     base_url = server.start_in_thread()
     folder = tmp_path_factory.mktemp("replay")
     personas = write_personas(recordings, folder / "personas.jsonl")
-    config = FactoryConfig.model_validate({
-        "run_dir": str(folder / "run"),
-        "llm": {"model": "replay", "base_url": base_url, "cache": False, "max_retries": 0},
-        "refine": {"personas": str(personas), "count": len(recordings), "with_code": False, "dm_evaluation": "llm"},
-    })  # fmt: skip
+    config = FactoryConfig.model_validate(
+        {
+            "run_dir": str(folder / "run"),
+            "llm": {"model": "replay", "base_url": base_url, "cache": False, "max_retries": 0},
+            "refine": {"personas": str(personas), "count": len(recordings), "with_code": False, "dm_evaluation": "llm"},
+        }
+    )
     try:
         outcome = run_refine(config, progress=False)
     finally:
@@ -97,10 +99,14 @@ def test_calls_per_verified_trajectory_stay_under_the_floor(replayed):
 def test_a_request_the_set_cannot_answer_is_an_http_400_and_a_pending_file(tmp_path):
     server = ReplayServer(load_replay_set(REPLAY_SET), pending_dir=tmp_path / "pending")
     base_url = server.start_in_thread()
-    body = {"model": "replay", "messages": [{"role": "user", "content": "Task: a task nobody recorded."}],
-            "response_format": {"type": "json_schema", "json_schema": {"name": "Trajectory", "schema": {}}}}  # fmt: skip
-    request = urllib.request.Request(f"{base_url}/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})  # fmt: skip
+    body = {
+        "model": "replay",
+        "messages": [{"role": "user", "content": "Task: a task nobody recorded."}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "Trajectory", "schema": {}}},
+    }
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     try:
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=10)

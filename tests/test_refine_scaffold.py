@@ -18,8 +18,8 @@ from factory.llm import LLMClient
 from factory.refine.batch import trajectory_source
 from factory.refine.inject import corrections_before
 from factory.refine.pipeline import refine_one
-from factory.refine.schemas import SCAFFOLD_KEYS, action_schema
 from factory.refine.scaffold import planned_steps, tidy_thought, with_mistakes
+from factory.refine.schemas import SCAFFOLD_KEYS, action_schema
 from factory.refine.script import Script
 from factory.refine.show import format_trajectory
 from factory.refine.verify import verify_steps
@@ -57,9 +57,11 @@ def run_one(config, store, settings):
 
 def test_the_plan_is_the_world_s_shortest_one_with_its_own_narration(script):
     steps = planned_steps(script)
-    assert [s["action"] for s in steps] == [{"name": "take", "params": {"item": "watering_can"}},
-                                            {"name": "go", "params": {"place": "garden"}},
-                                            {"name": "water", "params": {"litres": 1}}]  # typed: 1, not "1"
+    assert [s["action"] for s in steps] == [
+        {"name": "take", "params": {"item": "watering_can"}},
+        {"name": "go", "params": {"place": "garden"}},
+        {"name": "water", "params": {"litres": 1}},
+    ]  # typed: 1, not "1"
     assert [s["evaluation"]["task_done"] for s in steps] == [False, False, True]
     assert steps[1]["observation"].startswith("go(place=garden) worked. You are in the garden.")
     assert verify_steps(script, [{**s, "thought": "I act."} for s in steps], min_corrections=0).ok
@@ -82,17 +84,21 @@ def test_one_call_yields_a_verified_labelled_trajectory(server, fast_config, tmp
     assert run_one(fast_config(), store, SCAFFOLDED)
     assert len(server.requests) == 2  # the script, then the whole plan's thoughts in one call
     schema = server.requests[1]["body"]["response_format"]["json_schema"]["schema"]
-    assert all("const" in i["properties"][SCAFFOLD_KEYS["action"]] for i in schema["properties"]["steps"]["prefixItems"])
-    row = store.query("SELECT trajectory_id, persona_id, verified, reason, conversations, stats, llm_calls, steps "
-                      "FROM trajectories")[0]  # fmt: skip
+    assert all(
+        "const" in i["properties"][SCAFFOLD_KEYS["action"]] for i in schema["properties"]["steps"]["prefixItems"]
+    )
+    row = store.query(
+        "SELECT trajectory_id, persona_id, verified, reason, conversations, stats, llm_calls, steps FROM trajectories"
+    )[0]
     steps = json.loads(row[7])
     assert all(s["thought"].startswith("I think step") for s in steps)  # every thought is the model's
     assert steps[-1]["evaluation"]["task_done"] and sum(bool(s.get("injected")) for s in steps) == 2
     provenance = json.loads(row[5])["provenance"]
     assert provenance == {"llm_calls": 2, "dm_evaluation": "world", "script_source": "llm",
                           "trajectory_source": "scaffolded"}  # fmt: skip
-    shown = format_trajectory(dict(zip(("trajectory_id", "persona_id", "verified", "reason", "conversations", "stats",
-                                        "llm_calls"), row[:7])))  # fmt: skip
+    shown = format_trajectory(
+        dict(zip(("trajectory_id", "persona_id", "verified", "reason", "conversations", "stats", "llm_calls"), row[:7]))
+    )
     assert "trajectory_source scaffolded" in shown and "error, loss=false]" in shown
 
 
@@ -124,8 +130,11 @@ def test_each_action_carries_exactly_its_own_parameters(script):
     schema = action_schema(script)
     jsonschema.validate({"name": "water", "params": {"litres": 2}}, schema)
     jsonschema.validate({"name": "go", "params": {"place": "watering_can"}}, schema)  # a wrong value stays possible
-    for bad in ({"name": "go", "params": {}}, {"name": "go", "params": {"place": "garden", "item": "watering_can"}},
-                {"name": "water", "params": {"place": "garden"}}):  # fmt: skip
+    for bad in (
+        {"name": "go", "params": {}},
+        {"name": "go", "params": {"place": "garden", "item": "watering_can"}},
+        {"name": "water", "params": {"place": "garden"}},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
 

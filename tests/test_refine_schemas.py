@@ -23,7 +23,11 @@ def step(name="go", params=None, error="none", done=False):
 
 
 def test_vocabulary_holds_values_places_and_items():
-    assert script_vocabulary(Script.model_validate(GARDEN)) == ["garden", "kitchen", "watering_can"]  # integers go typed
+    assert script_vocabulary(Script.model_validate(GARDEN)) == [
+        "garden",
+        "kitchen",
+        "watering_can",
+    ]  # integers go typed
 
 
 def test_a_wrong_but_in_vocabulary_value_is_allowed(schema):

@@ -14,11 +14,14 @@ from factory.refine.script import Script
 from factory.refine.solvable import candidate_calls
 from factory.refine.values import NotOfType, typed_value
 from factory.refine.verify import verify_steps
-from factory.refine.world import WorldState, step as world_step
+from factory.refine.world import WorldState
+from factory.refine.world import step as world_step
 
 TEXT_CODE = "def validate(params, state):\n    return params['place'] in ('kitchen', 'garden')"
-NUMBER_CODE = ("def validate(params, state):\n    return state['location'] == 'garden' and "
-               "'watering_can' in state['inventory'] and params['litres'] in (1, 2, 3)")  # fmt: skip
+NUMBER_CODE = (
+    "def validate(params, state):\n    return state['location'] == 'garden' and "
+    "'watering_can' in state['inventory'] and params['litres'] in (1, 2, 3)"
+)
 # What a script writer did before the rule: integers compared as text.
 TEXT_FOR_NUMBERS = NUMBER_CODE.replace("(1, 2, 3)", "('1', '2', '3')")
 

@@ -11,10 +11,12 @@ from factory.refine.verify import verify_steps
 
 def step(name, params, error="none", done=False):
     return {
-        "thought": f"I will {name}.", "action": {"name": name, "params": params},
-        "dm_thinking": "Check the rules.", "observation": "Something happens.",
+        "thought": f"I will {name}.",
+        "action": {"name": name, "params": params},
+        "dm_thinking": "Check the rules.",
+        "observation": "Something happens.",
         "evaluation": {"error": error, "task_done": done},
-    }  # fmt: skip
+    }
 
 
 # Two mistakes, each corrected at the next move, then the task is done.
@@ -70,7 +72,11 @@ def test_each_rule_catches_its_failure(script, steps, rule, at):
 
 
 def test_too_few_corrections_means_start_over(script):
-    clean = [step("take", {"item": "watering_can"}), step("go", {"place": "garden"}), step("water", {"litres": 1}, done=True)]
+    clean = [
+        step("take", {"item": "watering_can"}),
+        step("go", {"place": "garden"}),
+        step("water", {"litres": 1}, done=True),
+    ]
     verdict = verify_steps(script, clean)
     assert verdict.rule == "too_few_corrections" and verdict.restart
     assert verify_steps(script, GOOD, min_corrections=3).rule == "too_few_corrections"

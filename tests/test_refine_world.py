@@ -109,9 +109,14 @@ def test_refusals_speak_to_the_player_with_display_names(script):
     state = WorldState.initial(script)
     assert check_action(script, state, "water", {"litres": 1}).reason.startswith("You can only do that in the garden")
     garden = apply_action(script, state, "go", {"place": "garden"})
-    assert check_action(script, garden, "water", {"litres": 1}).reason == "You need the watering can, but you are not carrying it."
-    assert check_action(script, garden, "take", {"item": "watering_can"}).reason == \
-        "You do not see the watering can here in the garden."  # fmt: skip
+    assert (
+        check_action(script, garden, "water", {"litres": 1}).reason
+        == "You need the watering can, but you are not carrying it."
+    )
+    assert (
+        check_action(script, garden, "take", {"item": "watering_can"}).reason
+        == "You do not see the watering can here in the garden."
+    )
     holding = apply_action(script, state, "take", {"item": "watering_can"})
     again = check_action(script, holding, "take", {"item": "watering_can"})  # a retake: not "there is none"
     assert (again.error_type, again.reason) == ("logic", "You are already carrying the watering can.")
@@ -152,10 +157,14 @@ def test_preconditions_track_the_world(script):
         (lambda s: s["actions"][0]["effects"][0].update(value="where"), "refers to missing parameter 'where'"),
         (lambda s: s["actions"].append(dict(s["actions"][0])), "action names repeat"),
         (lambda s: s["goal"]["conditions"].append({"kind": "player_at", "value": "moon"}), "unknown location 'moon'"),
-        (lambda s: s["goal"]["conditions"].append({"kind": "fact_true", "value": "roses_cut"}),
-         "goal uses fact 'roses_cut', which no action sets and environment.facts does not declare"),
-        (lambda s: s["actions"][2]["preconditions"].append({"kind": "fact_false", "value": "pots_full"}),
-         "action 'water' uses fact 'pots_full', which no action sets"),
+        (
+            lambda s: s["goal"]["conditions"].append({"kind": "fact_true", "value": "roses_cut"}),
+            "goal uses fact 'roses_cut', which no action sets and environment.facts does not declare",
+        ),
+        (
+            lambda s: s["actions"][2]["preconditions"].append({"kind": "fact_false", "value": "pots_full"}),
+            "action 'water' uses fact 'pots_full', which no action sets",
+        ),
         (lambda s: s["actions"][2]["effects"].clear(), "fact 'tomatoes_watered' must be true but no action sets it"),
         (lambda s: s["environment"]["facts"].append({"name": "tomatoes_watered"}), "fact names repeat"),
     ],
@@ -191,7 +200,9 @@ def test_items_in_hand_and_dropped():
     library = Script.model_validate(json.loads((prompts_dir() / "refine" / "script_examples.json").read_text())[1])
     state = WorldState("stacks", [], {"front_desk": ["returned_book"]}, {"return_logged"})
     refused = check_action(library, state, "shelve", {"book": "returned_book", "shelf": 12})
-    assert not refused.ok and refused.error_type == "logic" and refused.reason == "You are not carrying the returned book."
+    assert (
+        not refused.ok and refused.error_type == "logic" and refused.reason == "You are not carrying the returned book."
+    )
     held = WorldState("stacks", ["returned_book"], {"stacks": []}, {"return_logged"})
     shelved = step(library, held, "shelve", {"book": "returned_book", "shelf": "14"})
     assert shelved.done and shelved.after.inventory == [] and shelved.after.items_at["stacks"] == ["returned_book"]

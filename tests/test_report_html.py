@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import duckdb
 import pytest
+from test_refine_quality import GARDEN, ROWS, turns_of
 
 from factory.errors import FactoryError
 from factory.reporting import write_report
@@ -24,7 +25,6 @@ from factory.reporting.command import add_report_parser
 from factory.reporting.sql import float_histogram, int_histogram
 from factory.reporting.svg import COLORS
 from factory.store import MIGRATIONS, Store
-from test_refine_quality import GARDEN, ROWS, turns_of
 
 T0 = datetime(2025, 5, 1, 12, 0, 0)
 SECTIONS = ("overview", "funnel", "failures", "samples", "shape", "errors", "quality", "pass-rate", "usage", "latency")
@@ -68,31 +68,83 @@ def coa_row(trace: str, source: str, rule: str | None = None, correct: bool | No
 def build_sample_store(run_dir: Path) -> None:
     """Both paths, imported logs, filters, rollouts and a call log with failures: every table the report reads."""
     with Store.open(run_dir) as store:
-        insert(store, "runs", "run_id command status started_at finished_at", [
-            ("r-refine", "refine", "done", T0, T0 + timedelta(minutes=12, seconds=5)),
-            ("r-coa", "coa", "failed", T0 + timedelta(hours=1), T0 + timedelta(hours=1, minutes=3))])
-        insert(store, "scripts", "script_id persona_id attempt verified", [
-            ("p1#0", "p1", 0, True), ("p2#0", "p2", 0, False), ("p2#1", "p2", 1, True), ("p3#0", "p3", 0, False),
-            ("p4#0", "p4", 0, True)])
-        insert(store, "trajectories",
-               "trajectory_id source persona_id script_id verified stats n_turns n_errors n_corrections", [
-                   refine_row("p1", True, 9, {"parameter": 1, "location": 1}, 2),
-                   refine_row("p2", True, 7, {"parameter": 2}, 1), refine_row("p3", False), refine_row("p4", True)])
-        insert(store, "verdicts", "trajectory_id attempt ok rule", [
-            ("refine:p1", 0, False, "format"), ("refine:p1", 1, True, None), ("refine:p4", 0, False, "state"),
-            ("refine:p4", 1, False, "state")])
-        insert(store, "coa_traces", "trace_id source status", [
-            ("t1", "mas", "answered"), ("t2", "mas", "answered"), ("t3", "mas", "answered"),
-            ("t4", "mas", "exhausted"), ("i1", "import:openai", "answered"), ("i2", "import:openai", "failed")])
-        insert(store, "trajectories", "trajectory_id trace_id task_id source verified rule correct stats n_turns", [
-            coa_row("t1", "coa", correct=True, tools={"web_search": 2, "code": 1}, failures=1, replans=1),
-            coa_row("t2", "coa", correct=False, tools={"web_search": 5}), coa_row("t3", "coa", rule="tag_order"),
-            coa_row("t4", "coa", rule="exhausted"), coa_row("i1", "import", correct=True, tools={"code": 2}),
-            ("i2", "i2", "task-i2", "import", False, "bad_log", None, "{not json", None)])  # malformed stats
+        insert(
+            store,
+            "runs",
+            "run_id command status started_at finished_at",
+            [
+                ("r-refine", "refine", "done", T0, T0 + timedelta(minutes=12, seconds=5)),
+                ("r-coa", "coa", "failed", T0 + timedelta(hours=1), T0 + timedelta(hours=1, minutes=3)),
+            ],
+        )
+        insert(
+            store,
+            "scripts",
+            "script_id persona_id attempt verified",
+            [
+                ("p1#0", "p1", 0, True),
+                ("p2#0", "p2", 0, False),
+                ("p2#1", "p2", 1, True),
+                ("p3#0", "p3", 0, False),
+                ("p4#0", "p4", 0, True),
+            ],
+        )
+        insert(
+            store,
+            "trajectories",
+            "trajectory_id source persona_id script_id verified stats n_turns n_errors n_corrections",
+            [
+                refine_row("p1", True, 9, {"parameter": 1, "location": 1}, 2),
+                refine_row("p2", True, 7, {"parameter": 2}, 1),
+                refine_row("p3", False),
+                refine_row("p4", True),
+            ],
+        )
+        insert(
+            store,
+            "verdicts",
+            "trajectory_id attempt ok rule",
+            [
+                ("refine:p1", 0, False, "format"),
+                ("refine:p1", 1, True, None),
+                ("refine:p4", 0, False, "state"),
+                ("refine:p4", 1, False, "state"),
+            ],
+        )
+        insert(
+            store,
+            "coa_traces",
+            "trace_id source status",
+            [
+                ("t1", "mas", "answered"),
+                ("t2", "mas", "answered"),
+                ("t3", "mas", "answered"),
+                ("t4", "mas", "exhausted"),
+                ("i1", "import:openai", "answered"),
+                ("i2", "import:openai", "failed"),
+            ],
+        )
+        insert(
+            store,
+            "trajectories",
+            "trajectory_id trace_id task_id source verified rule correct stats n_turns",
+            [
+                coa_row("t1", "coa", correct=True, tools={"web_search": 2, "code": 1}, failures=1, replans=1),
+                coa_row("t2", "coa", correct=False, tools={"web_search": 5}),
+                coa_row("t3", "coa", rule="tag_order"),
+                coa_row("t4", "coa", rule="exhausted"),
+                coa_row("i1", "import", correct=True, tools={"code": 2}),
+                ("i2", "i2", "task-i2", "import", False, "bad_log", None, "{not json", None),
+            ],
+        )  # malformed stats
         insert_curation(store)
         add_played_turns(store)
-        insert(store, "llm_calls", CALL_KEYS + " started_at finished_at",
-               [(*c, T0 + timedelta(seconds=i), T0 + timedelta(seconds=i + 1)) for i, c in enumerate(CALLS)])
+        insert(
+            store,
+            "llm_calls",
+            CALL_KEYS + " started_at finished_at",
+            [(*c, T0 + timedelta(seconds=i), T0 + timedelta(seconds=i + 1)) for i, c in enumerate(CALLS)],
+        )
 
 
 def add_played_turns(store: Store) -> None:
@@ -100,20 +152,35 @@ def add_played_turns(store: Store) -> None:
     for persona, script_id, steps in (("p1", "p1#0", ROWS["completes"]), ("p2", "p2#0", ROWS["early"])):
         stored = [{"action": {"name": a, "params": p}, "evaluation": {"error": e}} for _, a, p, e in steps]
         turns = json.dumps([t.model_dump() for t in turns_of(steps)])
-        store.execute("UPDATE trajectories SET turns = ?, steps = ? WHERE trajectory_id = ?",
-                      [turns, json.dumps(stored), f"refine:{persona}"])  # fmt: skip
+        store.execute(
+            "UPDATE trajectories SET turns = ?, steps = ? WHERE trajectory_id = ?",
+            [turns, json.dumps(stored), f"refine:{persona}"],
+        )
         store.execute("UPDATE scripts SET script = ? WHERE script_id = ?", [json.dumps(GARDEN), script_id])
 
 
 def insert_curation(store: Store) -> None:
-    insert(store, "filter_configs", "filter position kind",
-           [("min_turns", 0, "complexity"), ("correct", 1, "correctness"), ("split", 2, "split")])
-    insert(store, "filter_verdicts", "trajectory_id filter keep reason weight split", [
-        ("refine:p1", "min_turns", True, None, 1, None),
-        ("refine:p2", "min_turns", False, "too few turns: 7 < 8", 1, None),
-        ("t1", "correct", True, None, 2, None), ("t2", "correct", False, "incorrect: wrong answer", 1, None),
-        ("i1", "correct", True, None, 1, None), ("refine:p1", "split", True, None, 1, "sft"),
-        ("t1", "split", True, None, 1, "rl"), ("i1", "split", True, None, 1, "sft")])
+    insert(
+        store,
+        "filter_configs",
+        "filter position kind",
+        [("min_turns", 0, "complexity"), ("correct", 1, "correctness"), ("split", 2, "split")],
+    )
+    insert(
+        store,
+        "filter_verdicts",
+        "trajectory_id filter keep reason weight split",
+        [
+            ("refine:p1", "min_turns", True, None, 1, None),
+            ("refine:p2", "min_turns", False, "too few turns: 7 < 8", 1, None),
+            ("t1", "correct", True, None, 2, None),
+            ("t2", "correct", False, "incorrect: wrong answer", 1, None),
+            ("i1", "correct", True, None, 1, None),
+            ("refine:p1", "split", True, None, 1, "sft"),
+            ("t1", "split", True, None, 1, "rl"),
+            ("i1", "split", True, None, 1, "sft"),
+        ],
+    )
     samples = {("A", "m1"): [1, 1, 1, 1], ("B", "m1"): [1, 0, 1, 0], ("C", "m1"): [0, 0, 0, 0], ("A", "m2"): [1, 0],
                ("B", "m2"): [None]}  # a failed request: unscored  # fmt: skip
     insert(store, "rollouts", "task_id model sample_index correct",
@@ -126,8 +193,11 @@ def parse(html: str) -> SimpleNamespace:
     tables = {name: [[unescape(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
                      for row in re.findall(r"<tr>(.*?)</tr>", inner) if "<td" in row]
               for name, inner in re.findall(r'<table data-table="([^"]+)">(.*?)</table>', html)}  # fmt: skip
-    return SimpleNamespace(sections=re.findall(r'<section id="([^"]+)"', html), tables=tables,
-                           charts=re.findall(r'<svg [^>]*data-chart="([^"]+)"', html))  # fmt: skip
+    return SimpleNamespace(
+        sections=re.findall(r'<section id="([^"]+)"', html),
+        tables=tables,
+        charts=re.findall(r'<svg [^>]*data-chart="([^"]+)"', html),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +227,11 @@ def test_header_totals_and_funnels(sample):
     assert [r[:3] for r in runs] == [["r-refine", "refine", "done"], ["r-coa", "coa", "failed"]]
     assert runs[0][5] == "12m 05s"
     # coa turns: 2 per tool call + 3 (t1: 3 calls, t2: 5); refine: 9 + 7
-    assert page.tables["sources"] == [["coa", "4", "2", "1", "22"], ["import", "2", "1", "1", "7"],
-                                     ["refine", "4", "2", "0", "16"]]  # fmt: skip
+    assert page.tables["sources"] == [
+        ["coa", "4", "2", "1", "22"],
+        ["import", "2", "1", "1", "7"],
+        ["refine", "4", "2", "0", "16"],
+    ]
     tokens = sum(c[5] + c[6] for c in CALLS)
     assert f"{tokens:,}" in path.read_text(encoding="utf-8")
     counts = {name: [row[1] for row in page.tables[f"funnel-{name}"]] for name in ("refine", "coa", "import")}
@@ -168,12 +241,16 @@ def test_header_totals_and_funnels(sample):
 
 def test_filter_drops_by_filter_and_reason(sample):
     _, _, page = sample
-    assert page.tables["filters"] == [["min_turns", "complexity", "2", "1", "1", "1.00"],
-                                     ["correct", "correctness", "3", "2", "1", "1.33"],
-                                     ["split", "split", "3", "3", "0", "1.00"]]  # fmt: skip
+    assert page.tables["filters"] == [
+        ["min_turns", "complexity", "2", "1", "1", "1.00"],
+        ["correct", "correctness", "3", "2", "1", "1.33"],
+        ["split", "split", "3", "3", "0", "1.00"],
+    ]
     # reasons grouped by category as `factory filter` prints them, with one full reason as example
-    assert page.tables["drop-reasons"] == [["correct", "incorrect", "1", "incorrect: wrong answer"],
-                                           ["min_turns", "too few turns", "1", "too few turns: 7 < 8"]]
+    assert page.tables["drop-reasons"] == [
+        ["correct", "incorrect", "1", "incorrect: wrong answer"],
+        ["min_turns", "too few turns", "1", "too few turns: 7 < 8"],
+    ]
     # The export's counts (export.selection.kept_counts): of 10 trajectories 5 are verified, filters drop p2 and t2;
     # p1, t1 (weight 2) and i1 are kept; the 5 unverified rows are never kept, whatever a filter said.
     assert page.tables["kept"] == [["10", "5", "2", "5", "3", "4.00"]]
@@ -188,28 +265,39 @@ def test_shape_and_errors(sample):
     assert page.tables["refine-error-types"] == [["parameter", "3"], ["location", "1"]]
     assert page.tables["refine-errors"] == [["2", "4", "3", "2"]]
     assert page.tables["verifier-rules"] == [["state", "2"], ["format", "1"]]
-    assert page.tables["coa-failures"] == [["coa", "exhausted", "1"], ["coa", "tag_order", "1"],
-                                           ["import", "bad_log", "1"]]
+    assert page.tables["coa-failures"] == [
+        ["coa", "exhausted", "1"],
+        ["coa", "tag_order", "1"],
+        ["import", "bad_log", "1"],
+    ]
     assert page.tables["coa-tools"] == [["3", "10", "1", "1", "0"]]
 
 
 def test_refine_quality(sample):
     _, _, page = sample
-    assert page.tables["completion"] == [["last action completes", "1", "50.0%"],
-                                         ["goal held before the end", "1", "50.0%"], ["goal not reached", "0", "0.0%"],
-                                         ["unknown (no goal)", "0", "0.0%"]]  # fmt: skip
+    assert page.tables["completion"] == [
+        ["last action completes", "1", "50.0%"],
+        ["goal held before the end", "1", "50.0%"],
+        ["goal not reached", "0", "0.0%"],
+        ["unknown (no goal)", "0", "0.0%"],
+    ]
     assert page.tables["first-mistake"] == [["1", "1"], ["2", "1"]]  # p2 opens with its mistake, p1 at turn 2
     assert page.tables["mistakes-per-row"] == [["1", "2"]]
     assert page.tables["error-mix"] == [["parameter", "2", "100.0%"]]
     assert page.tables["thoughts"] == [["2", "2", "100.0%", "i think the next thing", "2", "100.0%"]]
-    assert page.tables["diversity"] == [["task 3-grams", "4", "8", "50.0%"], ["action names", "3", "6", "50.0%"],
-                                        ["location names", "3", "6", "50.0%"]]  # fmt: skip
+    assert page.tables["diversity"] == [
+        ["task 3-grams", "4", "8", "50.0%"],
+        ["action names", "3", "6", "50.0%"],
+        ["location names", "3", "6", "50.0%"],
+    ]
 
 
 def test_pass_rates_tokens_cost_latency_and_errors(sample):
     _, _, page = sample
-    assert page.tables["pass-rate"] == [["m1", "3", "12", "0", "50.0%", "1", "1"],
-                                        ["m2", "1", "2", "1", "50.0%", "0", "0"]]
+    assert page.tables["pass-rate"] == [
+        ["m1", "3", "12", "0", "50.0%", "1", "1"],
+        ["m2", "1", "2", "1", "50.0%", "0", "0"],
+    ]
     usage = {(row[0], row[1]): row for row in page.tables["usage"]}
     planner = usage[("coa.planner", "openai/gpt-4o-mini")]
     assert planner[2:] == ["4", "2", "50.0%", "820", "110", "$0.0025", "0"]
@@ -218,8 +306,11 @@ def test_pass_rates_tokens_cost_latency_and_errors(sample):
     script_latencies = [c[8] for c in CALLS if c[1] == "script"]
     assert latency[("script", "local")][4] == f"{statistics.median(script_latencies):.2f} s"
     assert latency[("trajectory", "local")][7] == "30.00 s"
-    assert page.tables["error-kinds"] == [["rate_limit", "2", "22.2%", "coa.planner"],
-                                         ["schema", "1", "11.1%", "script"], ["timeout", "1", "11.1%", "trajectory"]]
+    assert page.tables["error-kinds"] == [
+        ["rate_limit", "2", "22.2%", "coa.planner"],
+        ["schema", "1", "11.1%", "script"],
+        ["timeout", "1", "11.1%", "trajectory"],
+    ]
 
 
 def test_an_empty_store_says_so_in_every_section(tmp_path):

@@ -32,8 +32,10 @@ SAMPLE_LIMIT = 20_000  # bytes of HTML per sample, however long the trajectory
 
 def articles(html: str) -> dict[str, str]:
     """Each sample's HTML by trajectory id (ids are escaped in the attribute)."""
-    return {unescape(tid): body for tid, body in
-            re.findall(r'<article class="sample" data-sample="([^"]+)">(.*?)</article>', html, re.S)}  # fmt: skip
+    return {
+        unescape(tid): body
+        for tid, body in re.findall(r'<article class="sample" data-sample="([^"]+)">(.*?)</article>', html, re.S)
+    }
 
 
 def side(html: str, title: str) -> str:
@@ -58,11 +60,15 @@ def test_kept_left_dropped_right_with_reasons(page):
     assert {tid.split(":")[0] for tid in kept} == {"refine", "coa", "import"}  # one of each source first
     # make_run has 4 rows the export leaves out: 2 unverified, 2 dropped by a filter; 3 are shown
     assert len(dropped) == PER_SIDE and set(dropped) <= {"refine:p7", "coa:t7", "refine:p8", "coa:t8"}
-    reasons = {tid: unescape(re.search(r'<div class="why">(.*?)</div>', body).group(1))
-               for tid, body in dropped.items()}  # fmt: skip
-    expected = {"refine:p7": "not verified: rule failed", "coa:t7": "not verified: grammar tag_in_text",
-                "refine:p8": "dropped by complexity: fewer than 2 corrections",
-                "coa:t8": "dropped by dedup: duplicate of coa:t2"}  # fmt: skip
+    reasons = {
+        tid: unescape(re.search(r'<div class="why">(.*?)</div>', body).group(1)) for tid, body in dropped.items()
+    }
+    expected = {
+        "refine:p7": "not verified: rule failed",
+        "coa:t7": "not verified: grammar tag_in_text",
+        "refine:p8": "dropped by complexity: fewer than 2 corrections",
+        "coa:t8": "dropped by dedup: duplicate of coa:t2",
+    }
     assert reasons == {tid: expected[tid] for tid in reasons}
     assert len({reason.split(":")[0] for reason in reasons.values()}) >= 2  # different kinds of reason first
     assert not any('class="why"' in body for body in kept.values())
@@ -122,20 +128,42 @@ def hostile_run(run_dir: Path) -> Path:
     with Store.open(run_dir) as store:
         add_refine(store, 1)
         turns = json.loads(store.query("SELECT turns FROM trajectories WHERE trajectory_id = 'refine:p1'")[0][0])
-        long = [Turn(role="user", content=PAYLOAD + "x" * 20_000).model_dump(),
-                Turn(role="assistant", content=PAYLOAD, loss=False,
-                     error=TurnError(type="parameter", feedback=PAYLOAD)).model_dump()] * 30  # fmt: skip
-        store.execute("UPDATE trajectories SET turns = ? WHERE trajectory_id = 'refine:p1'",
-                      [json.dumps(turns + long)])  # fmt: skip
-        blocks = make_blocks([("think", PAYLOAD), ("plan", "p"), ("think", "t"), ("web_search", "q"),
-                              ("observation", PAYLOAD + "y" * 200_000), ("think", "t"), ("answer", PAYLOAD)])
+        long = [
+            Turn(role="user", content=PAYLOAD + "x" * 20_000).model_dump(),
+            Turn(
+                role="assistant", content=PAYLOAD, loss=False, error=TurnError(type="parameter", feedback=PAYLOAD)
+            ).model_dump(),
+        ] * 30
+        store.execute("UPDATE trajectories SET turns = ? WHERE trajectory_id = 'refine:p1'", [json.dumps(turns + long)])
+        blocks = make_blocks(
+            [
+                ("think", PAYLOAD),
+                ("plan", "p"),
+                ("think", "t"),
+                ("web_search", "q"),
+                ("observation", PAYLOAD + "y" * 200_000),
+                ("think", "t"),
+                ("answer", PAYLOAD),
+            ]
+        )
         single = render_single("Answer " + PAYLOAD, blocks)
         add_coa(store, "coa:evil", "evil")
-        store.execute("UPDATE trajectories SET prompt = ?, completion = ?, observation_spans = ? "
-                      "WHERE trajectory_id = 'coa:evil'",
-                      [single.prompt, single.completion, json.dumps([list(s) for s in single.observation_spans])])
-        store.upsert("trajectories", {"trajectory_id": "refine:broken", "source": "refine", "verified": False,
-                                      "reason": PAYLOAD, "turns": "{not json", "created_at": utcnow()})
+        store.execute(
+            "UPDATE trajectories SET prompt = ?, completion = ?, observation_spans = ? "
+            "WHERE trajectory_id = 'coa:evil'",
+            [single.prompt, single.completion, json.dumps([list(s) for s in single.observation_spans])],
+        )
+        store.upsert(
+            "trajectories",
+            {
+                "trajectory_id": "refine:broken",
+                "source": "refine",
+                "verified": False,
+                "reason": PAYLOAD,
+                "turns": "{not json",
+                "created_at": utcnow(),
+            },
+        )
         verdict(store, "coa:evil", "complexity", True)
     return run_dir
 

@@ -59,8 +59,9 @@ def test_a_killed_run_is_marked_interrupted_when_the_store_is_next_opened_for_wr
     assert run_rows(run_dir) == [("smoke", "running", False)]  # a reader changes nothing
     snapshot = load_live(run_dir)
     assert snapshot["status"] == "running" and snapshot["writer_alive"] is False and is_stale(snapshot)
-    status = subprocess.run([sys.executable, "-m", "factory.cli", "status", str(run_dir)], capture_output=True,
-                            text=True, timeout=60)  # fmt: skip
+    status = subprocess.run(
+        [sys.executable, "-m", "factory.cli", "status", str(run_dir)], capture_output=True, text=True, timeout=60
+    )
     assert status.returncode == 0 and "smoke: running when its process died" in status.stdout, status.stderr
 
     Store.open(run_dir).close()  # any writer: the store's lock says the killed process is gone
@@ -92,8 +93,11 @@ def test_keyboard_interrupt_and_cancellation_record_interrupted_and_other_errors
         asyncio.run(cancelled())
     with pytest.raises(ValueError), open_run(tmp_path, "broken"):
         raise ValueError("a bug")
-    assert [row[:2] for row in run_rows(tmp_path)] == [("sync", "interrupted"), ("async", "interrupted"),
-                                                       ("broken", "failed")]  # fmt: skip
+    assert [row[:2] for row in run_rows(tmp_path)] == [
+        ("sync", "interrupted"),
+        ("async", "interrupted"),
+        ("broken", "failed"),
+    ]
 
 
 def test_a_store_that_fails_at_the_end_does_not_hide_the_runs_own_error(tmp_path):
@@ -102,6 +106,8 @@ def test_a_store_that_fails_at_the_end_does_not_hide_the_runs_own_error(tmp_path
     with pytest.raises(FactoryError, match="^the disk is full$"), open_run(tmp_path, "broken") as run:
         run.store.con.close()  # stands in for a store that takes no more writes (full disk, invalidated file)
         raise FactoryError("the disk is full")
-    with pytest.raises(FactoryError, match="^cannot record the end of run .* in .*factory.duckdb: "), \
-            open_run(tmp_path / "other", "fine") as run:  # fmt: skip
+    with (
+        pytest.raises(FactoryError, match="^cannot record the end of run .* in .*factory.duckdb: "),
+        open_run(tmp_path / "other", "fine") as run,
+    ):
         run.store.con.close()

@@ -126,7 +126,7 @@ def test_twenty_sandboxes_at_once_under_asyncio():
         return verdicts, run_program("print('sync call from async code')", limits=FAST)
 
     verdicts, from_loop = asyncio.run(batch())
-    assert [verdict.stdout for verdict in verdicts] == [f"{i ** 2}\n" for i in range(20)]
+    assert [verdict.stdout for verdict in verdicts] == [f"{i**2}\n" for i in range(20)]
     assert all(verdict.status == "ok" for verdict in verdicts) and from_loop.status == "ok"
 
 
@@ -159,11 +159,13 @@ def test_reading_etc_passwd_with_open_is_refused_or_confined_to_scratch():
     assert outside.status == "error" and "PermissionError" in outside.error and "root:" not in outside.stdout
 
 
-
-@pytest.mark.parametrize("limits, reason, signal", [
-    (SandboxLimits(wall_s=1, cpu_s=30), "wall", "SIGKILL"),  # the parent's clock, then killpg
-    (SandboxLimits(cpu_s=1, wall_s=30), "cpu", "SIGXCPU"),  # RLIMIT_CPU
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "limits, reason, signal",
+    [
+        (SandboxLimits(wall_s=1, cpu_s=30), "wall", "SIGKILL"),  # the parent's clock, then killpg
+        (SandboxLimits(cpu_s=1, wall_s=30), "cpu", "SIGXCPU"),  # RLIMIT_CPU
+    ],
+)
 def test_infinite_loop_is_stopped(limits, reason, signal):
     verdict = run_program("x = 0\nwhile True:\n    x += 1\n", limits=limits)
     assert (verdict.status, verdict.reason, verdict.signal) == ("timeout", reason, signal)
@@ -202,7 +204,9 @@ def test_fork_and_system_through_an_allowed_module_meet_the_os_guard(attack):
 @needs_seccomp
 def test_fork_and_system_through_ctypes_meet_seccomp():
     marker = escape_path()
-    source = GADGET + f"""
+    source = (
+        GADGET
+        + f"""
 ctypes = REAL_IMPORT('ctypes')
 libc = ctypes.CDLL(None)
 started = 0
@@ -213,6 +217,7 @@ for _ in range(20):
     started += pid > 0
 print('started', started, 'system', libc.system(b'touch {marker}'), 'kill-all', libc.kill(-1, 0))
 """
+    )
     verdict = run_program(source, limits=FAST)
     assert verdict.status == "ok", verdict
     started, system_status, kill_all = verdict.stdout.split()[1::2]
@@ -226,11 +231,14 @@ def test_deep_recursion_is_a_recursion_error():
     assert "RecursionError" in verdict.error and "RecursionError" in verdict.stderr
 
 
-@pytest.mark.parametrize("source, reason", [
-    ("import os\nos.system('id')", "import"),
-    ("import subprocess\nsubprocess.run(['id'])", "import"),
-    ("__import__('os').system('id')", "dunder"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "source, reason",
+    [
+        ("import os\nos.system('id')", "import"),
+        ("import subprocess\nsubprocess.run(['id'])", "import"),
+        ("__import__('os').system('id')", "dunder"),
+    ],
+)
 def test_os_system_subprocess_and_dunder_import(source, reason):
     rejected = run_program(source)
     assert (rejected.status, rejected.reason) == ("rejected", reason)

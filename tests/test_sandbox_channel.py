@@ -12,15 +12,24 @@ import struct
 import pytest
 
 from factory.sandbox import (
-    CODE_TASK_IMPORTS, CONTEST_PRELUDE, SandboxLimits, run_function, run_program, sandbox_capabilities,
+    CODE_TASK_IMPORTS,
+    CONTEST_PRELUDE,
+    SandboxLimits,
+    run_function,
+    run_program,
+    sandbox_capabilities,
 )  # fmt: skip
 
 CAPS = sandbox_capabilities()
 CODE = SandboxLimits(cpu_s=5, wall_s=8, memory_mb=512, allowed_imports=CODE_TASK_IMPORTS)
 OS = "import sys\nOS = sys.modules['os']\nC = sys.modules['ctypes']\n"  # the runner loaded both
-RECORDS = (b'{"kind": "calls"}\n{"kind": "call", "index": 0, "status": "ok", "value_json": "42"}\n'
-           b'{"kind": "end", "status": "ok"}\n')
-FORGE = OS + f"""
+RECORDS = (
+    b'{"kind": "calls"}\n{"kind": "call", "index": 0, "status": "ok", "value_json": "42"}\n'
+    b'{"kind": "end", "status": "ok"}\n'
+)
+FORGE = (
+    OS
+    + f"""
 def forge():
     for fd in range(3, 64):
         try:
@@ -28,6 +37,7 @@ def forge():
         except OSError:
             pass
 """
+)
 
 
 def test_a_program_may_exit_cleanly_but_not_end_the_process_early():
@@ -39,8 +49,10 @@ def test_a_program_may_exit_cleanly_but_not_end_the_process_early():
 
 def test_success_needs_the_exit_status_too():
     # The runner reports "ok", then an atexit handler ends the process with status 3.
-    source = OS + "B = sys.modules['builtins']\nimp = B.getattr(B, '_' * 2 + 'import' + '_' * 2)\n" \
-                  "imp('atexit').register(lambda: OS._exit(3))\nprint('done')"
+    source = (
+        OS + "B = sys.modules['builtins']\nimp = B.getattr(B, '_' * 2 + 'import' + '_' * 2)\n"
+        "imp('atexit').register(lambda: OS._exit(3))\nprint('done')"
+    )
     verdict = run_program(source, limits=CODE)
     assert (verdict.status, verdict.reason, verdict.exit_code) == ("error", "exit_code", 3), verdict
 
@@ -49,8 +61,11 @@ def test_forged_records_are_tampering_and_cannot_make_a_run_ok():
     """The worker holds no result file: what it writes to its fds reaches the runner's pipe
     (or nothing), out of turn, so the run is tampered — before the calls, during one, or alone
     followed by os._exit(0), which once passed for a clean run returning 42."""
-    for source in (FORGE + "forge()\ndef f():\n    return 0\n", FORGE + "def f():\n    forge()\n    return 0\n",
-                   FORGE + "forge()\nOS._exit(0)\n"):  # fmt: skip
+    for source in (
+        FORGE + "forge()\ndef f():\n    return 0\n",
+        FORGE + "def f():\n    forge()\n    return 0\n",
+        FORGE + "forge()\nOS._exit(0)\n",
+    ):
         verdict = run_function(source, "f", [[]], CODE)
         assert (verdict.status, verdict.reason, verdict.calls[0].reason) == ("error", "tampered", "tampered"), verdict
         assert verdict.calls[0].value is None and verdict.isolation["result_channel"] is True
@@ -89,7 +104,9 @@ def test_a_module_to_be_called_may_not_exit_while_defined(exit_call):
 
 @pytest.mark.skipif(not CAPS["seccomp"], reason="no seccomp filter for this machine")
 def test_the_parents_memory_and_signals_are_out_of_reach():
-    source = OS + """
+    source = (
+        OS
+        + """
 libc = C.CDLL(None, use_errno=True)
 class IoVec(C.Structure):
     _fields_ = [("base", C.c_void_p), ("size", C.c_size_t)]
@@ -104,6 +121,7 @@ results["pidfd_send_signal"] = libc.syscall(424, pidfd, 15, None, 0), C.get_errn
 results["kill"] = libc.kill(parent, 15), C.get_errno()
 print(results)
 """
+    )
     verdict = run_program(source, limits=CODE)
     assert verdict.status == "ok", verdict
     results = ast.literal_eval(verdict.stdout)
@@ -117,7 +135,7 @@ def test_the_contest_prelude_and_recursion_limit():
         "print(pow(3, 4, 5), gcd(12, 18), bisect_left([1, 3], 2), heappop([1]), deque([1]).pop(), exit is not None)\n"
         "def down(n):\n    return 0 if n == 0 else 1 + down(n - 1)\nprint(down(50_000))\n"
         "print(sum(map(int, sys.stdin.buffer.read().split())), type(io.StringIO()).__name__)"
-    )  # fmt: skip
+    )
     verdict = run_program(source, stdin="1 2 3\n", limits=limits)
     assert verdict.status == "ok", verdict
     assert verdict.stdout.splitlines() == ["1 6 1 1 1 True", "50000", "6 StringIO"]
@@ -128,9 +146,9 @@ def test_the_contest_prelude_and_recursion_limit():
 
 def test_a_record_nested_past_the_parser_is_unreadable_not_a_crash_in_the_parent(monkeypatch):
     deep = "'[' * 200000 + ']' * 200000"
-    record = '\'{"kind": "call", "index": 0, "status": "ok", "value_json": "\' + ' + deep + ' + \'"}\\n\''
-    whole = "'{\"kind\": \"end\", \"x\": ' + " + deep + " + '}\\n'"
-    source = FORGE.replace(repr(RECORDS), "(" + "'{\"kind\": \"calls\"}\\n' + " + record + " + " + whole + ").encode()")
+    record = '\'{"kind": "call", "index": 0, "status": "ok", "value_json": "\' + ' + deep + " + '\"}\\n'"
+    whole = '\'{"kind": "end", "x": \' + ' + deep + " + '}\\n'"
+    source = FORGE.replace(repr(RECORDS), "(" + '\'{"kind": "calls"}\\n\' + ' + record + " + " + whole + ").encode()")
     verdict = run_function(source + "forge()\nOS._exit(0)\n", "f", [[]], CODE)
     assert (verdict.status, verdict.reason) == ("error", "tampered"), verdict  # through the runner's pipe
     monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "result_channel")  # straight into the result file
@@ -168,13 +186,15 @@ def test_whatever_the_records_say_the_parent_answers_with_a_verdict(records):
     verdict = make_verdict(raw_outcome(records), SandboxLimits(), n_calls=1)
     assert verdict.status in ("ok", "error") and len(verdict.calls) == 1
     verdict.model_dump_json()  # pydantic's own depth limit (255) is never reached
-    assert all(not isinstance(v, dict) or all(not isinstance(x, dict) for x in v.values())
-               for v in verdict.isolation.values())  # fmt: skip
+    assert all(
+        not isinstance(v, dict) or all(not isinstance(x, dict) for x in v.values()) for v in verdict.isolation.values()
+    )
 
 
 def test_a_value_nested_past_100_levels_is_the_codes_error_not_the_parents():
-    verdict = run_function("def f(n):\n    v = []\n    for _ in range(n):\n        v = [v]\n    return v\n",
-                           "f", [[50], [150]], CODE)  # fmt: skip
+    verdict = run_function(
+        "def f(n):\n    v = []\n    for _ in range(n):\n        v = [v]\n    return v\n", "f", [[50], [150]], CODE
+    )
     assert verdict.calls[0].ok and verdict.calls[0].value is not None
     assert (verdict.calls[1].status, verdict.calls[1].reason) == ("error", "value"), verdict.calls[1]
     verdict.model_dump_json()
@@ -182,9 +202,15 @@ def test_a_value_nested_past_100_levels_is_the_codes_error_not_the_parents():
 
 def test_a_paced_blind_forger_cannot_answer_a_request_it_never_read():
     """Replies written on a timer, each after the runner has asked, still lack the request's nonce."""
-    ahead = [framed({"kind": "calls"}), framed({"kind": "call", "index": 0, "status": "ok", "value_json": "42"}),
-             framed({"kind": "end", "status": "ok"})]  # fmt: skip
-    source = OS + "time = sys.modules['time']\n" + f"""
+    ahead = [
+        framed({"kind": "calls"}),
+        framed({"kind": "call", "index": 0, "status": "ok", "value_json": "42"}),
+        framed({"kind": "end", "status": "ok"}),
+    ]
+    source = (
+        OS
+        + "time = sys.modules['time']\n"
+        + f"""
 for blob in {ahead!r}:
     for fd in range(3, 64):
         try:
@@ -194,5 +220,6 @@ for blob in {ahead!r}:
     time.sleep(0.2)
 OS._exit(0)
 """
+    )
     verdict = run_function(source, "f", [[]], CODE)
     assert (verdict.status, verdict.reason, verdict.calls[0].value) == ("error", "tampered", None), verdict

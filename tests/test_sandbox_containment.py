@@ -14,10 +14,16 @@ from factory.checks import CODE_LIMITS, CodeTests
 from factory.coa.tasks import Task
 from factory.coa.tools import CodeTool
 from factory.sandbox import (
-    CODE_TASK_IMPORTS, DEFAULT_ALLOWED_IMPORTS, SandboxLimits, check_source, run_function, run_program,
-    sandbox_capabilities, sandbox_refusal,
+    CODE_TASK_IMPORTS,
+    DEFAULT_ALLOWED_IMPORTS,
+    SandboxLimits,
+    check_source,
+    containment,
+    run_function,
+    run_program,
+    sandbox_capabilities,
+    sandbox_refusal,
 )  # fmt: skip
-from factory.sandbox import containment
 from factory.sandbox.child import seccomp
 
 CODE = SandboxLimits(cpu_s=5, wall_s=8, allowed_imports=CODE_TASK_IMPORTS)
@@ -25,8 +31,10 @@ CAPS = sandbox_capabilities()
 
 
 def ctypes_system(marker) -> str:  # t6.py / t6b.py
-    return ("import sys\nct = sys.modules['importlib'].import_module('ctypes')\n"
-            f"print(ct.CDLL(None).system(b'echo ESCAPED > {marker}'))\n")  # fmt: skip
+    return (
+        "import sys\nct = sys.modules['importlib'].import_module('ctypes')\n"
+        f"print(ct.CDLL(None).system(b'echo ESCAPED > {marker}'))\n"
+    )
 
 
 def io_write(marker) -> str:  # t6d.py
@@ -34,8 +42,10 @@ def io_write(marker) -> str:  # t6d.py
 
 
 # The default profile, no sys, io or importlib in the allowlist: sys is an attribute of datetime.
-DEFAULT_PROFILE_ESCAPE = ("import datetime\nil = datetime.sys.modules['importlib']\n"
-                          "print(il.import_module('ctypes').CDLL(None).system(b'echo ESCAPED > {marker}'))\n")  # fmt: skip
+DEFAULT_PROFILE_ESCAPE = (
+    "import datetime\nil = datetime.sys.modules['importlib']\n"
+    "print(il.import_module('ctypes').CDLL(None).system(b'echo ESCAPED > {marker}'))\n"
+)
 
 
 @pytest.fixture
@@ -127,17 +137,22 @@ def test_truncate_by_path_is_denied_by_seccomp_alone(no_landlock, monkeypatch, t
     monkeypatch.setenv(containment.UNCONTAINED_ENV, "1")
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
-    source = ("import random\ntry:\n    random._os.truncate(" + repr(str(victim)) + ", 0)\n"
-              "except OSError as e:\n    print(type(e).__name__)\n")  # fmt: skip
+    source = (
+        "import random\ntry:\n    random._os.truncate(" + repr(str(victim)) + ", 0)\n"
+        "except OSError as e:\n    print(type(e).__name__)\n"
+    )
     verdict = run_program(source)
     assert verdict.stdout == "PermissionError\n" and verdict.isolation["landlock_abi"] == 0
     assert victim.read_text() == "keep me"
 
 
-@pytest.mark.parametrize("source", [
-    "from random import __builtins__ as b\nprint(b['_' * 2 + 'import' + '_' * 2]('ctypes'))",
-    "match 1:\n    case object(__class__=c):\n        print(c)",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from random import __builtins__ as b\nprint(b['_' * 2 + 'import' + '_' * 2]('ctypes'))",
+        "match 1:\n    case object(__class__=c):\n        print(c)",
+    ],
+)
 def test_dunders_by_import_alias_and_match_pattern_are_refused(source):
     issue = check_source(source, DEFAULT_ALLOWED_IMPORTS)
     assert issue and (issue.status, issue.reason) == ("rejected", "dunder") and issue.line in (1, 2)
@@ -164,9 +179,11 @@ needs_root = pytest.mark.skipif(not CAPS["unprivileged_ids"], reason="the parent
 def test_the_worker_is_nobody_with_no_capabilities(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep")
-    source = GADGET_OS + "print(os.getuid(), os.getgid(), os.getgroups())\n" \
-                         f"try:\n    os.chown({str(victim)!r}, 0, 0)\n" \
-                         "except OSError as e:\n    print(type(e).__name__)\n"  # fmt: skip
+    source = (
+        GADGET_OS + "print(os.getuid(), os.getgid(), os.getgroups())\n"
+        f"try:\n    os.chown({str(victim)!r}, 0, 0)\n"
+        "except OSError as e:\n    print(type(e).__name__)\n"
+    )
     verdict = run_program(source, limits=CODE)
     assert verdict.stdout.splitlines() == ["65534 65534 []", "PermissionError"], verdict
     held = verdict.isolation["privileges"]
@@ -197,9 +214,11 @@ def test_seccomp_alone_denies_every_finding_with_eperm(monkeypatch):
     """Privileges and Landlock switched off (the knob): the filter is all that answers, with EPERM."""
     monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "privileges,landlock")
     body = "".join(f"    {name!r}: ({call}, C.get_errno()),\n" for name, call in SECCOMP_FINDINGS.items())
-    source = GADGET_OS + "os.close(os.open('mine', os.O_WRONLY | os.O_CREAT))\n" \
-                         "libc = C.CDLL(None, use_errno=True)\nlibc.syslog_size = libc.klogctl\n" \
-                         "results = {\n" + body + "}\nprint(results)\n"  # fmt: skip
+    source = (
+        GADGET_OS + "os.close(os.open('mine', os.O_WRONLY | os.O_CREAT))\n"
+        "libc = C.CDLL(None, use_errno=True)\nlibc.syslog_size = libc.klogctl\n"
+        "results = {\n" + body + "}\nprint(results)\n"
+    )
     verdict = run_program(source, limits=CODE)
     assert verdict.ok, verdict
     results = ast.literal_eval(verdict.stdout)
@@ -243,12 +262,17 @@ def test_without_a_mount_namespace_the_parent_watches_the_scratch(monkeypatch):
     monkeypatch.setattr(api, "namespace_support", lambda: (base, spaces - {"mount"}))
     # file_size_mb well past the quota: RLIMIT_FSIZE must not end the writer before the parent's 50 ms watch does
     limits = CODE.model_copy(update={"scratch_mb": 4, "scratch_files": 32, "wall_s": 20, "file_size_mb": 256})
-    writer = "import sys\nos = sys.modules['os']\nfd = os.open('big', os.O_WRONLY | os.O_CREAT)\nwhile True:\n" \
-             "    os.write(fd, b'x' * (1 << 20))\n    os.fsync(fd)\n"  # fmt: skip
+    writer = (
+        "import sys\nos = sys.modules['os']\nfd = os.open('big', os.O_WRONLY | os.O_CREAT)\nwhile True:\n"
+        "    os.write(fd, b'x' * (1 << 20))\n    os.fsync(fd)\n"
+    )
     verdict = run_program(writer, limits=limits)
     assert (verdict.status, verdict.reason) == ("error", "scratch"), verdict
-    many = run_program("import sys\nos = sys.modules['os']\nfor i in range(10 ** 6):\n"
-                       "    os.close(os.open(str(i), os.O_WRONLY | os.O_CREAT))\n", limits=limits)  # fmt: skip
+    many = run_program(
+        "import sys\nos = sys.modules['os']\nfor i in range(10 ** 6):\n"
+        "    os.close(os.open(str(i), os.O_WRONLY | os.O_CREAT))\n",
+        limits=limits,
+    )
     assert (many.status, many.reason) == ("error", "scratch"), many
     fine = run_program("print(1)", limits=limits)
     assert fine.ok and fine.isolation["scratch_quota"] == {"mb": 4, "files": 32, "watched": True}

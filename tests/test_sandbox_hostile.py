@@ -56,10 +56,12 @@ class Host:
         world.chmod(0o755)  # a socket and a file anyone may reach, as many on a host are
         self.sock_path, self.world_path, self.world_file = tmp_path / "host.sock", world / "world.sock", world / "f"
         planted(self.world_file, self.token, 0o666)
-        self.listeners = {"socket": self.unix(stack, str(self.sock_path), 0o600),
-                          "world_socket": self.unix(stack, str(self.world_path), 0o666),
-                          "abstract": self.unix(stack, f"\0factory-hostile-{uuid.uuid4().hex}", None),
-                          "tcp": stack.enter_context(socket.create_server(("127.0.0.1", 0)))}  # fmt: skip
+        self.listeners = {
+            "socket": self.unix(stack, str(self.sock_path), 0o600),
+            "world_socket": self.unix(stack, str(self.world_path), 0o666),
+            "abstract": self.unix(stack, f"\0factory-hostile-{uuid.uuid4().hex}", None),
+            "tcp": stack.enter_context(socket.create_server(("127.0.0.1", 0))),
+        }
         self.udp = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
         self.udp.bind(("127.0.0.1", 0))
         for listener in (*self.listeners.values(), self.udp):
@@ -134,13 +136,15 @@ class Host:
             return happens(lambda: self.udp.recv(64))
         if check == "sleeper":  # a signal takes a moment to land
             return happens(lambda: self.sleeper.wait(timeout=2 if said(verdict.stdout)[:1] == ["BREACHED"] else 0.3))
-        return {"victim": lambda: self.victim_state() != self.before,
-                "outside": lambda: any(self.outside.iterdir()),
-                "world_file": lambda: self.world_file.read_text() != self.token,
-                "sysv_leak": lambda: self.leaked() >= 0,
-                "sysv_shm": lambda: self.shared_memory() == b"hostile",
-                "sysv_msg": lambda: LIBC.msgrcv(self.msg_id, ctypes.create_string_buffer(64), 56, 0, 0o4000) >= 0,
-                "secret": lambda: self.token in verdict.stdout + verdict.stderr}.get(check, lambda: False)()
+        return {
+            "victim": lambda: self.victim_state() != self.before,
+            "outside": lambda: any(self.outside.iterdir()),
+            "world_file": lambda: self.world_file.read_text() != self.token,
+            "sysv_leak": lambda: self.leaked() >= 0,
+            "sysv_shm": lambda: self.shared_memory() == b"hostile",
+            "sysv_msg": lambda: LIBC.msgrcv(self.msg_id, ctypes.create_string_buffer(64), 56, 0, 0o4000) >= 0,
+            "secret": lambda: self.token in verdict.stdout + verdict.stderr,
+        }.get(check, lambda: False)()
 
 
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -164,8 +168,10 @@ def happens(call) -> bool:
 def file_handle(path: Path) -> str | None:
     """name_to_handle_at(path) as hex, for a payload to open by handle from the root mount."""
     buffer, mount_id = ctypes.create_string_buffer(struct.pack("<I", 128), 136), ctypes.c_int()
-    if os.stat("/").st_dev != path.stat().st_dev or LIBC.name_to_handle_at(
-            -100, str(path).encode(), buffer, ctypes.byref(mount_id), 0) != 0:  # fmt: skip
+    if (
+        os.stat("/").st_dev != path.stat().st_dev
+        or LIBC.name_to_handle_at(-100, str(path).encode(), buffer, ctypes.byref(mount_id), 0) != 0
+    ):
         return None
     return buffer.raw[: 8 + struct.unpack_from("<I", buffer.raw)[0]].hex()
 
@@ -201,8 +207,11 @@ def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int
     watcher = threading.Thread(target=watch_disk, daemon=True)
     watcher.start()
     try:
-        verdict = (run_function(source, "f", [[]], limits, _skip_static_check=skip) if payload.function
-                   else run_program(source, limits=limits, _skip_static_check=skip))  # fmt: skip
+        verdict = (
+            run_function(source, "f", [[]], limits, _skip_static_check=skip)
+            if payload.function
+            else run_program(source, limits=limits, _skip_static_check=skip)
+        )
     finally:
         done.set()
         watcher.join()
@@ -215,8 +224,10 @@ def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int
 
 
 def describe(payload: Payload, verdict: Verdict) -> str:
-    return (f"{payload.name}: status={verdict.status}/{verdict.reason} signal={verdict.signal} "
-            f"stdout={verdict.stdout[-300:]!r} error={verdict.error!r} isolation={verdict.isolation}")  # fmt: skip
+    return (
+        f"{payload.name}: status={verdict.status}/{verdict.reason} signal={verdict.signal} "
+        f"stdout={verdict.stdout[-300:]!r} error={verdict.error!r} isolation={verdict.isolation}"
+    )
 
 
 def assert_held(payload: Payload, host: Host, verdict: Verdict, disk_drop: int = 0) -> None:
@@ -299,7 +310,8 @@ def test_the_table_covers_every_finding_and_the_gadgets_pass_the_static_check():
             "forged result", "scratch quota"} <= findings  # fmt: skip
     assert all(set(payload.layers) <= KNOWN_LAYERS for payload in PAYLOADS)
     assert [payload.name for payload in PAYLOADS if not payload.layers] == [
-        payload.name for payload in PAYLOADS if payload.host == "deep"]  # fmt: skip
+        payload.name for payload in PAYLOADS if payload.host == "deep"
+    ]
     for gadget in (payload for payload in PAYLOADS if payload.kind == "gadget"):  # they pass the default check
         source = string.Template(gadget.source()).safe_substitute(victim="'/tmp/victim'")
         assert check_source(source, DEFAULT_ALLOWED_IMPORTS) is None, gadget.name

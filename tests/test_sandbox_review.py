@@ -48,8 +48,11 @@ def kernel_layers_only(monkeypatch):
 
 def held(verdict) -> dict:
     isolation = verdict.isolation
-    return {"landlock": isolation.get("landlock_abi", 0) > 0, "seccomp": isolation.get("seccomp") is True,
-            "channel": isolation.get("result_channel") is True}  # fmt: skip
+    return {
+        "landlock": isolation.get("landlock_abi", 0) > 0,
+        "seccomp": isolation.get("seccomp") is True,
+        "channel": isolation.get("result_channel") is True,
+    }
 
 
 def test_function_mode_ok_end_before_the_calls_is_tampered():
@@ -70,9 +73,11 @@ def test_a_real_module_failure_before_the_calls_still_reads_as_its_own_error():
 
 
 def test_the_worker_holds_no_descriptor_but_its_stdio_and_two_pipes():
-    source = ("import os, stat\nfor fd in range(64):\n    try:\n        mode = os.fstat(fd).st_mode\n"
-              "    except OSError:\n        continue\n"
-              "    print(fd, stat.S_ISFIFO(mode), stat.S_ISCHR(mode))\n")  # fmt: skip
+    source = (
+        "import os, stat\nfor fd in range(64):\n    try:\n        mode = os.fstat(fd).st_mode\n"
+        "    except OSError:\n        continue\n"
+        "    print(fd, stat.S_ISFIFO(mode), stat.S_ISCHR(mode))\n"
+    )
     verdict = run_program(source, limits=LIMITS, _skip_static_check=True)
     assert verdict.ok, verdict
     rows = [line.split() for line in verdict.stdout.splitlines()]
@@ -85,8 +90,10 @@ def test_the_worker_holds_no_descriptor_but_its_stdio_and_two_pipes():
 def test_no_write_outside_scratch(directory):
     name = f"sandbox-review-{uuid.uuid4().hex}"
     host_path = os.path.join(directory.replace("/proc/self/root", ""), name)
-    source = (f"try:\n    open({os.path.join(directory, name)!r}, 'w').write('x')\n    print('wrote')\n"
-              "except OSError as exc:\n    print(type(exc).__name__)\n")  # fmt: skip
+    source = (
+        f"try:\n    open({os.path.join(directory, name)!r}, 'w').write('x')\n    print('wrote')\n"
+        "except OSError as exc:\n    print(type(exc).__name__)\n"
+    )
     try:
         verdict = run_program(source, limits=LIMITS, _skip_static_check=True)
         assert verdict.ok and verdict.stdout.strip() == "PermissionError", verdict
@@ -99,8 +106,9 @@ def test_no_write_outside_scratch(directory):
 def test_a_message_stalled_midway_ends_on_the_wall_clock():
     """The worker sends a length prefix and half a body, then sleeps: the runner waits in
     its read, and only the parent's wall clock can end it."""
-    source = FIND_PIPE + ("def f():\n    os.write(channel_fd(), struct.pack('>I', 100) + b'{\"kind\"')\n"
-                          "    time.sleep(60)\n")
+    source = FIND_PIPE + (
+        "def f():\n    os.write(channel_fd(), struct.pack('>I', 100) + b'{\"kind\"')\n    time.sleep(60)\n"
+    )
     started = time.monotonic()
     verdict = run_function(source, "f", [[]], SandboxLimits(wall_s=2), _skip_static_check=True)
     assert (verdict.status, verdict.reason) == ("timeout", "wall")
@@ -148,11 +156,16 @@ def test_a_cancelled_run_leaves_no_process_and_no_mount(own_job_dirs):
     assert os.listdir(own_job_dirs) == []  # the job folder went too
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed: the scratch tmpfs is not counted against memory_mb "
-                                       "(RLIMIT_AS does not see tmpfs pages); a run holds memory_mb + scratch_mb")
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: the scratch tmpfs is not counted against memory_mb "
+    "(RLIMIT_AS does not see tmpfs pages); a run holds memory_mb + scratch_mb",
+)
 def test_scratch_counts_against_the_memory_limit():
-    source = ("for i in range(6):\n    with open(f'f{i}', 'wb') as out:\n        out.write(b'x' * (10 << 20))\n"
-              "held = bytearray(30 << 20)\nprint('held')\n")  # fmt: skip
+    source = (
+        "for i in range(6):\n    with open(f'f{i}', 'wb') as out:\n        out.write(b'x' * (10 << 20))\n"
+        "held = bytearray(30 << 20)\nprint('held')\n"
+    )
     verdict = run_program(source, limits=SandboxLimits(memory_mb=64, scratch_mb=64, wall_s=10), _skip_static_check=True)
     assert verdict.isolation.get("scratch_quota", {}).get("mb") == 64
     assert verdict.stdout.strip() != "held"  # 60 MiB of files and 30 MiB of memory under a 64 MiB limit
@@ -162,8 +175,9 @@ def test_scratch_counts_against_the_memory_limit():
 def small_disk_for_jobs(monkeypatch):
     """Job folders (the runner's result file) on a 2 MiB tmpfs of this test's own."""
     mount_point = tempfile.mkdtemp(prefix="sandbox-review-disk-")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", mount_point],
-                             capture_output=True, text=True)  # fmt: skip
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", mount_point], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         os.rmdir(mount_point)
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
@@ -182,7 +196,8 @@ def test_a_runner_that_fails_takes_its_worker_with_it(small_disk_for_jobs):
         "    channel = next(o for o in gc.get_objects() if type(o).__name__ == 'PipeReporter')\n"
         "    reply = {'kind': 'call', 'index': 0, 'status': 'ok', 'value_json': json.dumps('x' * 100000)}\n"
         "    send(json.dumps({**reply, 'nonce': channel.nonce}).encode())  # its own reply, past one page\n"
-        "    time.sleep(30)\n")  # fmt: skip
+        "    time.sleep(30)\n"
+    )
 
     async def fill_the_disk_midway():
         limits = SandboxLimits(wall_s=8)
@@ -216,7 +231,8 @@ def test_a_reply_that_nests_beside_its_value_is_refused():
         "    reply = json.dumps({'kind': 'call', 'index': 0, 'status': 'ok', 'value_json': '1',\n"
         "                        'nonce': channel.nonce})\n"
         "    send((reply[:-1] + ', \"padding\": ' + padding + '}').encode())\n"
-        "    time.sleep(30)\n")  # fmt: skip
+        "    time.sleep(30)\n"
+    )
     verdict = run_function(source, "f", [[]], LIMITS, _skip_static_check=True)
     outcome = f"{verdict.status}/{verdict.reason}: {verdict.error}"
     assert outcome.startswith("error/tampered: ") and "nest" in outcome, outcome
@@ -231,7 +247,8 @@ def test_a_worker_that_stops_reading_ends_on_the_wall_clock():
         "    channel = next(o for o in gc.get_objects() if type(o).__name__ == 'PipeReporter')\n"
         "    reply = {'kind': 'call', 'index': 0, 'status': 'ok', 'value_json': '1', 'nonce': channel.nonce}\n"
         "    send(json.dumps(reply).encode())\n"
-        "    time.sleep(60)\n")  # fmt: skip
+        "    time.sleep(60)\n"
+    )
     started = time.monotonic()
     limits = SandboxLimits(wall_s=2)
     verdict = run_function(source, "f", [[0], ["y" * 1_000_000]], limits, _skip_static_check=True)

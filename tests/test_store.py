@@ -38,16 +38,20 @@ def test_verdicts_written_before_0008_survive_the_unindexed_table(tmp_path):
     for name, sql in MIGRATIONS[:upto]:
         con.execute(sql)
         con.execute("INSERT INTO migrations VALUES (?, now())", [name])
-    con.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep, reason, weight) VALUES "
-                "('t1', 'a', false, 'too short', 1.0), ('t1', 'b', true, NULL, 2.0)")
+    con.execute(
+        "INSERT INTO filter_verdicts (trajectory_id, filter, keep, reason, weight) VALUES "
+        "('t1', 'a', false, 'too short', 1.0), ('t1', 'b', true, NULL, 2.0)"
+    )
     con.close()
     store = Store(path)
     assert store.query("SELECT keep, weight, dropped_by, drop_reasons FROM curation") == [
-        (False, 2.0, ["a"], ["too short"])]
-    indexes = store.query("SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'filter_verdicts' "
-                          "AND constraint_type = 'PRIMARY KEY'")
+        (False, 2.0, ["a"], ["too short"])
+    ]
+    indexes = store.query(
+        "SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'filter_verdicts' "
+        "AND constraint_type = 'PRIMARY KEY'"
+    )
     assert indexes == [(0,)]
-
 
 
 def test_traces_written_before_0010_count_the_tools_their_calls_used(tmp_path):
@@ -60,10 +64,16 @@ def test_traces_written_before_0010_count_the_tools_their_calls_used(tmp_path):
     for name, sql in MIGRATIONS[:upto]:
         con.execute(sql)
         con.execute("INSERT INTO migrations VALUES (?, now())", [name])
-    call = {"agent": "search_agent", "kind": "tool_call", "tool": {"name": "crawl_page", "argument": "corpus://a",
-                                                                   "ok": True, "result": "A."}}  # fmt: skip
-    con.execute("INSERT INTO coa_traces (trace_id, source, variant, question, status, agents, events, duration_s) "
-                "VALUES ('old', 'mas', 'mas', 'Q?', 'answered', '{}', ?, 1.0)", [json.dumps([call])])
+    call = {
+        "agent": "search_agent",
+        "kind": "tool_call",
+        "tool": {"name": "crawl_page", "argument": "corpus://a", "ok": True, "result": "A."},
+    }
+    con.execute(
+        "INSERT INTO coa_traces (trace_id, source, variant, question, status, agents, events, duration_s) "
+        "VALUES ('old', 'mas', 'mas', 'Q?', 'answered', '{}', ?, 1.0)",
+        [json.dumps([call])],
+    )
     con.close()
     store = Store(path)
     assert store.applied_migrations()[-1] == MIGRATIONS[-1][0]

@@ -18,8 +18,13 @@ from train.tiny import tiny_tokenizer  # noqa: E402
 
 
 def row(i: int, task_id: str | None = None, script_id: str | None = None, row_id: str | None = None) -> tuple:
-    data = {"id": row_id or f"r{i}", "task_id": task_id, "script_id": script_id, "weight": 1.0,
-            "messages": [{"role": "user", "content": f"Say {i}."}, {"role": "assistant", "content": f"{i}."}]}
+    data = {
+        "id": row_id or f"r{i}",
+        "task_id": task_id,
+        "script_id": script_id,
+        "weight": 1.0,
+        "messages": [{"role": "user", "content": f"Say {i}."}, {"role": "assistant", "content": f"{i}."}],
+    }
     return f"train.jsonl:{i + 1}", data
 
 

@@ -18,7 +18,13 @@ from factory.refine.script import Script
 from factory.refine.store import save_script
 from factory.store import Store, utcnow
 from train.evaluate import (
-    LLMPlayer, NoEnvironmentsError, evaluate, format_report, llm_config, load_environments, write_report,
+    LLMPlayer,
+    NoEnvironmentsError,
+    evaluate,
+    format_report,
+    llm_config,
+    load_environments,
+    write_report,
 )  # fmt: skip
 from train.evaluate.command import add_eval_parser
 from train.evaluate.dialogue import parse_action
@@ -51,8 +57,11 @@ LIBRARY = {
     "goal": {"conditions": [{"kind": "player_at", "value": "archive"}, {"kind": "has_item", "value": "atlas"}]},
 }  # fmt: skip
 
-GARDEN_PLAN = ["Thought: I need the can.\nAction: take(item=watering_can)", "Thought: Now outside.\nAction: go(place=garden)",
-               "Thought: Two litres.\nAction: water(litres=2)"]
+GARDEN_PLAN = [
+    "Thought: I need the can.\nAction: take(item=watering_can)",
+    "Thought: Now outside.\nAction: go(place=garden)",
+    "Thought: Two litres.\nAction: water(litres=2)",
+]
 LIBRARY_PLAN = ["Thought: To the archive.\nAction: go(room=archive)", "Thought: There it is.\nAction: take(item=atlas)"]
 
 
@@ -67,19 +76,25 @@ def run_dir(tmp_path):
     store = Store.open(folder)
     no_goal = {**copy.deepcopy(GARDEN), "goal": {"conditions": []}, "task": "Wander about the kitchen."}
     scripts = {
-        "garden:0": Script.model_validate(GARDEN), "library:0": Script.model_validate(LIBRARY),
+        "garden:0": Script.model_validate(GARDEN),
+        "library:0": Script.model_validate(LIBRARY),
         "trained:0": variant(GARDEN, "Water the roses in the garden."),
         "exported:0": variant(GARDEN, "Water the beans in the garden."),
         "nogoal:0": Script.model_validate(no_goal),
-    }  # fmt: skip
+    }
     for script_id, script in scripts.items():
         save_script(store, script_id, script_id.split(":")[0], 0, script, [])
     save_script(store, "broken:0", "broken", 0, Script.model_validate(GARDEN), ["goal unreachable"])  # not verified
     for persona, split in (("trained", "sft"), ("garden", "validation")):
-        store.upsert("trajectories", {"trajectory_id": f"refine:{persona}", "source": "refine",
-                                      "script_id": f"{persona}:0", "verified": True})  # fmt: skip
-        store.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep, weight, split, created_at) "
-                      "VALUES (?, 'split', true, 1.0, ?, ?)", [f"refine:{persona}", split, utcnow()])
+        store.upsert(
+            "trajectories",
+            {"trajectory_id": f"refine:{persona}", "source": "refine", "script_id": f"{persona}:0", "verified": True},
+        )
+        store.execute(
+            "INSERT INTO filter_verdicts (trajectory_id, filter, keep, weight, split, created_at) "
+            "VALUES (?, 'split', true, 1.0, ?, ?)",
+            [f"refine:{persona}", split, utcnow()],
+        )
     store.close()
     return folder
 
@@ -136,7 +151,10 @@ def test_a_published_folder_excludes_only_its_training_split(run_dir, tmp_path):
     assert [e.env_id for e in selection.environments] == ["exported:0", "garden:0"]  # library is in train-*
     mixed = tmp_path / "mixed.parquet"  # the exporter's rows name their split
     pq.write_table(pa.table({"script_id": ["library:0", "garden:0"], "split": ["train", "validation"]}), mixed)
-    assert [e.env_id for e in load_environments(run_dir, exclude_train=[mixed]).environments] == ["exported:0", "garden:0"]
+    assert [e.env_id for e in load_environments(run_dir, exclude_train=[mixed]).environments] == [
+        "exported:0",
+        "garden:0",
+    ]
 
 
 def test_a_saved_dataset_dict_excludes_its_train_split(run_dir, tmp_path):
@@ -162,8 +180,11 @@ def test_nothing_left_or_bad_training_data_is_one_line(run_dir, train_data, tmp_
 
 def test_a_scripts_file_gives_environments_and_names_a_bad_row(tmp_path):
     good = tmp_path / "scripts.jsonl"
-    rows = [{"script_id": "g", "script": GARDEN}, {**LIBRARY, "script_id": "lib"},
-            {"script_id": "x", "verified": False, **GARDEN}]  # fmt: skip
+    rows = [
+        {"script_id": "g", "script": GARDEN},
+        {**LIBRARY, "script_id": "lib"},
+        {"script_id": "x", "verified": False, **GARDEN},
+    ]
     good.write_text("".join(json.dumps(r) + "\n" for r in rows))
     selection = load_environments(scripts_file=good)
     assert [e.env_id for e in selection.environments] == ["g", "lib"]
@@ -186,8 +207,10 @@ def test_a_known_good_plan_succeeds_through_the_sandbox(run_dir, server, fast_co
     assert [e.status for e in report.episodes] == ["success", "success"]
     garden = [r["body"]["messages"] for r in server.requests if GARDEN["task"] in r["body"]["messages"][0]["content"]]
     assert [m["role"] for m in garden[1]] == ["user", "assistant", "user"]
-    assert garden[1][2]["content"] == ("Observation: take(item=watering_can) worked. You are in the kitchen. "
-                                       "A small kitchen. You see nothing of note. You are carrying the watering can.")  # fmt: skip
+    assert garden[1][2]["content"] == (
+        "Observation: take(item=watering_can) worked. You are in the kitchen. "
+        "A small kitchen. You see nothing of note. You are carrying the watering can."
+    )
     assert "Action: <action name>(<parameter>=<value>, ...)" in garden[0][0]["content"]  # the training prompt
 
 
@@ -195,8 +218,11 @@ def test_validation_code_judges_in_the_sandbox(server, fast_config):
     from factory.refine.code_check import SandboxCodeChecker
     from train.evaluate import Environment
 
-    greedy = [ok("Action: take(item=key)"), ok("Action: go(room=archive)\nThought: and then", finish_reason="length"),
-              ok("Action: take(item=atlas)")]  # a reply cut at max_tokens is still a turn  # fmt: skip
+    greedy = [
+        ok("Action: take(item=key)"),
+        ok("Action: go(room=archive)\nThought: and then", finish_reason="length"),
+        ok("Action: take(item=atlas)"),
+    ]  # a reply cut at max_tokens is still a turn
     server.route(LIBRARY["task"], *greedy * 2)
     env = Environment("library", Script.model_validate(LIBRARY), 2)
     assert SandboxCodeChecker().script_problems(env.script) == []  # a script the refine path would verify
@@ -270,8 +296,9 @@ def tiny_checkpoint(tmp_path_factory):
 
 
 def test_a_tiny_hf_checkpoint_plays_end_to_end(run_dir, train_data, tiny_checkpoint, capsys):
-    args = _parse(run_dir, "--model", tiny_checkpoint, "--exclude-train", train_data, "--max-steps", "3",
-                  "--max-new-tokens", "12")  # fmt: skip
+    args = _parse(
+        run_dir, "--model", tiny_checkpoint, "--exclude-train", train_data, "--max-steps", "3", "--max-new-tokens", "12"
+    )
     assert args.func(args) == 0
     (path,) = (run_dir / "eval").glob("*.json")
     saved = json.loads(path.read_text())

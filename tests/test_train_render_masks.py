@@ -15,9 +15,18 @@ import pytest
 pytest.importorskip("transformers")
 
 from render_samples import (  # noqa: E402
-    END, GAME, GAME_TRAINS, HEADER, MESSAGES, THINK_CODE, TOOL_CALL, afm_row, check_labels_are_ids_or_ignored,
+    END,
+    GAME,
+    GAME_TRAINS,
+    HEADER,
+    MESSAGES,
+    THINK_CODE,
+    TOOL_CALL,
+    afm_row,
+    check_labels_are_ids_or_ignored,
     run_starts,
 )  # fmt: skip
+
 from train.render import IGNORE, render  # noqa: E402
 from train.show import trained_segments  # noqa: E402
 from train.tiny import DEFAULT_SYSTEM, tiny_model, tiny_tokenizer  # noqa: E402
@@ -121,7 +130,11 @@ def test_a_token_straddling_a_span_edge_is_masked(tok):
 
 def test_store_prompt_completion_columns_render_like_afm(tok):
     row = afm_row()
-    stored = {"prompt": row["instruction"], "completion": row["output"], "observation_spans": json.dumps(row["observation_spans"])}
+    stored = {
+        "prompt": row["instruction"],
+        "completion": row["output"],
+        "observation_spans": json.dumps(row["observation_spans"]),
+    }
     assert render(stored, tok).labels == render(row, tok).labels
 
 

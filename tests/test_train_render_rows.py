@@ -22,22 +22,32 @@ def tok():
 
 
 def test_an_openai_tool_call_message_is_refused_naming_the_field(tok):
-    row = {"id": "t1", "messages": [
-        {"role": "user", "content": "What is 2 + 3?"},
-        {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
-        {"role": "tool", "content": "5", "tool_call_id": "call"},
-        {"role": "assistant", "content": "5"},
-    ]}  # fmt: skip
+    row = {
+        "id": "t1",
+        "messages": [
+            {"role": "user", "content": "What is 2 + 3?"},
+            {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
+            {"role": "tool", "content": "5", "tool_call_id": "call"},
+            {"role": "assistant", "content": "5"},
+        ],
+    }
     with pytest.raises(RenderError) as caught:
         render(row, tok)
     message = str(caught.value)
     assert message.startswith("row 't1': messages[1].tool_calls: ") and "\n" not in message
-    with_text = {"id": "t2", "messages": [{"role": "user", "content": "q"},
-                                          {"role": "assistant", "content": "calling", "tool_calls": [TOOL_CALL]}]}
+    with_text = {
+        "id": "t2",
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "calling", "tool_calls": [TOOL_CALL]},
+        ],
+    }
     with pytest.raises(RenderError, match=r"messages\[1\]\.tool_calls"):  # the call would vanish here too
         render(with_text, tok)
-    empty_list = {"id": "t3", "messages": [{"role": "user", "content": "q"},
-                                           {"role": "assistant", "content": "a", "tool_calls": []}]}
+    empty_list = {
+        "id": "t3",
+        "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "tool_calls": []}],
+    }
     assert trained_segments(render(empty_list, tok), tok) == ["a" + END]
 
 

@@ -15,11 +15,20 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from render_samples import (  # noqa: E402
+    END,
+    GAME,
+    GAME_TRAINS,
+    MESSAGES,
+    THINK_CODE,
+    TOOL_CALL,
+    afm_row,
+    chat_of,
+    check_labels_are_ids_or_ignored,
+)  # fmt: skip
+
 import train.render as render_module  # noqa: E402
 from factory.errors import FactoryError  # noqa: E402
-from render_samples import (  # noqa: E402
-    END, GAME, GAME_TRAINS, MESSAGES, THINK_CODE, TOOL_CALL, afm_row, chat_of, check_labels_are_ids_or_ignored,
-)  # fmt: skip
 from train.render import render  # noqa: E402
 from train.render_rows import RenderError  # noqa: E402
 from train.show import main as show_main  # noqa: E402

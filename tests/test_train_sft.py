@@ -30,8 +30,7 @@ from factory.errors import ConfigError, FactoryError  # noqa: E402
 from train.checkpoint import CheckpointMismatch  # noqa: E402
 from train.config import load_config  # noqa: E402
 from train.packing import collate, pack  # noqa: E402
-from train.render import IGNORE  # noqa: E402
-from train.render import render  # noqa: E402
+from train.render import IGNORE, render  # noqa: E402
 from train.sft import fit, main  # noqa: E402
 from train.tiny import tiny_model, tiny_tokenizer  # noqa: E402
 
@@ -69,8 +68,10 @@ def messages_row(i: int, item: str, place: str) -> dict:
 
 
 def afm_row(i: int, item: str, place: str) -> dict:
-    output = (f"<think>Find the {item}.</think>\n<code>print('{item}')</code>\n<observation>{item}</observation>\n"
-              f"<answer>The {item} is in the {place}.</answer>")  # fmt: skip
+    output = (
+        f"<think>Find the {item}.</think>\n<code>print('{item}')</code>\n<observation>{item}</observation>\n"
+        f"<answer>The {item} is in the {place}.</answer>"
+    )
     start, end = output.index("<observation>"), output.index("</observation>") + len("</observation>")
     return {"id": f"a{i}", "instruction": f"Where is the {item}?", "input": "", "output": output,
             "observation_spans": [[start, end]]}  # fmt: skip
@@ -303,6 +304,9 @@ def test_command_line_runs_the_example_config_and_prints_errors_as_one_line(tmp_
 def test_rows_longer_than_the_length_limit_name_the_flag_that_sets_it(tmp_path):
     files = write_export(tmp_path, count=6)
     config = load_config(write_config(tmp_path, files), ["--data.max_seq_length", "12"])
-    with pytest.raises(FactoryError, match=r"does not fit max_length=12.*raise data\.max_seq_length \(now 12, "
-                                           r"flag --data\.max_seq_length\)"):  # fmt: skip
+    with pytest.raises(
+        FactoryError,
+        match=r"does not fit max_length=12.*raise data\.max_seq_length \(now 12, "
+        r"flag --data\.max_seq_length\)",
+    ):
         fit(config)

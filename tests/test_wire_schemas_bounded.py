@@ -10,8 +10,8 @@ import pytest
 from test_refine_world import GARDEN
 
 from factory.checks.judge import JudgeVerdict
-from factory.coa.roles import Answerer, CodeAgent, Planner, Reflector, SearchAgent, Verifier, bounded_reply
 from factory.coa.config import ReplyLimits
+from factory.coa.roles import Answerer, CodeAgent, Planner, Reflector, SearchAgent, Verifier, bounded_reply
 from factory.coa.tools.summary import summary_model
 from factory.llm.structured import output_spec
 from factory.personas.expand import RelatedPersonas
@@ -59,12 +59,19 @@ def test_trajectory_schema_bounds_every_string():
 
 
 def test_the_check_sees_an_unbounded_list_item_or_pattern():
-    schema = {"type": "object", "properties": {
-        "xs": {"type": "array", "items": {"type": "string"}},
-        "name": {"type": "string", "pattern": "^[a-z]+$"},
-        "code": {"type": "string", "pattern": "^[a-z]{1,8}$"},
-        "capped": {"type": "string", "pattern": "^[a-z]*$", "maxLength": 8},  # llama.cpp ignores maxLength here
-        "open": {"type": "string", "pattern": "^[a-z]{2,}$"},
-    }}  # fmt: skip
-    assert unbounded_strings(schema) == ["/properties/xs/items", "/properties/name", "/properties/capped",
-                                         "/properties/open"]
+    schema = {
+        "type": "object",
+        "properties": {
+            "xs": {"type": "array", "items": {"type": "string"}},
+            "name": {"type": "string", "pattern": "^[a-z]+$"},
+            "code": {"type": "string", "pattern": "^[a-z]{1,8}$"},
+            "capped": {"type": "string", "pattern": "^[a-z]*$", "maxLength": 8},  # llama.cpp ignores maxLength here
+            "open": {"type": "string", "pattern": "^[a-z]{2,}$"},
+        },
+    }
+    assert unbounded_strings(schema) == [
+        "/properties/xs/items",
+        "/properties/name",
+        "/properties/capped",
+        "/properties/open",
+    ]

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import ValidationError, field_validator
 from pydantic import Field as F
+from pydantic import ValidationError, field_validator
 
 from factory.config import StrictModel, describe_validation_error
 from factory.errors import ConfigError
@@ -35,17 +35,21 @@ class ModelSection(StrictModel):
     tiny_hidden: int = F(64, gt=0, description="hidden size of a tiny: model")
     tiny_layers: int = F(2, gt=0, description="layers of a tiny: model")
     attn_implementation: Literal["auto", "sdpa", "eager", "flash_attention_2"] = F(
-        "auto", description="auto: flash_attention_2 on CUDA when flash-attn is installed, else sdpa")
+        "auto", description="auto: flash_attention_2 on CUDA when flash-attn is installed, else sdpa"
+    )
 
 
 class DataSection(StrictModel):
-    train: list[str] = F(min_length=1, description="export files (.jsonl/.json/.parquet, a save_to_disk folder or "
-                         "a glob), any export format")  # fmt: skip
+    train: list[str] = F(
+        min_length=1,
+        description="export files (.jsonl/.json/.parquet, a save_to_disk folder or a glob), any export format",
+    )
     validation: list[str] = F([], description="held-out files (globs too); when given, validation_fraction is unused")
     validation_fraction: float = F(0.05, ge=0.0, lt=1.0, description="without validation files: this share of "
                                    "train rows held out as whole task groups")  # fmt: skip
-    max_seq_length: int = F(2048, gt=8, description="tokens per rendered row (whole trailing turns dropped) and "
-                            "per packed sequence")  # fmt: skip
+    max_seq_length: int = F(
+        2048, gt=8, description="tokens per rendered row (whole trailing turns dropped) and per packed sequence"
+    )
     packing: bool = F(True, description="several trajectories per sequence, attention kept inside each")
     train_on_observations: bool = F(False, description="AFM <observation> spans train too (train.render decides)")
     row_weights: bool = F(True, description="the export's weight column scales each row's tokens in the loss")
@@ -61,8 +65,9 @@ class LoraSection(StrictModel):
     r: int = F(16, gt=0, description="LoRA rank")
     alpha: int = F(32, gt=0, description="LoRA scaling alpha")
     dropout: float = F(0.05, ge=0.0, lt=1.0, description="dropout on the LoRA branch")
-    target_modules: list[str] | Literal["all-linear"] = F("all-linear", description="all-linear or a list of module "
-                                                          "names, e.g. [q_proj, v_proj]")  # fmt: skip
+    target_modules: list[str] | Literal["all-linear"] = F(
+        "all-linear", description="all-linear or a list of module names, e.g. [q_proj, v_proj]"
+    )
 
 
 class OptimSection(StrictModel):
@@ -84,8 +89,9 @@ class SFTConfig(StrictModel):
     optim: OptimSection = OptimSection()
     output_dir: str = F(description="checkpoints and metrics.json")
     seed: int = F(0, description="tiny-model init, hold-out choice, data order, dropout")
-    bf16: bool | Literal["auto"] = F("auto", description="auto: bf16 where the device supports it; true fails "
-                                     "where it does not")  # fmt: skip
+    bf16: bool | Literal["auto"] = F(
+        "auto", description="auto: bf16 where the device supports it; true fails where it does not"
+    )
     gradient_checkpointing: bool = F(False, description="recompute activations in the backward pass")
     save_steps: int = F(0, ge=0, description="also save every N steps; 0: only at the end")
     eval_steps: int = F(0, ge=0, description="also evaluate every N steps; 0: only at the end")
@@ -167,6 +173,7 @@ def override_flags(model: type[StrictModel] = SFTConfig, prefix: str = "") -> li
             flags += override_flags(kind, f"{prefix}{name}.")
             continue
         default = "required" if info.is_required() else f"default {info.default!r}"
-        flags.append(f"--{prefix}{name} ({default}): {info.description}" if info.description
-                     else f"--{prefix}{name} ({default})")  # fmt: skip
+        flags.append(
+            f"--{prefix}{name} ({default}): {info.description}" if info.description else f"--{prefix}{name} ({default})"
+        )
     return flags

@@ -34,10 +34,12 @@ from train.render import IGNORE
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="train.sft", description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="train.sft",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="any config field can be overridden on the command line, e.g. --optim.learning_rate 1e-5:\n  "
         + "\n  ".join(override_flags()),
-    )  # fmt: skip
+    )
     parser.add_argument("--config", required=True, help="SFT config YAML (docs/train.md)")
     args, overrides = parser.parse_known_args(argv)
     from transformers.utils import logging as hf_logging

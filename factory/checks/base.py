@@ -40,4 +40,3 @@ class Checker:
 
     async def acheck(self, prediction: str, task: Task) -> CheckResult:
         return self.check(prediction, task)
-

@@ -26,10 +26,16 @@ import weakref
 
 from ..coa.tasks import Task
 from ..sandbox import (
-    CODE_TASK_IMPORTS, CONTEST_PRELUDE, SandboxLimits, Verdict, arun_function, arun_program, sandbox_refusal,
+    CODE_TASK_IMPORTS,
+    CONTEST_PRELUDE,
+    SandboxLimits,
+    Verdict,
+    arun_function,
+    arun_program,
+    sandbox_refusal,
 )  # fmt: skip
 from .base import Checker, CheckResult, failure
-from .code_cases import Case, CallCase, StdinCase, as_json, cases_of, outputs_match
+from .code_cases import CallCase, Case, StdinCase, as_json, cases_of, outputs_match
 from .code_script import PROBE_FUNCTION, ScriptCase, UncheckableCase
 from .extract import python_code
 

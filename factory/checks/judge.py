@@ -38,10 +38,15 @@ class JudgeRole:
     def request(self, prediction: str, task: Task) -> Request:
         references = "\n".join(f"- {answer}" for answer in task.answers) or "(none given)"
         user = render_prompt(
-            "checks/judge_user", question=head(task.question, self.max_question_chars),
-            references=references, prediction=tail(prediction, self.max_reply_chars),
-        )  # fmt: skip
-        messages = [{"role": "system", "content": load_prompt("checks/judge_system")}, {"role": "user", "content": user}]
+            "checks/judge_user",
+            question=head(task.question, self.max_question_chars),
+            references=references,
+            prediction=tail(prediction, self.max_reply_chars),
+        )
+        messages = [
+            {"role": "system", "content": load_prompt("checks/judge_system")},
+            {"role": "user", "content": user},
+        ]
         return Request(messages, self.response_model, stage=STAGE, tag=task.id)
 
     @staticmethod

@@ -124,7 +124,7 @@ class MathAnswer(Checker):
             "golds": [f"\\boxed{{{gold}}}" for gold in task.answers],
             "answer": f"\\boxed{{{boxed}}}" if boxed is not None else text,
             "timeout_s": self.timeout_s,
-        }  # fmt: skip
+        }
         # Parse answer and each gold, then verify: each step bounded in the worker, plus slack.
         reply = self.pool.ask(job, deadline_s=self.timeout_s * (2 + 2 * len(task.answers)) + 5)
         equal = bool(reply["equal"])
@@ -139,6 +139,7 @@ class MathAnswer(Checker):
 
 def same_text(answer: str, gold: str) -> bool:
     """Equal up to spaces and \\left/\\right: a quick yes without asking sympy."""
+
     def squeeze(text: str) -> str:
         return "".join(text.replace("\\left", "").replace("\\right", "").split())
 

@@ -1,9 +1,9 @@
 """Checkers by name, and the default one for a task's domain.
 
-    checker = get_checker("math")                 # shared instance (its worker processes are reused)
-    checker = get_checker("code", max_parallel=2) # a fresh one with options
-    judge = get_checker("llm_judge", llm=client)
-    result = await default_checker(task).acheck(reply, task)
+checker = get_checker("math")                 # shared instance (its worker processes are reused)
+checker = get_checker("code", max_parallel=2) # a fresh one with options
+judge = get_checker("llm_judge", llm=client)
+result = await default_checker(task).acheck(reply, task)
 """
 
 from __future__ import annotations

@@ -85,8 +85,11 @@ async def record_trace(store: Store, trace: Trace, task: Task | None, checker: C
         turns=distilled.turns, final_answer=trace.final_answer, correct=stats["correct"],
         provenance={"agents": trace.agents, "variant": trace.variant, "trace_source": trace.source},
     )  # fmt: skip
-    single = {"prompt": distilled.single.prompt, "completion": distilled.single.completion,
-              "observation_spans": [list(span) for span in distilled.single.observation_spans]}  # fmt: skip
+    single = {
+        "prompt": distilled.single.prompt,
+        "completion": distilled.single.completion,
+        "observation_spans": [list(span) for span in distilled.single.observation_spans],
+    }
     save_distilled(store, trace, trajectory, single, stats, check.detail if check else None)
     return True
 

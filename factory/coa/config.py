@@ -1,11 +1,11 @@
 """`CoaConfig`: the `coa:` section of the factory config (tasks, roles' models, tools, limits).
 
-    coa:
-      tasks: ../shared/data/tasks/math500.parquet
-      count: 20
-      models: {verifier: gpt-4o-mini}    # the other roles use the run's llm.model
-      tools: {web_search: {enabled: true, local: {path: corpus.jsonl}}}
-      max_steps: 6
+coa:
+  tasks: ../shared/data/tasks/math500.parquet
+  count: 20
+  models: {verifier: gpt-4o-mini}    # the other roles use the run's llm.model
+  tools: {web_search: {enabled: true, local: {path: corpus.jsonl}}}
+  max_steps: 6
 """
 
 from __future__ import annotations
@@ -78,17 +78,24 @@ class CoaConfig(StrictModel):
         None, ge=1, description="completion tokens per coa call (auto: at most 512 / the run's llm.max_tokens)"
     )
     max_tokens_cap: int | None = Field(
-        None, ge=1, description="ceiling when a cut-off coa reply is retried with more room "
+        None,
+        ge=1,
+        description="ceiling when a cut-off coa reply is retried with more room "
         "(auto: at most 1024 / the run's llm.max_tokens_cap)",
-    )  # fmt: skip
+    )
     task_timeout_s: float | None = Field(
-        None, gt=0, description="wall-clock seconds one task may run; past it the task is cancelled and "
+        None,
+        gt=0,
+        description="wall-clock seconds one task may run; past it the task is cancelled and "
         "recorded as a `timeout` failure, retried by a rerun from its cached calls (auto: 600 / 300)",
-    )  # fmt: skip
+    )
     max_tokens_per_task: int = Field(60_000, ge=1000, description="prompt + completion tokens over all roles")
     checker: str | None = Field(None, description="correctness checker name (default: by the task's domain)")
     parallel_tasks: int = Field(8, ge=1, le=256, description="tasks run at the same time")
     history_chars: int = Field(6000, ge=500, description="how much of the run so far each role sees")
     reply_chars: ReplyLimits = Field(default_factory=ReplyLimits, description="bounds of each role's text")
-    mas_code: bool = Field(False, description="the mas variant's tool agent may also run code (when the code "
-                           "tool is on); off: web_search and crawl_page only, as AFM's web agent")  # fmt: skip
+    mas_code: bool = Field(
+        False,
+        description="the mas variant's tool agent may also run code (when the code "
+        "tool is on); off: web_search and crawl_page only, as AFM's web agent",
+    )

@@ -66,8 +66,9 @@ def describe_auto(chosen: dict[str, Any], llm: LLMConfig) -> str | None:
     """One line naming what auto chose, for the embedded model only (the others keep the paper's sizes)."""
     if not chosen or not is_embedded(llm):
         return None
-    shown = ", ".join(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
-                      for name, value in chosen.items())  # fmt: skip
+    shown = ", ".join(
+        f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}" for name, value in chosen.items()
+    )
     return f"coa: auto settings for the embedded model: {shown} (set coa.<field> to change)"
 
 

@@ -39,8 +39,18 @@ from dataclasses import dataclass, field
 from ..checks.extract import BOXED, CODE_FENCE, PYTHON_FENCES, balanced, last_boxed
 from ..prompts import load_prompt, render_prompt
 from ..records import Turn
-from .afm import TOOL_TAGS, Block, RenderedSingle, double_check_text, make_blocks, neutralize_tags, reflection_text
-from .afm import render_multiturn, render_single, validate_afm
+from .afm import (
+    TOOL_TAGS,
+    Block,
+    RenderedSingle,
+    double_check_text,
+    make_blocks,
+    neutralize_tags,
+    reflection_text,
+    render_multiturn,
+    render_single,
+    validate_afm,
+)
 from .tasks import Task
 from .trace import Event, Trace
 
@@ -100,8 +110,9 @@ def distill(trace: Trace, prompt: str) -> Distillation:
     blocks = make_blocks(pairs)
     single = render_single(prompt, blocks)
     verdict = validate_afm(single.completion, trace.variant, answer_format(trace.variant, trace.domain))
-    return Distillation(verdict.ok, verdict.rule, verdict.message, prompt, blocks, single,
-                        render_multiturn(prompt, blocks))  # fmt: skip
+    return Distillation(
+        verdict.ok, verdict.rule, verdict.message, prompt, blocks, single, render_multiturn(prompt, blocks)
+    )
 
 
 def with_think(think: str | None, block: tuple[str, str]) -> Pairs:

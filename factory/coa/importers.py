@@ -49,8 +49,9 @@ class AgentLogError(FactoryError):
     """An agent log that cannot be read; the message names the file and record."""
 
 
-def load_agent_log(path: str | Path, variant: str = "mas", fmt: str = "auto",
-                   tool_names: dict[str, str] | None = None) -> list[Trace]:  # fmt: skip
+def load_agent_log(
+    path: str | Path, variant: str = "mas", fmt: str = "auto", tool_names: dict[str, str] | None = None
+) -> list[Trace]:
     """Every log in a JSONL file (one per line) or a JSON file (one log or a list of them)."""
     path = Path(path)
     if not path.is_file():
@@ -226,8 +227,9 @@ def smolagents_events(step: dict, tool_names: dict[str, str] | None) -> list[Eve
     events = []
     for call in step.get("tool_calls") or []:
         function = call.get("function") or call
-        events.append(call_event(function.get("name", ""), argument_of(function.get("arguments")), result,
-                                 think, tool_names))  # fmt: skip
+        events.append(
+            call_event(function.get("name", ""), argument_of(function.get("arguments")), result, think, tool_names)
+        )
         think, result = None, ""
     return events
 

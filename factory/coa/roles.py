@@ -96,8 +96,10 @@ def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...]
         described = ", or ".join(ARGUMENTS.get(tool, tool) for tool in tools)  # the schema names no tool not offered
         # A program when code is offered: marked as code, the LaTeX repair (factory.llm) leaves its escapes alone.
         code = {"contentMediaType": "text/x-python"} if "code" in tools else None
-        fields["argument"] = (str, Field(min_length=1, max_length=argument_chars, description=described,
-                                         json_schema_extra=code))  # fmt: skip
+        fields["argument"] = (
+            str,
+            Field(min_length=1, max_length=argument_chars, description=described, json_schema_extra=code),
+        )
     return create_model(base.__name__, __base__=base, **fields)
 
 
@@ -117,17 +119,19 @@ class Role:
 
     def request(self, question: str, plan: str, history: str, domain: str, tag: str) -> Request:
         user = render_prompt(
-            "coa/context", question=question, plan=plan or "(no plan yet)", history=history or "(nothing yet)",
+            "coa/context",
+            question=question,
+            plan=plan or "(no plan yet)",
+            history=history or "(nothing yet)",
             answer_format=ANSWER_FORMATS[domain],
-        )  # fmt: skip
+        )
         messages = [{"role": "system", "content": self.system_prompt()}, {"role": "user", "content": user}]
         return Request(messages, self.response_model, stage=f"coa_{self.name}", tag=tag)
 
     def system_prompt(self) -> str:
         modules = ", ".join(self.modules) or "(none: the standard library is closed)"
         tool_lines = "\n".join(render_prompt(f"coa/tools/{tool}", modules=modules) for tool in self.tools)
-        role = render_prompt(f"coa/{self.name}", tools=tool_lines, tool_names=" or ".join(self.tools),
-                             modules=modules)  # fmt: skip
+        role = render_prompt(f"coa/{self.name}", tools=tool_lines, tool_names=" or ".join(self.tools), modules=modules)
         return f"{role}\n{load_prompt('coa/voice')}"
 
     def parse(self, reply: Reply, domain: str) -> Event:
@@ -162,8 +166,9 @@ class Reflector(Role):
     name, reply_type = "reflector", ReflectionReply
 
     def parse(self, reply: ReflectionReply, domain: str) -> Event:
-        scores = {name: getattr(reply, name) for name in ("information_conflict", "tool_effectiveness",
-                                                          "trajectory_progress")}  # fmt: skip
+        scores = {
+            name: getattr(reply, name) for name in ("information_conflict", "tool_effectiveness", "trajectory_progress")
+        }
         poor = "poor" in scores.values()
         decision = "replan" if poor else "answer" if reply.ready_to_answer else "continue"
         return Event(agent=self.name, kind="reflection", think=reply.think.strip(), content=reply.comment.strip(),
@@ -198,5 +203,6 @@ def formatted_answer(answer: str, domain: str) -> str:
     return text
 
 
-ROLE_TYPES: dict[str, type[Role]] = {role.name: role for role in (Planner, SearchAgent, CodeAgent, Reflector,
-                                                                  Answerer, Verifier)}  # fmt: skip
+ROLE_TYPES: dict[str, type[Role]] = {
+    role.name: role for role in (Planner, SearchAgent, CodeAgent, Reflector, Answerer, Verifier)
+}

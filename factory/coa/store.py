@@ -76,17 +76,21 @@ def save_distilled(store: Store, trace: Trace, trajectory: Trajectory, single: d
 def finished_ids(store: Store) -> set[str]:
     """Tasks a rerun skips: all but those cut off by coa.task_timeout_s, which a rerun resumes from their
     cached calls (its row is replaced by what the new run makes of the task)."""
-    return {r[0] for r in store.query(
-        "SELECT trajectory_id FROM trajectories WHERE source IN ('coa', 'import') AND rule IS DISTINCT FROM 'timeout'"
-    )}  # fmt: skip
+    return {
+        r[0]
+        for r in store.query(
+            "SELECT trajectory_id FROM trajectories WHERE source IN ('coa', 'import') AND rule IS DISTINCT FROM 'timeout'"
+        )
+    }
 
 
 def coa_funnel(store: Store, source: str = "coa") -> dict[str, int]:
     """tasks (or imported traces) -> answered -> grammar-valid distillations -> correct."""
     tasks, valid, correct = store.query(
         "SELECT count(*), count(*) FILTER (verified), count(*) FILTER (verified AND correct) "
-        "FROM trajectories WHERE source = ?", [source],
-    )[0]  # fmt: skip
+        "FROM trajectories WHERE source = ?",
+        [source],
+    )[0]
     trace_source = "mas" if source == "coa" else "import:%"
     (answered,) = store.query(
         "SELECT count(*) FROM coa_traces WHERE source LIKE ? AND status = 'answered'", [trace_source]
@@ -96,7 +100,9 @@ def coa_funnel(store: Store, source: str = "coa") -> dict[str, int]:
 
 def failure_counts(store: Store, source: str = "coa") -> dict[str, int]:
     """Why tasks were lost: a run status (llm_error, exhausted, ...) or the grammar rule broken."""
-    return dict(store.query(
-        "SELECT rule, count(*) FROM trajectories WHERE source = ? AND NOT verified GROUP BY 1 ORDER BY 2 DESC, 1",
-        [source],
-    ))  # fmt: skip
+    return dict(
+        store.query(
+            "SELECT rule, count(*) FROM trajectories WHERE source = ? AND NOT verified GROUP BY 1 ORDER BY 2 DESC, 1",
+            [source],
+        )
+    )

@@ -127,8 +127,9 @@ def open_rows(src: str | Path | Any, split: str) -> tuple[str, Iterable[tuple[st
         raise TaskError(str(exc)) from None
 
 
-def collect(rows: Iterable[tuple[str, dict]], label: str, domain: str | None, limit: int | None,
-            strict: bool) -> TaskSet:  # fmt: skip
+def collect(
+    rows: Iterable[tuple[str, dict]], label: str, domain: str | None, limit: int | None, strict: bool
+) -> TaskSet:
     result, seen = TaskSet([]), set()
     for place, row in rows:
         if limit is not None and len(result.tasks) >= limit:

@@ -99,12 +99,14 @@ def rl_text(result: ExportResult) -> str:
     for path in rl.files:
         runs.setdefault(path.parent.as_posix(), []).append(f"`{path.name}`")
     folders = "; ".join(f"`{folder}/`: {', '.join(names)}" for folder, names in runs.items())
-    return (f"{rl.rows} queries ({rl.trajectories} kept trajectories) of the RL split are written as verl rows "
-            f"(`data_source`, `prompt`, `ability`, `reward_model`, `extra_info`), never as SFT rows, one folder "
-            f"per RL run: {folders}. Give one folder's files to one run's `data.train_files`: rows of two folders "
-            "differ in their ground-truth type and tools, and neither verl nor AFM's fork loads them together. "
-            "No query is also in an SFT split. Layout and the reward functions that read it: factory's "
-            "docs/rl_handoff.md.")  # fmt: skip
+    return (
+        f"{rl.rows} queries ({rl.trajectories} kept trajectories) of the RL split are written as verl rows "
+        f"(`data_source`, `prompt`, `ability`, `reward_model`, `extra_info`), never as SFT rows, one folder "
+        f"per RL run: {folders}. Give one folder's files to one run's `data.train_files`: rows of two folders "
+        "differ in their ground-truth type and tools, and neither verl nor AFM's fork loads them together. "
+        "No query is also in an SFT split. Layout and the reward functions that read it: factory's "
+        "docs/rl_handoff.md."
+    )
 
 
 def configs_table(store: Store, result: ExportResult) -> str:
@@ -115,12 +117,16 @@ def configs_table(store: Store, result: ExportResult) -> str:
 def kept_text(kept: KeptCounts) -> str:
     """The selection's counts (the export's and the report's too): a format may then leave rows out."""
     sources = ", ".join(f"{source} {n}" for source, n in kept.by_source.items())
-    splits = ", ".join(f"{split} {counted(kept.rows[split], 'row')} "
-                       f"({counted(kept.split_trajectories[split], 'trajectory', 'trajectories')})"
-                       for split in kept.rows)  # fmt: skip
-    return (f"Kept {kept.kept} of {kept.trajectories} trajectories in the run ({sources}): {kept.verified} verified, "
-            f"{kept.dropped} of them dropped by a filter, {kept.unverified} not verified and never exported. "
-            f"By split: {splits}; total weight {kept.kept_weight:g}.")  # fmt: skip
+    splits = ", ".join(
+        f"{split} {counted(kept.rows[split], 'row')} "
+        f"({counted(kept.split_trajectories[split], 'trajectory', 'trajectories')})"
+        for split in kept.rows
+    )
+    return (
+        f"Kept {kept.kept} of {kept.trajectories} trajectories in the run ({sources}): {kept.verified} verified, "
+        f"{kept.dropped} of them dropped by a filter, {kept.unverified} not verified and never exported. "
+        f"By split: {splits}; total weight {kept.kept_weight:g}."
+    )
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -128,8 +134,10 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def split_rule(result: ExportResult) -> str:
-    rule = (f"the split a split filter wrote when there is one, else a hash of the task group puts "
-            f"{result.options.validation:.0%} of task groups in `validation`; no task is in both splits.")  # fmt: skip
+    rule = (
+        f"the split a split filter wrote when there is one, else a hash of the task group puts "
+        f"{result.options.validation:.0%} of task groups in `validation`; no task is in both splits."
+    )
     if result.options.upsample == "repeat":
         rule += " Rows of weight k > 1 are repeated floor(k) times, each with weight k / floor(k)."
     return rule
@@ -140,8 +148,10 @@ def sources_table(store: Store) -> str:
 
 
 def funnels_text(store: Store) -> str:
-    lines = [f"- {path}: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items())
-             for path, funnel in path_funnels(store).items()]  # fmt: skip
+    lines = [
+        f"- {path}: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items())
+        for path, funnel in path_funnels(store).items()
+    ]
     return "\n".join(lines) or "_none recorded_"
 
 

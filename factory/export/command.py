@@ -13,8 +13,9 @@ from .verl import RLOptions
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", help="the run folder holding factory.duckdb")
-    parser.add_argument("--validation", type=float, help="share of task groups held out when no split filter ran "
-                        "(default 0.05)")  # fmt: skip
+    parser.add_argument(
+        "--validation", type=float, help="share of task groups held out when no split filter ran (default 0.05)"
+    )
     parser.add_argument("--upsample", choices=["none", "repeat"], help="repeat: write a row of weight k>1 k times")
     parser.add_argument("--license", help="license in the dataset card (default apache-2.0)")
     parser.add_argument("--pretty-name", help="title of the dataset card")
@@ -36,10 +37,15 @@ def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 def _add_rl(parser: argparse.ArgumentParser) -> None:
     """The RL hand-off (factory/export/verl.py): which split holds RL queries, where their answers are."""
     parser.add_argument("--rl-split", help="the split written as verl RL rows, not SFT rows (default rl)")
-    parser.add_argument("--tasks", action="append", help="task file with the RL queries' reference answers "
-                        "(repeatable; default: the task files the run recorded)")  # fmt: skip
-    parser.add_argument("--pass-rate-model", help="rollouts label whose pass rate goes in extra_info "
-                        "(default: the run's pass_rate filter's model)")  # fmt: skip
+    parser.add_argument(
+        "--tasks",
+        action="append",
+        help="task file with the RL queries' reference answers (repeatable; default: the task files the run recorded)",
+    )
+    parser.add_argument(
+        "--pass-rate-model",
+        help="rollouts label whose pass rate goes in extra_info (default: the run's pass_rate filter's model)",
+    )
 
 
 def _rl_options(args: argparse.Namespace) -> RLOptions:
@@ -87,8 +93,10 @@ def format_result(result: ExportResult) -> str:
         counts = ", ".join(f"{split} {n}" for split, n in fmt.rows.items())
         lines.append(f"{fmt.name}: {counts} -> {result.out / fmt.folder}")
     if result.rl is not None:
-        lines.append(f"verl (RL queries): {result.rl.rows} rows from {result.rl.trajectories} trajectories -> "
-                     f"{result.out / result.rl.folder}")  # fmt: skip
+        lines.append(
+            f"verl (RL queries): {result.rl.rows} rows from {result.rl.trajectories} trajectories -> "
+            f"{result.out / result.rl.folder}"
+        )
     lines += [f"note: {warning}" for warning in result.warnings]
     if result.card is not None:
         lines.append(f"dataset card: {result.card}")

@@ -25,8 +25,9 @@ def unavailable(name: FormatName, options: ExportOptions) -> str | None:
     return None
 
 
-def split_writer(store: Store, name: FormatName, selection: str, options: ExportOptions,
-                 settings: dict[str, Any]) -> SplitWriter:  # fmt: skip
+def split_writer(
+    store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict[str, Any]
+) -> SplitWriter:
     """A writer for one format's splits; `settings` receives what the trainer's config must say (e.g. the mode)."""
     if name == "trl":
         tokenizer = load_export_tokenizer(options.tokenizer)
@@ -43,8 +44,9 @@ def split_writer(store: Store, name: FormatName, selection: str, options: Export
     return lambda split, folder: write_split(store, sql, split, folder, options)
 
 
-def finish_format(name: FormatName, staging: Path, files: dict[str, list[Path]], settings: dict[str, Any],
-                  options: ExportOptions) -> None:  # fmt: skip
+def finish_format(
+    name: FormatName, staging: Path, files: dict[str, list[Path]], settings: dict[str, Any], options: ExportOptions
+) -> None:
     """What a trainer reads beside the shards: LLaMA-Factory's dataset_info.json (AFM's fork reads the same
     file), and the longest sample, so the config's cutoff_len can hold every sample whole."""
     settings["splits"] = list(files)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,9 @@ class FormatFiles:
     folder: Path  # relative to the output folder, e.g. data/sharegpt
     files: dict[str, list[Path]]  # split -> shard paths, relative to the output folder
     rows: dict[str, int]  # split -> rows written
-    settings: dict[str, Any] = field(default_factory=dict)  # what the trainer's config must say (e.g. llamafactory mode)
+    settings: dict[str, Any] = field(
+        default_factory=dict
+    )  # what the trainer's config must say (e.g. llamafactory mode)
     fingerprint: str = ""  # in the shard names of a published layout (see fingerprint_shards)
 
 
@@ -98,8 +99,9 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
     return result
 
 
-def write_format(store: Store, name: FormatName, folder: Path, result: ExportResult,
-                 fingerprint: bool = False) -> FormatFiles:  # fmt: skip
+def write_format(
+    store: Store, name: FormatName, folder: Path, result: ExportResult, fingerprint: bool = False
+) -> FormatFiles:
     final = result.out / folder
     staging = fresh_folder(final.with_name(f".{final.name}.partial"))
     written = FormatFiles(name, folder, {}, {})
@@ -139,6 +141,7 @@ def fingerprint_shards(shards: dict[str, list[Path]]) -> tuple[str, dict[str, li
     tag = digest.hexdigest()[:12]
     renamed = {}
     for split, paths in shards.items():
-        renamed[split] = [path.rename(path.with_name(path.name.replace(f"{split}-", f"{split}-{tag}-", 1)))
-                          for path in paths]  # fmt: skip
+        renamed[split] = [
+            path.rename(path.with_name(path.name.replace(f"{split}-", f"{split}-{tag}-", 1))) for path in paths
+        ]
     return tag, renamed

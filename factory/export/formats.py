@@ -12,8 +12,10 @@ from typing import Callable
 
 from .options import FormatName
 
-TURNS_TYPE = '[{"role": "VARCHAR", "content": "VARCHAR", "loss": "BOOLEAN", ' \
-             '"error": {"type": "VARCHAR", "feedback": "VARCHAR"}}]'  # fmt: skip
+TURNS_TYPE = (
+    '[{"role": "VARCHAR", "content": "VARCHAR", "loss": "BOOLEAN", '
+    '"error": {"type": "VARCHAR", "feedback": "VARCHAR"}}]'
+)
 # What str.isspace() calls whitespace; RE2's \s is narrower. train.render_rows never trains a blank assistant turn.
 SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
 # A turn trains when flagged so, it is not a recorded mistake (refine keeps mistakes in context only) and it

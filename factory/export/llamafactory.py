@@ -46,12 +46,16 @@ def _marked(selection: str) -> str:
 def _sample(upto: str, loss: str) -> str:
     """The conversation up to position `upto`, each turn's `loss` saying whether it trains in this sample:
     LLaMA-Factory ignores the key, but any reader that honours it (train.render) then draws its masks."""
-    return f'list_transform(c[1:{upto}], lambda x, i: struct_pack("from" := x."from", value := x.value, loss := {loss}))'
+    return (
+        f'list_transform(c[1:{upto}], lambda x, i: struct_pack("from" := x."from", value := x.value, loss := {loss}))'
+    )
 
 
 def llamafactory_mode(store: Store, selection: str) -> Mode:
     """`last` when some row has a gpt turn that does not train before one that does."""
-    masked_before = f"""len(list_filter(range(1, trained[-1]), lambda i: c[i]."from" = 'gpt' AND NOT {_TRAINS_AT})) > 0"""
+    masked_before = (
+        f"""len(list_filter(range(1, trained[-1]), lambda i: c[i]."from" = 'gpt' AND NOT {_TRAINS_AT})) > 0"""
+    )
     sql = f"SELECT coalesce(bool_or({masked_before}), false) FROM ({_marked(selection)}) WHERE len(trained) > 0"
     return "last" if store.query(sql)[0][0] else "full"
 
@@ -71,10 +75,15 @@ def llamafactory_sql(selection: str, mode: Mode) -> str:
 ALPACA_COLUMNS = {"prompt": "instruction", "query": "input", "response": "output"}  # the afm rows, for AFM's fork
 
 
-def write_dataset_info(folder: Path, files: dict[str, list[Path]], formatting: str = "sharegpt") -> dict[str, list[str]]:
+def write_dataset_info(
+    folder: Path, files: dict[str, list[Path]], formatting: str = "sharegpt"
+) -> dict[str, list[str]]:
     """folder/dataset_info.json with one entry per shard; returns split -> dataset names, for the config."""
-    columns = {"columns": {"messages": "conversations"}, "tags": SHAREGPT_TAGS} if formatting == "sharegpt" else \
-        {"columns": ALPACA_COLUMNS}  # fmt: skip
+    columns = (
+        {"columns": {"messages": "conversations"}, "tags": SHAREGPT_TAGS}
+        if formatting == "sharegpt"
+        else {"columns": ALPACA_COLUMNS}
+    )
     info, names = {}, {}
     for split, paths in files.items():
         for k, path in enumerate(paths):

@@ -51,8 +51,7 @@ def publish(run_dir: str | Path, repo_id: str | None = None, to: str | Path | No
         raise ExportError(f"repo id {repo_id!r} is not of the form ORG/NAME")
     token = token or hub_token()
     with tempfile.TemporaryDirectory(prefix="factory-publish-") as folder:
-        result = export_dataset(run_dir, folder, options, data_dir=DATA_DIR, load_path=repo_id, rl=rl,
-                                fingerprint=True)
+        result = export_dataset(run_dir, folder, options, data_dir=DATA_DIR, load_path=repo_id, rl=rl, fingerprint=True)
         repo_url, commit_url = push_folder(Path(folder), repo_id, private, token, endpoint)
     return PublishResult(result, None, repo_url, commit_url)
 
@@ -75,12 +74,14 @@ def push_folder(folder: Path, repo_id: str, private: bool, token: str, endpoint:
     files = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
     try:
         repo = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        stale = [path for path in api.list_repo_files(repo_id, repo_type="dataset")
-                 if path.startswith(f"{DATA_DIR}/") and path not in files]  # fmt: skip
+        stale = [
+            path
+            for path in api.list_repo_files(repo_id, repo_type="dataset")
+            if path.startswith(f"{DATA_DIR}/") and path not in files
+        ]
         operations = [CommitOperationAdd(path_in_repo=path, path_or_fileobj=str(folder / path)) for path in files]
         operations += [CommitOperationDelete(path_in_repo=path) for path in stale]
-        commit = api.create_commit(repo_id, operations, commit_message="Publish factory dataset",
-                                   repo_type="dataset")  # fmt: skip
+        commit = api.create_commit(repo_id, operations, commit_message="Publish factory dataset", repo_type="dataset")
     except (HfHubHTTPError, OSError, ValueError, *transport_errors()) as exc:  # ValueError: the Hub refused the card
         raise ExportError(f"push to {repo_id} failed: {first_line(exc)}") from None
     return str(repo), commit.commit_url

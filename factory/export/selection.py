@@ -161,8 +161,10 @@ def nothing_to_export(store: Store) -> str:
         JOIN trajectories t USING (trajectory_id) WHERE t.verified AND NOT v.keep
         GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 3""")
     named = "; ".join(f"{reason} ({n})" for reason, n in reasons)
-    return (f"{where}: the filters dropped all {verified} verified trajectories ({named}); "
-            f"factory ls {where} --dropped lists them")  # fmt: skip
+    return (
+        f"{where}: the filters dropped all {verified} verified trajectories ({named}); "
+        f"factory ls {where} --dropped lists them"
+    )
 
 
 def groups_in_several_splits(store: Store, options: ExportOptions) -> int:
@@ -182,6 +184,8 @@ def unconfirmed_answers(store: Store, options: ExportOptions) -> str | None:
     total, wrong, unchecked = store.query(sql)[0]
     if not wrong and not unchecked:
         return None
-    return (f"{wrong + unchecked} of {total} exported task rows have no positive correctness check "
-            f"(correct=false: {wrong}, unchecked: {unchecked}); filter with `correctness` "
-            "(examples/filters.yaml) to keep only checked answers")
+    return (
+        f"{wrong + unchecked} of {total} exported task rows have no positive correctness check "
+        f"(correct=false: {wrong}, unchecked: {unchecked}); filter with `correctness` "
+        "(examples/filters.yaml) to keep only checked answers"
+    )

@@ -88,16 +88,18 @@ def trl_config(settings: dict[str, Any]) -> dict[str, Any]:
 def trl_snippet(settings: dict[str, Any], path: str, file_type: str) -> str:
     builder, files = trl_data_files(settings, path, file_type)
     evaluation = ', eval_dataset=data["validation"]' if "validation" in files else ""
-    return "\n".join([
-        "from datasets import load_dataset",
-        "from transformers import AutoTokenizer",
-        "from trl import SFTConfig, SFTTrainer",
-        "",
-        f'tokenizer = AutoTokenizer.from_pretrained("{settings.get("tokenizer")}")  # the one the rows were rendered with',
-        f"data = load_dataset({builder!r}, data_files={files!r})",
-        f"args = SFTConfig(output_dir=\"sft\", max_length={trl_config(settings)['max_length']})  # leave assistant_only_loss unset",
-        f'SFTTrainer(model=MODEL, args=args, train_dataset=data["train"]{evaluation}, processing_class=tokenizer).train()',
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "from datasets import load_dataset",
+            "from transformers import AutoTokenizer",
+            "from trl import SFTConfig, SFTTrainer",
+            "",
+            f'tokenizer = AutoTokenizer.from_pretrained("{settings.get("tokenizer")}")  # the one the rows were rendered with',
+            f"data = load_dataset({builder!r}, data_files={files!r})",
+            f'args = SFTConfig(output_dir="sft", max_length={trl_config(settings)["max_length"]})  # leave assistant_only_loss unset',
+            f'SFTTrainer(model=MODEL, args=args, train_dataset=data["train"]{evaluation}, processing_class=tokenizer).train()',
+        ]
+    )
 
 
 def length_note(settings: dict[str, Any]) -> str:
@@ -105,8 +107,10 @@ def length_note(settings: dict[str, Any]) -> str:
     if "longest_tokens" in settings:
         return f"longest sample {settings['longest_tokens']} tokens with `{settings['tokenizer_name']}`"
     if "longest_chars" in settings:
-        return (f"longest sample {settings['longest_chars']} characters; export with `--tokenizer` to measure "
-                "tokens, and keep `cutoff_len` above them (longer samples are cut)")  # fmt: skip
+        return (
+            f"longest sample {settings['longest_chars']} characters; export with `--tokenizer` to measure "
+            "tokens, and keep `cutoff_len` above them (longer samples are cut)"
+        )
     return "keep `cutoff_len` above your longest sample"
 
 
@@ -131,16 +135,23 @@ def consumer_section(result: ExportResult, load_path: str) -> str:
 def _snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str | None:
     if fmt.name == "llamafactory":
         config = yaml.safe_dump(llamafactory_config(fmt.settings, path), sort_keys=False).strip()
-        mode = ("one sample per trained turn, so `mask_history: true`" if fmt.settings.get("mode") == "last"
-                else "one sample per row; every gpt turn in it trains")  # fmt: skip
-        return (f"**LLaMA-Factory** (`llamafactory`, {mode}; {length_note(fmt.settings)}; tested with the `qwen` "
-                "template and with the template LLaMA-Factory parses from the tokenizer, `template` unset; "
-                f"reasoning templates rewrite turns):\n\n```yaml\n{config}\n```")
+        mode = (
+            "one sample per trained turn, so `mask_history: true`"
+            if fmt.settings.get("mode") == "last"
+            else "one sample per row; every gpt turn in it trains"
+        )
+        return (
+            f"**LLaMA-Factory** (`llamafactory`, {mode}; {length_note(fmt.settings)}; tested with the `qwen` "
+            "template and with the template LLaMA-Factory parses from the tokenizer, `template` unset; "
+            f"reasoning templates rewrite turns):\n\n```yaml\n{config}\n```"
+        )
     if fmt.name == "afm":
         config = yaml.safe_dump(afm_fork_config(fmt.settings, path), sort_keys=False).strip()
-        return ("**AFM's LLaMA-Factory fork** (`afm`; it finds `<observation>` spans by token ids, so use a "
-                f"Qwen2/Llama-3-family tokenizer, see docs/afm_format.md; {length_note(fmt.settings)}):"
-                f"\n\n```yaml\n{config}\n```")
+        return (
+            "**AFM's LLaMA-Factory fork** (`afm`; it finds `<observation>` spans by token ids, so use a "
+            f"Qwen2/Llama-3-family tokenizer, see docs/afm_format.md; {length_note(fmt.settings)}):"
+            f"\n\n```yaml\n{config}\n```"
+        )
     if fmt.name == "trl":
         snippet = trl_snippet(fmt.settings, path, file_type)
         return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{snippet}\n```"

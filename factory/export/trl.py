@@ -47,14 +47,17 @@ def load_export_tokenizer(name: str | None):
         raise ExportError(f"the trl format renders with train/: pip install 'factory[train]' ({exc})") from None
     tokenizer = tokenizer_by_name(name, "export tokenizer")
     if not getattr(tokenizer, "is_fast", False):
-        raise ExportError(f"tokenizer '{name}': the trl format needs a fast tokenizer (render masks by character offsets)")
+        raise ExportError(
+            f"tokenizer '{name}': the trl format needs a fast tokenizer (render masks by character offsets)"
+        )
     if not getattr(tokenizer, "chat_template", None):
         raise ExportError(f"tokenizer '{name}' has no chat template; the trl rows are rendered with it")
     return tokenizer
 
 
-def rendered_rows(store: Store, selection: str, split: str, tokenizer, options: ExportOptions,
-                  skipped: Counter) -> Iterator[dict[str, Any]]:  # fmt: skip
+def rendered_rows(
+    store: Store, selection: str, split: str, tokenizer, options: ExportOptions, skipped: Counter
+) -> Iterator[dict[str, Any]]:
     """train.render over the split's messages rows; rows that train nothing are counted in `skipped`."""
     from train.render import IGNORE, render
     from train.render_rows import RenderError
@@ -75,8 +78,9 @@ def rendered_rows(store: Store, selection: str, split: str, tokenizer, options: 
                    **{key: row[key] for key in METADATA_TYPES}}  # fmt: skip
 
 
-def write_trl_split(rows: Iterator[dict[str, Any]], split: str, folder: Path,
-                    options: ExportOptions) -> tuple[int, list[Path]]:  # fmt: skip
+def write_trl_split(
+    rows: Iterator[dict[str, Any]], split: str, folder: Path, options: ExportOptions
+) -> tuple[int, list[Path]]:
     """Stream rows into folder/<split>-NNNNN-of-NNNNN.<ext>, a new file past max_file_mb: (rows, files)."""
     limit = options.max_file_mb * 1024 * 1024
     parts: list[Path] = []

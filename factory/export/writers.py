@@ -28,15 +28,18 @@ def sql_path(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def write_split(store: Store, format_sql: str, split: str, folder: Path,
-                options: ExportOptions) -> tuple[int, list[Path]]:  # fmt: skip
+def write_split(
+    store: Store, format_sql: str, split: str, folder: Path, options: ExportOptions
+) -> tuple[int, list[Path]]:
     """COPY the split's rows into folder/<split>-NNNNN-of-NNNNN.<ext>: (rows, files); no files for no rows."""
     staging = folder / f".{split}.parts"
     file_options = PARQUET_OPTIONS if options.file_type == "parquet" else JSON_OPTIONS
     # Split names were checked against SPLIT_NAME (\w+ words), so quoting them inline is safe.
     query = f"SELECT * EXCLUDE (split) FROM ({format_sql}) WHERE split = '{split}'"
-    copy = (f"COPY ({query}) TO {sql_path(staging)} ({file_options}, FILE_SIZE_BYTES '{options.max_file_mb}MB', "
-            f"FILENAME_PATTERN 'part-{{i}}')")  # fmt: skip
+    copy = (
+        f"COPY ({query}) TO {sql_path(staging)} ({file_options}, FILE_SIZE_BYTES '{options.max_file_mb}MB', "
+        f"FILENAME_PATTERN 'part-{{i}}')"
+    )
     try:
         (written,) = store.query(copy)[0]
     except duckdb.Error as exc:

@@ -8,8 +8,18 @@ import duckdb
 
 from ..errors import ConfigError
 from ..store import Store
-from .config import (ComplexityFilter, CorrectnessFilter, DedupFilter, FilterSpec, PassRateFilter, RedundancyFilter,
-                     ReflectionFilter, SplitFilter, SqlFilter, UpsampleFilter)  # fmt: skip
+from .config import (
+    ComplexityFilter,
+    CorrectnessFilter,
+    DedupFilter,
+    FilterSpec,
+    PassRateFilter,
+    RedundancyFilter,
+    ReflectionFilter,  # fmt: skip
+    SplitFilter,
+    SqlFilter,
+    UpsampleFilter,
+)
 from .dedup import dedup_compiled
 from .passrate import passrate_rule
 from .redundancy import redundancy_rule

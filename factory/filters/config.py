@@ -194,8 +194,10 @@ def parse_one(item: Any, where: str) -> FilterSpec:
     if not isinstance(kind, str) or kind not in KINDS:
         known = ", ".join(k for k in KINDS if k != "sql")
         shown = f"unknown filter kind '{kind}'" if kind is not None else "missing 'kind' (or 'sql')"
-        raise ConfigError(f"{where} ({item.get('name', 'unnamed')}): field 'kind': {shown} (use one of: {known}; "
-                          "or give 'sql' for a raw predicate)")  # fmt: skip
+        raise ConfigError(
+            f"{where} ({item.get('name', 'unnamed')}): field 'kind': {shown} (use one of: {known}; "
+            "or give 'sql' for a raw predicate)"
+        )
     label = f"{where} ({item.get('name', 'unnamed')})"
     try:
         return KINDS[kind].model_validate(item)

@@ -57,8 +57,10 @@ TEMP_TABLES = ("dedup_docs", "dedup_bands", "dedup_near")
 def shingle_sql(words: int) -> str:
     """The 32-bit hashes of a text's word k-grams (the whole text when it is shorter than k words)."""
     gram = ", ".join(f"w[i + {j}]" for j in range(words))
-    return (f"CASE WHEN len(w) < {words} THEN [hash(norm) % {PRIME}] "
-            f"ELSE [hash({gram}) % {PRIME} FOR i IN range(1, len(w) - {words} + 2)] END")  # fmt: skip
+    return (
+        f"CASE WHEN len(w) < {words} THEN [hash(norm) % {PRIME}] "
+        f"ELSE [hash({gram}) % {PRIME} FOR i IN range(1, len(w) - {words} + 2)] END"
+    )
 
 
 def band_keys_sql(spec: DedupFilter) -> str:
@@ -120,8 +122,9 @@ def near_setup(spec: DedupFilter) -> list[str]:
             FROM members a JOIN members b ON a.band = b.band AND a.key = b.key AND a.rank < b.rank
             WHERE b.rank - a.rank <= {spec.max_bucket}
         ), shingled AS MATERIALIZED (
-            SELECT id, created, list_distinct(hs) AS hs FROM {shingles.format(
-                rows="id IN (SELECT first_id FROM candidates UNION SELECT id FROM candidates)")}
+            SELECT id, created, list_distinct(hs) AS hs FROM {
+            shingles.format(rows="id IN (SELECT first_id FROM candidates UNION SELECT id FROM candidates)")
+        }
         ), scored AS (
             SELECT c.id, c.first_id, first.created AS first_created,
                    len(list_intersect(first.hs, other.hs)) AS common, len(first.hs) + len(other.hs) AS total

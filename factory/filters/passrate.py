@@ -33,10 +33,11 @@ def passrate_rule(spec: PassRateFilter) -> RowRule:
     rate, counts = "(r.n_ok / r.n)", "' (' || r.n_ok || '/' || r.n || ')'"
     too_few = f"coalesce(r.n, 0) < {spec.min_samples}"
     uniform = "r.n_scores = 1"
-    all_same = ("'uniform group: all ' || r.n || ' rollouts ' || CASE WHEN r.n_ok = r.n THEN 'correct' "
-                "WHEN r.n_ok = 0 THEN 'wrong' ELSE 'scored alike' END")  # fmt: skip
-    missing = (f"'too few rollouts: ' || coalesce(r.n, 0) || ' < {spec.min_samples} for model ' || "
-               f"{quote(spec.label())}")  # fmt: skip
+    all_same = (
+        "'uniform group: all ' || r.n || ' rollouts ' || CASE WHEN r.n_ok = r.n THEN 'correct' "
+        "WHEN r.n_ok = 0 THEN 'wrong' ELSE 'scored alike' END"
+    )
+    missing = f"'too few rollouts: ' || coalesce(r.n, 0) || ' < {spec.min_samples} for model ' || {quote(spec.label())}"
     keep = f"""CASE WHEN {too_few} THEN {str(spec.missing == "keep").lower()}
         WHEN c.domain IN ({domains}) AND r.n_ok = r.n THEN false
         WHEN {rate} > {spec.max_pass_rate} OR {rate} < {spec.min_pass_rate} THEN false
@@ -50,8 +51,10 @@ def passrate_rule(spec: PassRateFilter) -> RowRule:
         WHEN {rate} < {spec.min_pass_rate}
             THEN 'pass rate too low: ' || round({rate}, 3) || ' < {spec.min_pass_rate}' || {counts}
         WHEN {uniform} THEN {all_same} END"""
-    note = f"CASE WHEN {too_few} THEN {missing} WHEN {uniform} THEN {all_same} " \
-           f"ELSE 'pass rate: ' || round({rate}, 3) || {counts} END"  # fmt: skip
+    note = (
+        f"CASE WHEN {too_few} THEN {missing} WHEN {uniform} THEN {all_same} "
+        f"ELSE 'pass rate: ' || round({rate}, 3) || {counts} END"
+    )
     return RowRule(keep=keep, reason=reason, note=note, joins=rates)
 
 
@@ -63,5 +66,6 @@ def sample_rollouts(store: Store, spec: PassRateFilter, source: str) -> dict[str
     from ..passrate import ensure_rollouts  # another stage's package: imported only when sampling is asked for
 
     llm_config = validate_config(LLMConfig, spec.policy, f"{source}: filter '{spec.name}' policy")
-    return ensure_rollouts(store, spec.tasks, llm_config, n=spec.samples, model_label=spec.label(),
-                           concurrency=spec.concurrency)  # fmt: skip
+    return ensure_rollouts(
+        store, spec.tasks, llm_config, n=spec.samples, model_label=spec.label(), concurrency=spec.concurrency
+    )

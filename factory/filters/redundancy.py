@@ -31,8 +31,10 @@ def tool_inputs_sql(base: str) -> str:
     on `tool_inputs` is one the scan makes first, so the text columns are read for the older rows alone.
     """
     rows = f"FROM {base} t WHERE {ROWS} AND t.in_scope"
-    return (f"SELECT t.trajectory_id, t.tool_inputs AS inputs {rows} AND t.tool_inputs IS NOT NULL "
-            f"UNION ALL SELECT t.trajectory_id, {TOOL_INPUTS} AS inputs {rows} AND t.tool_inputs IS NULL")
+    return (
+        f"SELECT t.trajectory_id, t.tool_inputs AS inputs {rows} AND t.tool_inputs IS NOT NULL "
+        f"UNION ALL SELECT t.trajectory_id, {TOOL_INPUTS} AS inputs {rows} AND t.tool_inputs IS NULL"
+    )
 
 
 def distinct_sorted(column: str) -> str:
@@ -78,7 +80,7 @@ def redundancy_rule(spec: RedundancyFilter) -> RowRule:
     ctes = f"""
     row_inputs AS (
         SELECT trajectory_id, inputs, norms, list_distinct(norms) AS distinct_norms, len(norms) AS n_norms
-        FROM (SELECT trajectory_id, inputs, [{normalised('x')} FOR x IN inputs] AS norms
+        FROM (SELECT trajectory_id, inputs, [{normalised("x")} FOR x IN inputs] AS norms
               FROM ({tool_inputs_sql(scoped_base(spec))}))
     ),
     -- Each list computed once, in its own column: DuckDB does not share one expression between the
@@ -127,11 +129,15 @@ def redundancy_rule(spec: RedundancyFilter) -> RowRule:
         FROM pairs WHERE similarity >= {spec.similarity} GROUP BY trajectory_id
     )"""
     repeated = f"'repeated tool input: ' || {shown('rep.input')} || ' x' || rep.n"
-    similar = (f"'near-duplicate tool inputs: ' || {shown('near.first')} || ' ~ ' || {shown('near.second')} "
-               f"|| ' (' || round(near.similarity, 2) || ')'")  # fmt: skip
+    similar = (
+        f"'near-duplicate tool inputs: ' || {shown('near.first')} || ' ~ ' || {shown('near.second')} "
+        f"|| ' (' || round(near.similarity, 2) || ')'"
+    )
     found = f"CASE WHEN rep.n IS NOT NULL THEN {repeated} WHEN near.similarity IS NOT NULL THEN {similar} END"
-    joins = ("LEFT JOIN repeats rep ON rep.trajectory_id = t.trajectory_id "
-             "LEFT JOIN near ON near.trajectory_id = t.trajectory_id")  # fmt: skip
+    joins = (
+        "LEFT JOIN repeats rep ON rep.trajectory_id = t.trajectory_id "
+        "LEFT JOIN near ON near.trajectory_id = t.trajectory_id"
+    )
     if spec.action == "flag":
         return RowRule(keep="true", reason="NULL", note=found, joins=joins, ctes=ctes)
     return RowRule(keep="rep.n IS NULL AND near.similarity IS NULL", reason=found, joins=joins, ctes=ctes)

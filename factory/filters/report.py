@@ -50,11 +50,13 @@ class FilterReport:
     unverified: int = 0  # rows the verifier failed: filters judge them, the export never writes them
 
 
-def build_report(store: Store, runs: list["FilterRun"], removed: dict[str, int],
-                 sampled: dict[str, Any]) -> FilterReport:  # fmt: skip
+def build_report(
+    store: Store, runs: list["FilterRun"], removed: dict[str, int], sampled: dict[str, Any]
+) -> FilterReport:
     by_source = dict(store.query("SELECT coalesce(source, '?'), count(*) FROM trajectories GROUP BY 1 ORDER BY 1"))
-    outcomes = {run.name: FilterOutcome(run.name, run.kind, run.position, run.mode, run.judged, run.seconds)
-                for run in runs}  # fmt: skip
+    outcomes = {
+        run.name: FilterOutcome(run.name, run.kind, run.position, run.mode, run.judged, run.seconds) for run in runs
+    }
     count_verdicts(store, outcomes, by_source)
     count_left(store, outcomes, sum(by_source.values()))
     kept_by_source, weight, splits, unverified = final_counts(store)
@@ -75,9 +77,11 @@ def count_verdicts(store: Store, outcomes: dict[str, FilterOutcome], by_source: 
     joins ~2.5M verdicts instead of 8M.
     """
     whole = store.query(f"SELECT {ID_SET_SQL} FROM trajectories")[0]
-    covered = {name for name, n, id_sum in store.query(
-        f"SELECT filter, {ID_SET_SQL} FROM filter_verdicts GROUP BY filter")
-        if (n, id_sum) == whole}  # fmt: skip
+    covered = {
+        name
+        for name, n, id_sum in store.query(f"SELECT filter, {ID_SET_SQL} FROM filter_verdicts GROUP BY filter")
+        if (n, id_sum) == whole
+    }
     in_full = f"v.filter NOT IN ({', '.join(quote(name) for name in sorted(covered))})" if covered else "true"
     # Grouped by the reason itself first: the category's regular expression then runs once per distinct
     # reason instead of once per verdict.
@@ -107,12 +111,14 @@ def count_verdicts(store: Store, outcomes: dict[str, FilterOutcome], by_source: 
 
 def count_left(store: Store, outcomes: dict[str, FilterOutcome], total: int) -> None:
     """Rows surviving each prefix of the config: total minus rows first dropped at or above it."""
-    first_drops = dict(store.query("""
+    first_drops = dict(
+        store.query("""
         SELECT first_drop, count(*) FROM (
             SELECT min(c.position) AS first_drop
             FROM filter_verdicts v JOIN filter_configs c USING (filter)
             WHERE NOT v.keep GROUP BY v.trajectory_id)
-        GROUP BY 1"""))
+        GROUP BY 1""")
+    )
     dropped_so_far = 0
     for outcome in sorted(outcomes.values(), key=lambda o: o.position):
         dropped_so_far += first_drops.get(outcome.position, 0)
@@ -131,14 +137,20 @@ def format_funnel(report: FilterReport) -> str:
     """The report as text: one line per filter, then where the drops went, then what is left."""
     lines = [f"filters over {report.total} trajectories ({sources_text(report.by_source)})"]
     width = max([18, *(len(o.name) for o in report.filters)])  # names are never cut: they are what users grep
-    lines.append(f"{'#':>2}  {'filter':<{width}} {'kind':<12} {'run':<13} {'judged':>8} {'kept':>8} {'dropped':>8} "
-                 f"{'left':>8} {'secs':>7}")  # fmt: skip
+    lines.append(
+        f"{'#':>2}  {'filter':<{width}} {'kind':<12} {'run':<13} {'judged':>8} {'kept':>8} {'dropped':>8} "
+        f"{'left':>8} {'secs':>7}"
+    )
     for o in report.filters:
-        lines.append(f"{o.position:>2}  {o.name:<{width}} {o.kind:<12} {o.mode:<13} {o.judged:>8} {o.kept:>8} "
-                     f"{o.dropped:>8} {o.left:>8} {o.seconds:>7.2f}")  # fmt: skip
+        lines.append(
+            f"{o.position:>2}  {o.name:<{width}} {o.kind:<12} {o.mode:<13} {o.judged:>8} {o.kept:>8} "
+            f"{o.dropped:>8} {o.left:>8} {o.seconds:>7.2f}"
+        )
         if o.dropped:
-            lines.append(f"      dropped by source: {sources_text(o.dropped_by_source)}; "
-                         f"by reason: {counts_text(o.drop_reasons)}")  # fmt: skip
+            lines.append(
+                f"      dropped by source: {sources_text(o.dropped_by_source)}; "
+                f"by reason: {counts_text(o.drop_reasons)}"
+            )
         if o.notes:
             lines.append(f"      kept with a note: {counts_text(o.notes)}")
     for name, n in report.removed.items():
@@ -147,8 +159,10 @@ def format_funnel(report: FilterReport) -> str:
         lines.append(f"rollouts sampled for {name}: {summary}")
     splits = ", ".join(f"{name} {n}" for name, n in sorted(report.splits.items()))
     unverified = f"; not verified {report.unverified} (never exported)" if report.unverified else ""
-    lines.append(f"kept {report.kept} of {report.total} ({sources_text(report.kept_by_source)}){unverified}; "
-                 f"weighted size {report.weight:g}; split: {splits or 'none'}")  # fmt: skip
+    lines.append(
+        f"kept {report.kept} of {report.total} ({sources_text(report.kept_by_source)}){unverified}; "
+        f"weighted size {report.weight:g}; split: {splits or 'none'}"
+    )
     return "\n".join(lines)
 
 

@@ -19,8 +19,9 @@ def complexity_rule(spec: ComplexityFilter) -> RowRule:
     if spec.min_tool_calls is not None:
         tools = f"coalesce({TOOL_INTERACTIONS}, 0)"
         checks.append(f"{tools} >= {spec.min_tool_calls}")
-        reasons.append(f"WHEN {tools} < {spec.min_tool_calls} "
-                       f"THEN 'too few tool calls: ' || {tools} || ' < {spec.min_tool_calls}'")  # fmt: skip
+        reasons.append(
+            f"WHEN {tools} < {spec.min_tool_calls} THEN 'too few tool calls: ' || {tools} || ' < {spec.min_tool_calls}'"
+        )
     if spec.min_turns is not None:
         turns = f"coalesce({TURNS}, 0)"
         checks.append(f"{turns} >= {spec.min_turns}")
@@ -48,8 +49,9 @@ def correctness_rule(spec: CorrectnessFilter) -> RowRule:
     unknown = " OR ".join(f"{c} IS NULL" for c in columns)
     reasons = []
     if "verified" in spec.require:
-        reasons.append("WHEN t.verified = false "
-                       "THEN 'not verified: ' || coalesce(t.rule, t.reason, 'no reason recorded')")  # fmt: skip
+        reasons.append(
+            "WHEN t.verified = false THEN 'not verified: ' || coalesce(t.rule, t.reason, 'no reason recorded')"
+        )
     if "correct" in spec.require:
         reasons.append("WHEN t.correct = false THEN 'incorrect: ' || coalesce(t.check_detail, 'wrong answer')")
     unknown_reason = " ".join(f"WHEN {c} IS NULL THEN 'correctness unknown: {c[2:]} is NULL'" for c in columns)

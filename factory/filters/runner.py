@@ -43,8 +43,9 @@ class FilterRun:
     seconds: float
 
 
-def run_filters(target: Store | str | Path, config_path: str | Path | None = None,
-                config: FilterConfig | None = None) -> FilterReport:  # fmt: skip
+def run_filters(
+    target: Store | str | Path, config_path: str | Path | None = None, config: FilterConfig | None = None
+) -> FilterReport:
     """Apply the filter config (a YAML file, or an already loaded `config`) to a run folder or store."""
     if config is None:
         if config_path is None:
@@ -74,8 +75,11 @@ def apply_config(store: Store, config: FilterConfig) -> tuple[list[FilterRun], d
     store.execute(BASE_VIEW_SQL)
     for spec in config.filters:  # every user predicate is checked before anything is written or sampled
         check_user_sql(store, spec, config.source)
-    sampled = {spec.name: sample_rollouts(store, spec, config.source)
-               for spec in config.filters if isinstance(spec, PassRateFilter) and spec.tasks}  # fmt: skip
+    sampled = {
+        spec.name: sample_rollouts(store, spec, config.source)
+        for spec in config.filters
+        if isinstance(spec, PassRateFilter) and spec.tasks
+    }
     compiled = [compile_filter(spec) for spec in config.filters]
     removed = remove_filters(store, [spec.name for spec in config.filters])
     now, rows = utcnow(), rows_fingerprint(store)
@@ -87,8 +91,9 @@ def remove_filters(store: Store, keep: list[str]) -> dict[str, int]:
     """Drop verdicts and config rows of filters that left the config; verdicts removed per filter."""
     names = ", ".join(quote(name) for name in keep)
     with store.transaction() as con:
-        counts = con.execute(f"SELECT filter, count(*) FROM filter_verdicts WHERE filter NOT IN ({names}) "
-                             "GROUP BY filter").fetchall()  # fmt: skip
+        counts = con.execute(
+            f"SELECT filter, count(*) FROM filter_verdicts WHERE filter NOT IN ({names}) GROUP BY filter"
+        ).fetchall()
         stale = con.execute(f"SELECT filter FROM filter_configs WHERE filter NOT IN ({names})").fetchall()
         con.execute(f"DELETE FROM filter_verdicts WHERE filter NOT IN ({names})")
         con.execute(f"DELETE FROM filter_configs WHERE filter NOT IN ({names})")
@@ -109,9 +114,11 @@ def apply_filter(store: Store, item: Compiled, position: int, now: datetime, row
             # deleted first, which keeps one verdict per (trajectory, filter).
             if mode == "incremental":
                 select = item.select.replace(ROWS, pending_rows(con, spec.name))
-                con.execute(f"DELETE FROM filter_verdicts WHERE filter = {quote(spec.name)} AND (trajectory_id IN "
-                            "(SELECT trajectory_id FROM filter_pending) OR trajectory_id NOT IN "
-                            "(SELECT trajectory_id FROM trajectories))")  # fmt: skip
+                con.execute(
+                    f"DELETE FROM filter_verdicts WHERE filter = {quote(spec.name)} AND (trajectory_id IN "
+                    "(SELECT trajectory_id FROM filter_pending) OR trajectory_id NOT IN "
+                    "(SELECT trajectory_id FROM trajectories))"
+                )
             else:
                 select = item.select.replace(ROWS, "true")
                 con.execute("DELETE FROM filter_verdicts WHERE filter = ?", [spec.name])
@@ -119,20 +126,23 @@ def apply_filter(store: Store, item: Compiled, position: int, now: datetime, row
                 INSERT INTO filter_verdicts
                     (trajectory_id, filter, keep, reason, weight, split, config_hash, created_at)
                 SELECT trajectory_id, {quote(spec.name)}, keep, reason, weight, split, {quote(spec.config_hash())},
-                       TIMESTAMP '{now.isoformat(sep=' ')}'
-                FROM ({select})""").fetchone()[0]  # fmt: skip
+                       TIMESTAMP '{now.isoformat(sep=" ")}'
+                FROM ({select})""").fetchone()[0]
             for statement in item.teardown:
                 con.execute(statement)
-        con.execute("INSERT OR REPLACE INTO filter_configs VALUES (?, ?, ?, ?, ?, ?)",
-                    [spec.name, position, spec.kind, json.dumps(spec.model_dump(mode="json")), spec.config_hash(), now])
+        con.execute(
+            "INSERT OR REPLACE INTO filter_configs VALUES (?, ?, ?, ?, ?, ?)",
+            [spec.name, position, spec.kind, json.dumps(spec.model_dump(mode="json")), spec.config_hash(), now],
+        )
     return FilterRun(spec.name, spec.kind, position, mode, judged, time.perf_counter() - started)
 
 
 def pending_rows(con, name: str) -> str:
     """The rows to judge, as a predicate on t: ids in a small temp table, which DuckDB turns into a
     filter on the scan, so the big columns (completion, turns) are read for those rows alone."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE filter_pending AS SELECT trajectory_id FROM trajectories t "
-                f"WHERE {pending(name)}")  # fmt: skip
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE filter_pending AS SELECT trajectory_id FROM trajectories t WHERE {pending(name)}"
+    )
     return "t.trajectory_id IN (SELECT trajectory_id FROM filter_pending)"
 
 

@@ -33,7 +33,14 @@ from .progress import CallCounter, CallCounts
 from .providers import Endpoint, resolve_endpoint
 from .request import Request, Result, request_key
 from .sender import Sender, Tally
-from .structured import OutputInvalid, OutputSpec, feedback_messages, output_spec, response_format, with_schema_instruction
+from .structured import (
+    OutputInvalid,
+    OutputSpec,
+    feedback_messages,
+    output_spec,
+    response_format,
+    with_schema_instruction,
+)
 from .transport import OpenAICompatTransport, Reply, TransportError
 
 DOWNGRADE = {"json_schema": "json_object", "json_object": "prompt"}
@@ -163,7 +170,9 @@ class LLMClient:
         async for item in iter_results(self.run, requests, self.config.concurrency * 2):
             yield item
 
-    async def complete_many(self, requests: Iterable[Request], progress: bool = True, desc: str = "llm") -> list[Result]:
+    async def complete_many(
+        self, requests: Iterable[Request], progress: bool = True, desc: str = "llm"
+    ) -> list[Result]:
         """Run requests concurrently; results come back in request order."""
         requests = list(requests)
         results: list[Result | None] = [None] * len(requests)
@@ -229,7 +238,7 @@ class LLMClient:
                     continue
                 error_kind, error = exc.kind, str(exc)
                 break
-            error_kind, error = self._reply_problem(reply)
+            error_kind, error = reply.problem()
             if error_kind in ("content_filter", "refusal"):
                 break  # the same prompt would be refused again
             if spec is not None:
@@ -254,18 +263,6 @@ class LLMClient:
         )  # fmt: skip
         self._record(request, spec, params, result, jsonable, started, fixed)
         return result
-
-    @staticmethod
-    def _reply_problem(reply: Reply) -> tuple[str | None, str | None]:
-        if reply.refusal:
-            return "refusal", f"the model refused: {reply.refusal[:300]}"
-        if reply.finish_reason == "content_filter":
-            return "content_filter", "the provider's content filter stopped the reply"
-        if reply.finish_reason == "length":
-            return "length", "the reply was cut off at max_tokens"
-        if reply.content is None:
-            return "empty", "the reply had no content"
-        return None, None
 
     def _fixed_columns(self, request: Request, spec, params, key: str, started) -> dict[str, Any]:
         """The call-log columns known before the call is sent."""

@@ -158,7 +158,7 @@ def _read_escapes(body: str, is_code: bool, scan: Scan) -> tuple[str, list[int],
 
 
 def _classify(escape: str, is_code: bool) -> str:
-    """"keep", "repair" (invalid JSON: only a backslash fits) or "candidate" for one escape."""
+    """ "keep", "repair" (invalid JSON: only a backslash fits) or "candidate" for one escape."""
     first = escape[0]
     if first == "u" and len(escape) == 5:
         return "keep"  # a real \uXXXX escape (the pattern takes four hex digits or none)
@@ -168,7 +168,7 @@ def _classify(escape: str, is_code: bool) -> str:
         if first in "bfr" or escape in LATEX_COMMANDS:
             return "candidate"
         return "keep"
-    return "keep" if first in "\"\\/" else "repair"
+    return "keep" if first in '"\\/' else "repair"
 
 
 def _weigh(view: str, candidates: list[_Candidate], repaired_any: bool) -> list[tuple[_Candidate, str]]:

@@ -62,7 +62,7 @@ def dollars(usd: float) -> str:
 
 
 def postfix(counts: CallCounts) -> str:
-    """"errors 2, tokens 1.2k, $0.0031"; cost reads "cost ?" when no call was priced (a "+?" when
+    """ "errors 2, tokens 1.2k, $0.0031"; cost reads "cost ?" when no call was priced (a "+?" when
     some were not), and is left out for the free embedded model."""
     parts = [f"errors {counts.errors}", f"tokens {short_number(counts.prompt_tokens + counts.completion_tokens)}"]
     if counts.priced:

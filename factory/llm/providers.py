@@ -29,7 +29,9 @@ COMPAT = {
     "openai": CompatProvider("https://api.openai.com/v1", "OPENAI_BASE_URL", "OPENAI_API_KEY", True, True),
     "hosted_vllm": CompatProvider(None, "HOSTED_VLLM_API_BASE", "HOSTED_VLLM_API_KEY", False, True),
     "deepseek": CompatProvider("https://api.deepseek.com/v1", "DEEPSEEK_API_BASE", "DEEPSEEK_API_KEY", True, False),
-    "openrouter": CompatProvider("https://openrouter.ai/api/v1", "OPENROUTER_API_BASE", "OPENROUTER_API_KEY", True, True),
+    "openrouter": CompatProvider(
+        "https://openrouter.ai/api/v1", "OPENROUTER_API_BASE", "OPENROUTER_API_KEY", True, True
+    ),
     "ollama": CompatProvider("http://localhost:11434/v1", "OLLAMA_API_BASE", None, False, True),
 }
 

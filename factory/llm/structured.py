@@ -233,7 +233,7 @@ def with_schema_instruction(messages: list[dict[str, Any]], spec: OutputSpec) ->
 
 
 def latex_feedback(scan: Scan) -> str:
-    where = (f"{command} in \"{key}\"" if key else command for key, command in scan.ambiguous)
+    where = (f'{command} in "{key}"' if key else command for key, command in scan.ambiguous)
     return render_prompt("llm/latex_escapes", found=_listed(where))
 
 

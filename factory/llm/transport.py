@@ -17,7 +17,6 @@ from typing import Any, Callable
 import aiohttp
 import orjson
 
-
 REQUEST_HASH_HEADER = "X-Factory-Request-Hash"
 
 
@@ -30,6 +29,18 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     refusal: str | None = None
+
+    def problem(self) -> tuple[str | None, str | None]:
+        """(error kind, message) when the reply cannot be used as it is, else (None, None)."""
+        if self.refusal:
+            return "refusal", f"the model refused: {self.refusal[:300]}"
+        if self.finish_reason == "content_filter":
+            return "content_filter", "the provider's content filter stopped the reply"
+        if self.finish_reason == "length":
+            return "length", "the reply was cut off at max_tokens"
+        if self.content is None:
+            return "empty", "the reply had no content"
+        return None, None
 
 
 class TransportError(Exception):
@@ -93,9 +104,11 @@ CONTEXT_MESSAGE = re.compile(
     re.IGNORECASE,
 )
 KIND_HINTS = {
-    "auth": "check the API key: ", "quota": "the account's quota or credit is spent: ",
-    "context_length": "prompt too long for the model's context: ", "not_found": "check the model name and base_url: ",
-}  # fmt: skip
+    "auth": "check the API key: ",
+    "quota": "the account's quota or credit is spent: ",
+    "context_length": "prompt too long for the model's context: ",
+    "not_found": "check the model name and base_url: ",
+}
 
 
 def compact(value: Any) -> str:
@@ -236,18 +249,21 @@ class OpenAICompatTransport:
             connector = aiohttp.TCPConnector(limit=self.max_connections, ttl_dns_cache=300)
             sent = aiohttp.TraceConfig()
             sent.on_request_headers_sent.append(_headers_sent)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self.timeout, headers=self.headers,
-                                                  trace_configs=[sent])  # fmt: skip
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self.timeout, headers=self.headers, trace_configs=[sent]
+            )
         return self._session
 
-    async def chat(self, body: dict[str, Any], request_hash: str | None = None,
-                   on_sent: Callable[[], None] | None = None) -> Reply:  # fmt: skip
+    async def chat(
+        self, body: dict[str, Any], request_hash: str | None = None, on_sent: Callable[[], None] | None = None
+    ) -> Reply:
         session = self._get_session()
         # The request hash travels as a header so server-side logs can be joined to llm_calls.
         headers = {REQUEST_HASH_HEADER: request_hash} if request_hash else None
         try:
-            async with session.post(self.url, data=orjson.dumps(body), headers=headers,
-                                    trace_request_ctx=on_sent) as resp:  # fmt: skip
+            async with session.post(
+                self.url, data=orjson.dumps(body), headers=headers, trace_request_ctx=on_sent
+            ) as resp:
                 payload = await resp.read()
                 headers = resp.headers
                 if resp.status != 200:

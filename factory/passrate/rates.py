@@ -69,9 +69,11 @@ def summarize(
             """,
             [model, threshold],
         )[0]
-        histogram = dict(store.query(
-            f"WITH rates AS ({rates}) SELECT {BUCKET_SQL}, count(*) FROM rates WHERE n > 0 GROUP BY 1", [model]
-        ))  # fmt: skip
+        histogram = dict(
+            store.query(
+                f"WITH rates AS ({rates}) SELECT {BUCKET_SQL}, count(*) FROM rates WHERE n > 0 GROUP BY 1", [model]
+            )
+        )
     return {
         "model": model, "tasks": tasks, "rollouts": scored + failed, "scored": scored, "failed": failed,
         "mean_pass_rate": mean, "histogram": {bucket: histogram.get(bucket, 0) for bucket in BUCKETS},

@@ -92,10 +92,12 @@ async def aensure_rollouts(store: Store, tasks: Iterable[Task] | str | Path, llm
 
 
 def check_settings(n: int, concurrency: int, temperature: float, max_tokens: int) -> None:
-    problems = [f"n must be >= 1, not {n}" if n < 1 else None,
-                f"concurrency must be >= 1, not {concurrency}" if concurrency < 1 else None,
-                f"temperature must be between 0 and 2, not {temperature}" if not 0 <= temperature <= 2 else None,
-                f"max_tokens must be >= 1, not {max_tokens}" if max_tokens < 1 else None]  # fmt: skip
+    problems = [
+        f"n must be >= 1, not {n}" if n < 1 else None,
+        f"concurrency must be >= 1, not {concurrency}" if concurrency < 1 else None,
+        f"temperature must be between 0 and 2, not {temperature}" if not 0 <= temperature <= 2 else None,
+        f"max_tokens must be >= 1, not {max_tokens}" if max_tokens < 1 else None,
+    ]
     first = next((problem for problem in problems if problem), None)
     if first:
         raise PassrateError(f"pass-rate sampling: {first}")

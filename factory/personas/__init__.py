@@ -1,13 +1,20 @@
 """Personas: the shipped library, user files, LLM expansion, dedup and sampling.
 
-    from factory.personas import load_library, load_personas, sample_personas
-    personas = load_library() + load_personas("persona.jsonl")  # Persona Hub files work as they are
-    batch = sample_personas(dedup_personas(personas).kept, 100, seed=7)
+from factory.personas import load_library, load_personas, sample_personas
+personas = load_library() + load_personas("persona.jsonl")  # Persona Hub files work as they are
+batch = sample_personas(dedup_personas(personas).kept, 100, seed=7)
 """
 
 from .dedup import (
-    NEAR_THRESHOLD, DedupResult, Dropped, dedup_personas, exact_duplicate_pairs, jaccard, near_duplicate_pairs,
-    normalise_text, shingles,
+    NEAR_THRESHOLD,
+    DedupResult,
+    Dropped,
+    dedup_personas,
+    exact_duplicate_pairs,
+    jaccard,
+    near_duplicate_pairs,
+    normalise_text,
+    shingles,
 )  # fmt: skip
 from .expand import EXPAND_SOURCE, MAX_PER_SEED, ExpansionOutcome, RelatedPersonas, expand_personas
 from .library import LIBRARY_SOURCE, library_path, load_library

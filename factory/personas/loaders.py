@@ -40,7 +40,10 @@ class PersonaList(list):
 
 
 def load_personas(
-    source: str | Path | Any, field: str | None = None, split: str = "train", source_name: str | None = None,
+    source: str | Path | Any,
+    field: str | None = None,
+    split: str = "train",
+    source_name: str | None = None,
     max_chars: int = MAX_PERSONA_CHARS,
 ) -> PersonaList:
     """Personas from a file, a dataset folder (save_to_disk) or a `datasets` object.

@@ -22,16 +22,22 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     from ..cli import _add_llm_options
 
     parser = subparsers.add_parser(
-        "run", help="the whole job from one config: generate, filter, export, report, publish, train, eval (resumable)",
+        "run",
+        help="the whole job from one config: generate, filter, export, report, publish, train, eval (resumable)",
         description="Run the stages a config's `pipeline:` section names, in order (examples/pipeline.yaml; README: "
         "'The whole job from one config'). Finished stages are recorded in RUN_DIR/pipeline.json with a fingerprint "
         "of their inputs: a rerun skips them, a changed setting reruns that stage and the ones after it, and a "
         "failed stage is where the next run starts.",
-    )  # fmt: skip
+    )
     _add_llm_options(parser)  # the config's llm: section, overridable as in every generation command
     parser.add_argument("--force", action="store_true", help="rerun every stage, even those finished before")
-    parser.add_argument("--from", dest="from_stage", choices=STAGES, metavar="STAGE",
-                        help=f"rerun this stage and all after it ({', '.join(STAGES)}); the earlier ones are not run")
+    parser.add_argument(
+        "--from",
+        dest="from_stage",
+        choices=STAGES,
+        metavar="STAGE",
+        help=f"rerun this stage and all after it ({', '.join(STAGES)}); the earlier ones are not run",
+    )
     parser.add_argument("--only", choices=STAGES, metavar="STAGE", help="run just this stage (the others untouched)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(func=cmd_run, run_dir_default="outputs/run")
@@ -76,8 +82,10 @@ def run_stages(context: Context, args: argparse.Namespace) -> int:
         print("\n".join(f"   {line}" for line in lines), flush=True)
         print(f"   ({seconds:.1f} s)", flush=True)
         timings.append((stage.name, "done", seconds))
-    print("pipeline: " + ", ".join(f"{name} {state}" + (f" {s:.0f} s" if state == "done" else "")
-                                   for name, state, s in timings))  # fmt: skip
+    print(
+        "pipeline: "
+        + ", ".join(f"{name} {state}" + (f" {s:.0f} s" if state == "done" else "") for name, state, s in timings)
+    )
     return 0
 
 
@@ -87,4 +95,4 @@ def chosen_stages(names: list[str], from_stage: str | None, only: str | None) ->
             raise FactoryError(f"stage '{asked}' is not in this pipeline (its stages: {', '.join(names)})")
     if only is not None:
         return {only}
-    return set(names[names.index(from_stage):]) if from_stage else set(names)
+    return set(names[names.index(from_stage) :]) if from_stage else set(names)

@@ -30,8 +30,9 @@ class ExportStage(StrictModel):
     out: Path | None = Field(None, description="output folder (default RUN_DIR/export)")
     formats: Literal["all"] | list[FormatName] = Field("all", description="formats to write")
     file_type: Literal["parquet", "jsonl"] = "parquet"
-    validation: float | None = Field(None, ge=0.0, le=0.5, description="held-out share of task groups "
-                                     "(default: the export's 0.05)")  # fmt: skip
+    validation: float | None = Field(
+        None, ge=0.0, le=0.5, description="held-out share of task groups (default: the export's 0.05)"
+    )
 
     @field_validator("formats", mode="before")
     @classmethod
@@ -60,8 +61,9 @@ class PublishStage(StrictModel):
 class TrainStage(StrictModel):
     config: Path = Field(description="the SFT config YAML (docs/train.md)")
     format: FormatName = Field("sharegpt", description="which exported format the trainer reads")
-    overrides: dict[str, Any] = Field(default_factory=dict,
-                                      description="`section.field: value`, as the trainer's --section.field flags")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, description="`section.field: value`, as the trainer's --section.field flags"
+    )
 
 
 class EvalStage(StrictModel):
@@ -71,8 +73,9 @@ class EvalStage(StrictModel):
 
 
 class PipelineConfig(StrictModel):
-    generate: list[Literal["refine", "coa"]] = Field(default_factory=lambda: ["refine"],
-                                                     description="generation paths, in this order")
+    generate: list[Literal["refine", "coa"]] = Field(
+        default_factory=lambda: ["refine"], description="generation paths, in this order"
+    )
     filter: Path | None = Field(None, description="filter YAML (docs/filters.md); null: keep every verified row")
     export: ExportStage | None = Field(default_factory=ExportStage)
     report: bool = True
@@ -103,8 +106,11 @@ def check_inputs(pipeline: PipelineConfig) -> None:
     """Raise ConfigError when a file the stages read is missing or does not parse, before any stage runs."""
     from ..filters.config import load_filter_config
 
-    named = [("pipeline.filter", pipeline.filter), ("pipeline.train.config", pipeline.train and pipeline.train.config),
-             ("pipeline.eval.config", pipeline.eval and pipeline.eval.config)]  # fmt: skip
+    named = [
+        ("pipeline.filter", pipeline.filter),
+        ("pipeline.train.config", pipeline.train and pipeline.train.config),
+        ("pipeline.eval.config", pipeline.eval and pipeline.eval.config),
+    ]
     for field, path in named:
         if path is not None and not Path(path).is_file():
             raise ConfigError(f"{field}: no such file: {path}")

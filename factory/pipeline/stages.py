@@ -74,16 +74,22 @@ def run_refine_stage(ctx: Context) -> list[str]:
     from ..refine.batch import run_refine
 
     outcome = run_refine(ctx.config, progress=ctx.progress)
-    return [funnel_line(outcome.funnel), *failure_lines(ctx, "refine"),
-            format_call_summary(summarize_calls(ctx.run_dir)).splitlines()[0]]  # fmt: skip
+    return [
+        funnel_line(outcome.funnel),
+        *failure_lines(ctx, "refine"),
+        format_call_summary(summarize_calls(ctx.run_dir)).splitlines()[0],
+    ]
 
 
 def run_coa_stage(ctx: Context) -> list[str]:
     from ..coa import run_coa
 
     outcome = run_coa(ctx.config, progress=ctx.progress)
-    return [funnel_line(outcome.funnel), *failure_lines(ctx, "coa"),
-            format_call_summary(summarize_calls(ctx.run_dir)).splitlines()[0]]  # fmt: skip
+    return [
+        funnel_line(outcome.funnel),
+        *failure_lines(ctx, "coa"),
+        format_call_summary(summarize_calls(ctx.run_dir)).splitlines()[0],
+    ]
 
 
 def failure_lines(ctx: Context, stage: str) -> list[str]:
@@ -103,8 +109,9 @@ def export_options(ctx: Context, formats: list[str] | None = None):
     from ..export.options import export_options as make_options
 
     stage = ctx.pipeline.export
-    return make_options(formats=formats or ctx.pipeline.formats(), file_type=stage.file_type,
-                        validation=stage.validation)  # fmt: skip
+    return make_options(
+        formats=formats or ctx.pipeline.formats(), file_type=stage.file_type, validation=stage.validation
+    )
 
 
 def run_export_stage(ctx: Context) -> list[str]:
@@ -126,8 +133,9 @@ def run_publish_stage(ctx: Context) -> list[str]:
     from ..export.publish import publish
 
     target = ctx.pipeline.publish
-    outcome = publish(ctx.run_dir, repo_id=target.repo_id, to=target.to, private=target.private,
-                      options=export_options(ctx))  # fmt: skip
+    outcome = publish(
+        ctx.run_dir, repo_id=target.repo_id, to=target.to, private=target.private, options=export_options(ctx)
+    )
     lines = format_result(outcome.export).splitlines()
     return lines + ([f"pushed to {outcome.repo_url} ({outcome.commit_url})"] if outcome.commit_url else [])
 
@@ -143,8 +151,9 @@ def train_overrides(ctx: Context) -> list[str]:
     """The trainer's `--section.field value` flags: the pipeline's export as its data, RUN_DIR/train as output."""
     train_files = split_files(ctx, "train")
     if not train_files:
-        raise FactoryError(f"{ctx.export_dir}: the export wrote no train split in {ctx.pipeline.train.format}; "
-                           "nothing to train on")  # fmt: skip
+        raise FactoryError(
+            f"{ctx.export_dir}: the export wrote no train split in {ctx.pipeline.train.format}; nothing to train on"
+        )
     values = {"data.train": train_files, "data.validation": split_files(ctx, "validation"),
               "output_dir": str(ctx.train_dir), **ctx.pipeline.train.overrides}  # fmt: skip
     flags = []
@@ -204,20 +213,33 @@ def train_inputs(ctx: Context) -> list:
 
 def all_stages(pipeline: PipelineConfig) -> list[Stage]:
     """The configured stages, in the order they run."""
-    generate = {"refine": Stage("refine", run_refine_stage, generation_inputs("refine")),
-                "coa": Stage("coa", run_coa_stage, generation_inputs("coa"))}  # fmt: skip
+    generate = {
+        "refine": Stage("refine", run_refine_stage, generation_inputs("refine")),
+        "coa": Stage("coa", run_coa_stage, generation_inputs("coa")),
+    }
     stages = [generate[path] for path in pipeline.generate]
     if pipeline.filter is not None:
         stages.append(Stage("filter", run_filter_stage, lambda ctx: [Path(ctx.pipeline.filter)]))
     if pipeline.export is not None:
-        stages.append(Stage("export", run_export_stage,
-                            lambda ctx: [ctx.pipeline.export.model_dump(mode="json"), ctx.pipeline.formats()],
-                            lambda ctx: [ctx.export_dir / "README.md"]))
+        stages.append(
+            Stage(
+                "export",
+                run_export_stage,
+                lambda ctx: [ctx.pipeline.export.model_dump(mode="json"), ctx.pipeline.formats()],
+                lambda ctx: [ctx.export_dir / "README.md"],
+            )
+        )
     if pipeline.report:
         stages.append(Stage("report", run_report_stage, lambda ctx: [], lambda ctx: [ctx.run_dir / "report.html"]))
     if pipeline.publish is not None:
-        stages.append(Stage("publish", run_publish_stage, lambda ctx: [ctx.pipeline.publish.model_dump(mode="json")],
-                            lambda ctx: [ctx.pipeline.publish.to / "README.md"] if ctx.pipeline.publish.to else []))
+        stages.append(
+            Stage(
+                "publish",
+                run_publish_stage,
+                lambda ctx: [ctx.pipeline.publish.model_dump(mode="json")],
+                lambda ctx: [ctx.pipeline.publish.to / "README.md"] if ctx.pipeline.publish.to else [],
+            )
+        )
     if pipeline.train is not None:
         stages.append(Stage("train", run_train_stage, train_inputs, lambda ctx: [ctx.train_dir / "metrics.json"]))
     if pipeline.eval is not None:

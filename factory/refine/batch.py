@@ -24,7 +24,9 @@ class RefineOutcome:
     run_id: str
     funnel: dict[str, int]
     rule_losses: dict[str, int]
-    skipped_personas: list[str] = field(default_factory=list)  # rows too long to be a persona, "file:line (N characters)"
+    skipped_personas: list[str] = field(
+        default_factory=list
+    )  # rows too long to be a persona, "file:line (N characters)"
 
 
 def choose_personas(config: RefineConfig) -> tuple[list[Persona], list[str]]:
@@ -62,7 +64,9 @@ def trajectory_source(config: FactoryConfig) -> str:
 
 async def run_refine_async(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
     personas, skipped = choose_personas(config.refine)
-    settings = config.refine.model_copy(update={"scripts": script_source(config), "trajectories": trajectory_source(config)})
+    settings = config.refine.model_copy(
+        update={"scripts": script_source(config), "trajectories": trajectory_source(config)}
+    )
     checker = SandboxCodeChecker() if settings.with_code else None
     with open_run(config.run_dir, "refine", config) as run:
         save_personas(run.store, personas)

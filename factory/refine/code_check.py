@@ -118,7 +118,9 @@ class SandboxCodeChecker:
             if call.status != "ok":
                 problems.append(f"action '{action.name}': validation code failed on {what}: {call.error}")
             elif _accepted(call.value) != should_accept:
-                problems.append(f"action '{action.name}': validation code {'rejects' if should_accept else 'accepts'} {what}")
+                problems.append(
+                    f"action '{action.name}': validation code {'rejects' if should_accept else 'accepts'} {what}"
+                )
         return problems[:5]
 
     @staticmethod

@@ -25,7 +25,8 @@ from .narration import describe_state, words
 from .script import Script
 from .solvable import describe_plan, shortest_plan
 from .verify import Step
-from .world import ActionCheck, ExtraCheck, WorldState, format_action, step as world_step
+from .world import ActionCheck, ExtraCheck, WorldState, format_action
+from .world import step as world_step
 
 
 def state_after(script: Script, steps: list[dict]) -> WorldState:
@@ -76,7 +77,9 @@ def ground_steps(script: Script, prefix: list[dict], steps: list[dict], extra: E
             grounded.append(_rejected(script, state, raw, moved.check))
             continue
         state = moved.after
-        done = parsed.evaluation.task_done if moved.done is None else moved.done  # no declared goal: the LLM's DM decides
+        done = (
+            parsed.evaluation.task_done if moved.done is None else moved.done
+        )  # no declared goal: the LLM's DM decides
         told = accepted_feedback(state, format_action(parsed.action.name, parsed.action.params), script)
         grounded.append({**raw, **told, "evaluation": {"error": "none", "task_done": done}})
         if done:

@@ -93,8 +93,9 @@ def weighted_order(weights: dict[str, float], rng: random.Random) -> list[str]:
     return [k for _, k in sorted(keyed, reverse=True)]
 
 
-def injected_step(script: Script, state: WorldState, rng: random.Random,
-                  mix: dict[str, float] | None = None) -> dict[str, Any] | None:  # fmt: skip
+def injected_step(
+    script: Script, state: WorldState, rng: random.Random, mix: dict[str, float] | None = None
+) -> dict[str, Any] | None:
     """A mistaken step with the DM's correct evaluation and an open thought; None if no kind applies.
     The kind is drawn from `mix` (equal weights by default); a kind impossible here yields to the next."""
     for kind in weighted_order(mix or dict.fromkeys(KINDS, 1.0), rng):
@@ -106,10 +107,13 @@ def injected_step(script: Script, state: WorldState, rng: random.Random,
         if checked.ok:  # e.g. the "wrong" value happened to be valid: try another kind
             continue
         return {
-            "thought": "", "action": {"name": name, "params": params},
+            "thought": "",
+            "action": {"name": name, "params": params},
             **dm_feedback(script, state, format_action(name, params), checked),
-            "evaluation": {"error": checked.error_type, "task_done": False}, "injected": kind, "open_thought": "mistake",
-        }  # fmt: skip
+            "evaluation": {"error": checked.error_type, "task_done": False},
+            "injected": kind,
+            "open_thought": "mistake",
+        }
     return None
 
 
@@ -137,8 +141,9 @@ def eligible_positions(steps: list[dict]) -> list[int]:
     and never after the step that completes the task."""
     n = len(steps)
     last = n - 1 if steps and steps[-1]["evaluation"]["task_done"] else n
-    return [p for p in range(last + 1)
-            if (p == 0 or not is_mistake(steps[p - 1])) and (p == n or not is_mistake(steps[p]))]  # fmt: skip
+    return [
+        p for p in range(last + 1) if (p == 0 or not is_mistake(steps[p - 1])) and (p == n or not is_mistake(steps[p]))
+    ]
 
 
 def candidate_positions(steps: list[dict], first_move_share: float, rng: random.Random) -> list[int]:
@@ -151,8 +156,9 @@ def candidate_positions(steps: list[dict], first_move_share: float, rng: random.
     return first + later
 
 
-def inject_mistakes(script: Script, steps: list[dict], target: int, mix: dict[str, float], first_move_share: float,
-                    rng: random.Random) -> list[dict] | None:  # fmt: skip
+def inject_mistakes(
+    script: Script, steps: list[dict], target: int, mix: dict[str, float], first_move_share: float, rng: random.Random
+) -> list[dict] | None:
     """The prefix to continue from: `steps` with mistakes inserted, cut after the last one.
 
     Positions are tried in `candidate_positions` order; one where no kind of the mix applies is passed

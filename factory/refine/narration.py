@@ -26,9 +26,9 @@ WORDS: dict[str, Any] = {
         "param_at_location": "You do not see {item} here in {here}.",
         "already_held": "You are already carrying {item}.",
         "param_in_inventory": "You are not carrying {item}.",
-        "fact_true": "Not yet: that needs \"{fact}\" to be done first.",
-        "fact_false": "That is already done: \"{fact}\".",
-        "code": "That does not work here; try something else."
+        "fact_true": 'Not yet: that needs "{fact}" to be done first.',
+        "fact_false": 'That is already done: "{fact}".',
+        "code": "That does not work here; try something else.",
     },
     "state": "You are in {place}. {description} You see {items}. You are carrying {held}.",
     "nothing_here": "nothing of note",
@@ -44,13 +44,13 @@ WORDS: dict[str, Any] = {
         "take": "the item given as '{param}' goes into the player's inventory",
         "drop": "the item given as '{param}' is left where the player stands",
         "set_fact": "'{fact}' becomes true",
-        "clear_fact": "'{fact}' becomes false"
+        "clear_fact": "'{fact}' becomes false",
     },
     "dm_rejects": "The player tries {action}, which the rules refuse ({rule}). I tell the player: {reason}",
     "accepted": "{action} worked. {state}",
     "always": "always allowed",
     "allowed": "allowed when {conditions}",
-    "unchanged": "nothing changes"
+    "unchanged": "nothing changes",
 }
 
 
@@ -86,9 +86,11 @@ def describe_state(script: ScriptDraft, location: str, inventory: list[str], ite
     """Where the player is, what it sees and what it carries, in the second person."""
     here = script.location(location)
     text = words()["state"].format(
-        place=the(location), description=here.description if here else "",
-        items=listing(items_here, words()["nothing_here"]), held=listing(inventory, words()["nothing_held"]),
-    )  # fmt: skip
+        place=the(location),
+        description=here.description if here else "",
+        items=listing(items_here, words()["nothing_here"]),
+        held=listing(inventory, words()["nothing_held"]),
+    )
     return " ".join(text.split())  # an empty description leaves a double space
 
 
@@ -114,4 +116,8 @@ def describe_rules(action: Action) -> str:
 
 def describe_goal(script: ScriptDraft) -> str:
     conditions = " and ".join(rule_words(c) for c in script.goal.conditions)
-    return f"the task is done at the step after which {conditions}" if conditions else "the DM judges when the task is done"
+    return (
+        f"the task is done at the step after which {conditions}"
+        if conditions
+        else "the DM judges when the task is done"
+    )

@@ -20,9 +20,11 @@ __all__ = ["build_trajectory", "opening_observation"]
 
 def build_trajectory(trajectory_id: str, script: Script, checks: list[StepCheck], provenance: dict) -> Trajectory:
     first = render_prompt(
-        "refine/player_instruction", task=script.task, actions=describe_actions(script),
+        "refine/player_instruction",
+        task=script.task,
+        actions=describe_actions(script),
         observation=opening_observation(script),
-    )  # fmt: skip
+    )
     turns = [Turn(role="user", content=first, kind="observation")]
     for check in checks:
         step = check.step

@@ -103,7 +103,9 @@ def _base(steps: list[dict], verdict: Verdict, settings: RefineConfig) -> list[d
     return [] if verdict.restart else steps[: verdict.failed_step]
 
 
-def _next_prefix(script: Script, base: list[dict], target: int, settings: RefineConfig, rng: random.Random) -> list[dict] | None:
+def _next_prefix(
+    script: Script, base: list[dict], target: int, settings: RefineConfig, rng: random.Random
+) -> list[dict] | None:
     """Where the next call starts: the base with the mistakes it still lacks injected and cut after
     the last one; the base itself when it has enough, or None when mistakes are needed but none fits."""
     if not settings.injection or not base or corrections_before(base, len(base)) >= target:
@@ -113,8 +115,9 @@ def _next_prefix(script: Script, base: list[dict], target: int, settings: Refine
     return inject_mistakes(script, base, target, settings.error_mix, settings.first_move_mistakes, rng)
 
 
-async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, settings: RefineConfig,
-                     checker: CodeChecker | None = None) -> bool:  # fmt: skip
+async def refine_one(
+    llm: LLMClient, store: Store, persona_id: str, text: str, settings: RefineConfig, checker: CodeChecker | None = None
+) -> bool:
     """Generate and verify one trajectory for a persona; store it. True when verified."""
     trajectory_id = f"refine:{persona_id}"
     spend = Spend()
@@ -125,15 +128,21 @@ async def refine_one(llm: LLMClient, store: Store, persona_id: str, text: str, s
         return False
     extra = checker.step_check(script) if checker and settings.with_code else None
     if settings.trajectories == "scaffolded":  # batch.py resolves "auto"
-        held, last_reason = await scaffold_trajectory(llm, store, trajectory_id, persona_id, script, settings, extra, spend)
+        held, last_reason = await scaffold_trajectory(
+            llm, store, trajectory_id, persona_id, script, settings, extra, spend
+        )
         last_steps = None
     else:
-        held, last_reason, last_steps = await _play(llm, store, trajectory_id, persona_id, script, settings, extra, spend)
+        held, last_reason, last_steps = await _play(
+            llm, store, trajectory_id, persona_id, script, settings, extra, spend
+        )
     if held is not None:  # verified, possibly before an attempt to add mistakes that did not verify
         _save_verified(store, base, trajectory_id, script, *held, spend, settings)
         return True
     steps_json = json.dumps(last_steps) if last_steps else None
-    save_trajectory(store, {**base, "verified": False, "reason": last_reason, "steps": steps_json, **_spend_row(spend)}, None)
+    save_trajectory(
+        store, {**base, "verified": False, "reason": last_reason, "steps": steps_json, **_spend_row(spend)}, None
+    )
     return False
 
 
@@ -142,7 +151,9 @@ async def _play(llm: LLMClient, store: Store, trajectory_id: str, persona_id: st
     """The paper's loop: the LLM plays DM and player, continued from verified prefixes within the budget.
     Returns the verified (steps, verdict) or None, the last failure and its steps."""
     simulator = TrajectorySimulator(settings.min_corrections, max_steps=settings.max_steps)
-    target = draw_target(settings.mistake_counts, settings.min_corrections, random.Random(f"{settings.seed}:{persona_id}:mistakes"))
+    target = draw_target(
+        settings.mistake_counts, settings.min_corrections, random.Random(f"{settings.seed}:{persona_id}:mistakes")
+    )
     state = Attempts()
     last_reason, last_steps, held = "budget exhausted before any trajectory", None, None
     while spend.calls < settings.budget:
@@ -150,7 +161,9 @@ async def _play(llm: LLMClient, store: Store, trajectory_id: str, persona_id: st
         spend.add(result)
         prefix = fill_thoughts(state.prefix, simulator.missing_thoughts(result.parsed)) if result.ok else None
         if prefix is None:
-            last_reason = f"llm {result.error_kind}: {result.error}" if not result.ok else "format: a missing thought left empty"
+            last_reason = (
+                f"llm {result.error_kind}: {result.error}" if not result.ok else "format: a missing thought left empty"
+            )
             save_verdict(store, trajectory_id, state.attempt, None, last_reason, len(state.prefix))
             state = Attempts(state.prefix, state.attempt + 1)
             continue
@@ -182,7 +195,9 @@ def _save_verified(store: Store, base: dict, trajectory_id: str, script: Script,
     provenance = {"llm_calls": spend.calls, "dm_evaluation": "world" if scaffolded else settings.dm_evaluation,
                   "script_source": source, "trajectory_source": "scaffolded" if scaffolded else "llm"}  # fmt: skip
     trajectory = build_trajectory(trajectory_id, script, verdict.checks, provenance)
-    save_trajectory(store, {**base, "verified": True, "reason": None, "steps": json.dumps(steps), **_spend_row(spend)}, trajectory)
+    save_trajectory(
+        store, {**base, "verified": True, "reason": None, "steps": json.dumps(steps), **_spend_row(spend)}, trajectory
+    )
 
 
 def _spend_row(spend: Spend) -> dict[str, Any]:

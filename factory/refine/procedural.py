@@ -59,21 +59,29 @@ def pick_theme(text: str, rng: random.Random) -> dict[str, Any]:
 
 def persona_role(text: str) -> str | None:
     """Who the persona is, from its opening words: "An auto mechanic in Mumbai, ..." -> "auto mechanic"."""
-    match = re.match(r"\s*(?:an?|the)\s+([A-Za-z' -]{3,40}?)(?:\s+(?:in|at|on|from|who|whose|with)\b|[,.;])", text, re.I)
+    match = re.match(
+        r"\s*(?:an?|the)\s+([A-Za-z' -]{3,40}?)(?:\s+(?:in|at|on|from|who|whose|with)\b|[,.;])", text, re.I
+    )
     return match.group(1).strip() if match else None
 
 
 def _go(places: list[str]) -> dict[str, Any]:
-    return {"name": "go", "description": "Walk to another place.",
-            "parameters": [{"name": TARGET, "valid_values": places, "description": "where to go"}],
-            "effects": [{"kind": "move_to", "value": TARGET}]}  # fmt: skip
+    return {
+        "name": "go",
+        "description": "Walk to another place.",
+        "parameters": [{"name": TARGET, "valid_values": places, "description": "where to go"}],
+        "effects": [{"kind": "move_to", "value": TARGET}],
+    }
 
 
 def _take(items: list[str]) -> dict[str, Any]:
-    return {"name": "take", "description": "Pick up an item that lies where you stand.",
-            "parameters": [{"name": TARGET, "valid_values": items, "description": "what to pick up"}],
-            "preconditions": [{"kind": "param_at_location", "value": TARGET}],
-            "effects": [{"kind": "take", "value": TARGET}]}  # fmt: skip
+    return {
+        "name": "take",
+        "description": "Pick up an item that lies where you stand.",
+        "parameters": [{"name": TARGET, "valid_values": items, "description": "what to pick up"}],
+        "preconditions": [{"kind": "param_at_location", "value": TARGET}],
+        "effects": [{"kind": "take", "value": TARGET}],
+    }
 
 
 def _job_action(verb: str, description: str, needs: list[dict], fact: str) -> dict[str, Any]:
@@ -102,13 +110,15 @@ def build_script(persona_id: str, text: str, seed: int = 0) -> Script:
     role = persona_role(text)
     opener = f"You are {'an' if (role or 'x')[0].lower() in 'aeiou' else 'a'} {role}. " if role else ""
     # The task names its steps in order: a small model follows a plan it reads far better than one it must find.
-    task = (f"{opener}{display(act).capitalize()} {the(thing)} in {the(site)}: take {the(tool)} here, go to "
-            f"{the(site)}, {display(prep)} {the(thing)}, then {display(act)} it.")  # fmt: skip
+    task = (
+        f"{opener}{display(act).capitalize()} {the(thing)} in {the(site)}: take {the(tool)} here, go to "
+        f"{the(site)}, {display(prep)} {the(thing)}, then {display(act)} it."
+    )
     locations = [
         {"name": start, "description": f"Where your day starts; {the(tool)} is kept here.", "items": [tool]},
         {"name": store, "description": "Shelves of supplies, none of them needed today.", "items": []},
         {"name": site, "description": f"Where {the(thing)} waits to be {display(done)}.", "items": []},
-    ]  # fmt: skip
+    ]
     draft = {
         "environment": {"locations": locations, "player": {"location": start, "inventory": [material]},
                         "facts": [{"name": ready, "initially": False}, {"name": finished, "initially": False}]},

@@ -55,8 +55,9 @@ mistaken AS (
     FROM turn WHERE error_type IS NOT NULL)
 """.replace("{prefix}", str(PREFIX_WORDS))
 
-SCRIPT_SHAPE = ('{"task": "VARCHAR", "actions": [{"name": "VARCHAR"}], '
-                '"environment": {"locations": [{"name": "VARCHAR"}]}}')
+SCRIPT_SHAPE = (
+    '{"task": "VARCHAR", "actions": [{"name": "VARCHAR"}], "environment": {"locations": [{"name": "VARCHAR"}]}}'
+)
 DIVERSITY_SQL = rf"""
 WITH s AS (
     SELECT try(from_json(script, '{SCRIPT_SHAPE}')) AS j FROM scripts
@@ -80,8 +81,12 @@ def refine_quality(store: Store) -> dict[str, Any]:
         "completion": _completion(store, len(rows)),
         "first_mistake": _counts([r[1] for r in rows if r[1] is not None]),
         "rows_without_mistake": sum(1 for r in rows if r[1] is None),
-        "error_types": dict(_query(store, "SELECT error_type, count(*) FROM turn WHERE error_type IS NOT NULL "
-                                          "GROUP BY 1 ORDER BY 2 DESC, 1")),  # fmt: skip
+        "error_types": dict(
+            _query(
+                store,
+                "SELECT error_type, count(*) FROM turn WHERE error_type IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1",
+            )
+        ),
         "mistakes_per_row": _counts([r[0] for r in rows]),
         "first_turn_trains": _share(sum(1 for r in rows if r[2]), len(rows)),
         "distinct_actions_per_row": _spread([r[3] for r in rows]),
@@ -116,9 +121,12 @@ def _spread(values: list[int]) -> dict[str, float | None]:
 
 
 def _thoughts(store: Store) -> dict[str, Any]:
-    (mistakes, repeated), = _query(store, """
+    ((mistakes, repeated),) = _query(
+        store,
+        """
         , by_thought AS (SELECT thought, count(DISTINCT trajectory_id) AS rows FROM mistaken GROUP BY thought)
-        SELECT count(*), count(*) FILTER (b.rows > 1) FROM mistaken m JOIN by_thought b USING (thought)""")  # fmt: skip
+        SELECT count(*), count(*) FILTER (b.rows > 1) FROM mistaken m JOIN by_thought b USING (thought)""",
+    )
     top = _query(store, "SELECT prefix, count(*) FROM mistaken GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1")
     prefix, turns = top[0] if top else (None, 0)
     return {"mistaken_turns": mistakes, "repeated": repeated, "share_repeated": _share(repeated, mistakes),
@@ -128,10 +136,12 @@ def _thoughts(store: Store) -> dict[str, Any]:
 
 def _diversity(store: Store) -> dict[str, Any]:
     scripts, grams, all_grams, actions, all_actions, places, all_places = store.query(DIVERSITY_SQL)[0]
-    return {"scripts": scripts,
-            "task_ngrams": {"n": TASK_NGRAM, "distinct": grams, "total": all_grams, "share": _share(grams, all_grams)},
-            "action_names": {"distinct": actions, "total": all_actions},
-            "location_names": {"distinct": places, "total": all_places}}  # fmt: skip
+    return {
+        "scripts": scripts,
+        "task_ngrams": {"n": TASK_NGRAM, "distinct": grams, "total": all_grams, "share": _share(grams, all_grams)},
+        "action_names": {"distinct": actions, "total": all_actions},
+        "location_names": {"distinct": places, "total": all_places},
+    }
 
 
 # --- completion: replaying each verified row in its script's world ------------------------------------------
@@ -176,8 +186,11 @@ def _completion(store: Store, verified: int) -> dict[str, Any]:
     for script_json, steps, turns in rows:
         counts[_replayed(script_json, steps, turns)] += 1
     known = verified - counts["unknown"]
-    return {**counts, "share_completed": _share(counts["completed"], verified),
-            "share_completed_of_known": _share(counts["completed"], known)}  # fmt: skip
+    return {
+        **counts,
+        "share_completed": _share(counts["completed"], verified),
+        "share_completed_of_known": _share(counts["completed"], known),
+    }
 
 
 def _replayed(script_json: str | None, steps: str | None, turns: str | None) -> str:
@@ -227,23 +240,31 @@ def format_quality(q: dict[str, Any]) -> str:
     types = ", ".join(f"{t} {n}" for t, n in q["error_types"].items()) or "none"
     spread = q["distinct_actions_per_row"]
     grams = div["task_ngrams"]
-    prefix = (f'most common opening "{thoughts["top_prefix"]}" {thoughts["top_prefix_turns"]}/'
-              f'{thoughts["mistaken_turns"]} ({_pct(thoughts["top_prefix_share"])})') if thoughts["top_prefix"] else ""
-    return "\n".join([
-        f"refine quality ({q['verified']} verified trajectories)",
-        f"  last action completes the task: {done['completed']}/{q['verified']} ({_pct(done['share_completed'])}); "
-        f"goal held before the end: {done['held_before_end']}, not reached: {done['not_reached']}, "
-        f"unknown (no goal or not replayable): {done['unknown']}",
-        f"  first mistake at assistant turn (turn: rows): {_histogram_text(q['first_mistake'])}; "
-        f"rows without a mistake: {q['rows_without_mistake']}",
-        f"  mistakes per row (mistakes: rows): {_histogram_text(q['mistakes_per_row'])}",
-        f"  error types: {types}",
-        f"  first assistant turn trains: {_pct(q['first_turn_trains'])} of rows",
-        f"  distinct actions per row: mean {spread['mean']} (min {spread['min']}, max {spread['max']})",
-        f"  mistaken thoughts repeating another row's: {thoughts['repeated']}/{thoughts['mistaken_turns']} "
-        f"({_pct(thoughts['share_repeated'])}); {prefix}".rstrip("; "),
-        f"  diversity over {div['scripts']} scripts: task {grams['n']}-grams {grams['distinct']}/{grams['total']} "
-        f"distinct ({_pct(grams['share'])}), action names {div['action_names']['distinct']}/"
-        f"{div['action_names']['total']}, location names {div['location_names']['distinct']}/"
-        f"{div['location_names']['total']}",
-    ])  # fmt: skip
+    prefix = (
+        (
+            f'most common opening "{thoughts["top_prefix"]}" {thoughts["top_prefix_turns"]}/'
+            f"{thoughts['mistaken_turns']} ({_pct(thoughts['top_prefix_share'])})"
+        )
+        if thoughts["top_prefix"]
+        else ""
+    )
+    return "\n".join(
+        [
+            f"refine quality ({q['verified']} verified trajectories)",
+            f"  last action completes the task: {done['completed']}/{q['verified']} ({_pct(done['share_completed'])}); "
+            f"goal held before the end: {done['held_before_end']}, not reached: {done['not_reached']}, "
+            f"unknown (no goal or not replayable): {done['unknown']}",
+            f"  first mistake at assistant turn (turn: rows): {_histogram_text(q['first_mistake'])}; "
+            f"rows without a mistake: {q['rows_without_mistake']}",
+            f"  mistakes per row (mistakes: rows): {_histogram_text(q['mistakes_per_row'])}",
+            f"  error types: {types}",
+            f"  first assistant turn trains: {_pct(q['first_turn_trains'])} of rows",
+            f"  distinct actions per row: mean {spread['mean']} (min {spread['min']}, max {spread['max']})",
+            f"  mistaken thoughts repeating another row's: {thoughts['repeated']}/{thoughts['mistaken_turns']} "
+            f"({_pct(thoughts['share_repeated'])}); {prefix}".rstrip("; "),
+            f"  diversity over {div['scripts']} scripts: task {grams['n']}-grams {grams['distinct']}/{grams['total']} "
+            f"distinct ({_pct(grams['share'])}), action names {div['action_names']['distinct']}/"
+            f"{div['action_names']['total']}, location names {div['location_names']['distinct']}/"
+            f"{div['location_names']['total']}",
+        ]
+    )

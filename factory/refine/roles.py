@@ -12,8 +12,8 @@ from typing import Any
 
 from ..llm import Request
 from ..prompts import load_prompt, prompt_file, render_prompt
-from .narration import describe_goal, describe_rules, opening_observation
 from .inject import open_slots
+from .narration import describe_goal, describe_rules, opening_observation
 from .schemas import MISSING_THOUGHTS, SCAFFOLD_KEYS, WIRE_KEYS, from_wire, scaffold_schema, to_wire, trajectory_schema
 from .script import DeclarativeScriptDraft, Script, ScriptDraft
 from .values import valid_typed
@@ -50,7 +50,9 @@ class ScriptWriter:
             {"role": "user", "content": render_prompt("refine/script_user", persona=persona)},
         ]
         if feedback:
-            messages.append({"role": "user", "content": render_prompt("refine/script_feedback", problems="; ".join(feedback))})
+            messages.append(
+                {"role": "user", "content": render_prompt("refine/script_feedback", problems="; ".join(feedback))}
+            )
         return Request(messages, self.response_model, stage="script", sample_index=attempt, tag=persona_id)
 
     @staticmethod
@@ -75,10 +77,14 @@ def describe_actions(script: Script) -> str:
 def describe_environment(script: Script) -> str:
     """The whole world as the DM knows it, facts included."""
     env = script.environment
-    places = "; ".join(f"{loc.name} ({loc.description} items: {', '.join(loc.items) or 'none'})" for loc in env.locations)
+    places = "; ".join(
+        f"{loc.name} ({loc.description} items: {', '.join(loc.items) or 'none'})" for loc in env.locations
+    )
     held = ", ".join(env.player.inventory) or "nothing"
     facts = ", ".join(f"{f.name}={str(f.initially).lower()}" for f in env.facts)
-    return f"{places}. The player starts at {env.player.location} holding {held}." + (f" Facts at the start: {facts}." if facts else "")
+    return f"{places}. The player starts at {env.player.location} holding {held}." + (
+        f" Facts at the start: {facts}." if facts else ""
+    )
 
 
 def dm_rules(script: Script) -> str:
@@ -101,7 +107,9 @@ class TrajectorySimulator:
         progress, open_thoughts = "", 0
         if prefix:
             numbers = {index: n for n, index in enumerate(open_slots(prefix), start=1)}
-            shown = "\n".join(json.dumps(_shown(s, numbers.get(i)), separators=(",", ":")) for i, s in enumerate(prefix))
+            shown = "\n".join(
+                json.dumps(_shown(s, numbers.get(i)), separators=(",", ":")) for i, s in enumerate(prefix)
+            )
             progress = render_prompt("refine/trajectory_continue", steps=shown)
             open_thoughts = len(numbers)
             if open_thoughts:
@@ -141,11 +149,16 @@ class ThoughtWriter:
 
     def request(self, script: Script, steps: list[dict], attempt: int, trajectory_id: str) -> Request:
         user = render_prompt(
-            "refine/trajectory_scaffold_user", task=script.task, actions=describe_actions(script),
-            observation=opening_observation(script), count=len(steps),
-        )  # fmt: skip
-        messages = [{"role": "system", "content": load_prompt("refine/trajectory_scaffold_system")},
-                    {"role": "user", "content": user}]  # fmt: skip
+            "refine/trajectory_scaffold_user",
+            task=script.task,
+            actions=describe_actions(script),
+            observation=opening_observation(script),
+            count=len(steps),
+        )
+        messages = [
+            {"role": "system", "content": load_prompt("refine/trajectory_scaffold_system")},
+            {"role": "user", "content": user},
+        ]
         calls = [format_action(s["action"]["name"], s["action"]["params"]) for s in steps]
         schema = scaffold_schema(calls, [s["observation"] for s in steps], max_thought=self.max_thought)
         return Request(messages, schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)

@@ -30,7 +30,8 @@ from .script import Script
 from .solvable import shortest_plan
 from .store import save_verdict
 from .verify import Verdict, verify_steps
-from .world import ExtraCheck, WorldState, format_action, step as world_step
+from .world import ExtraCheck, WorldState, format_action
+from .world import step as world_step
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -48,15 +49,20 @@ def planned_steps(script: Script, extra: ExtraCheck | None = None) -> list[dict[
             return None
         typed = moved.check.params or params  # the values in their declared types, as a player sends them
         state = moved.after
-        steps.append({
-            "thought": "", "action": {"name": name, "params": typed},
-            **accepted_feedback(state, format_action(name, typed), script),
-            "evaluation": {"error": "none", "task_done": bool(moved.done)},
-        })  # fmt: skip
+        steps.append(
+            {
+                "thought": "",
+                "action": {"name": name, "params": typed},
+                **accepted_feedback(state, format_action(name, typed), script),
+                "evaluation": {"error": "none", "task_done": bool(moved.done)},
+            }
+        )
     return steps
 
 
-def with_mistakes(script: Script, plan: list[dict], target: int, settings: RefineConfig, rng: random.Random) -> list[dict]:
+def with_mistakes(
+    script: Script, plan: list[dict], target: int, settings: RefineConfig, rng: random.Random
+) -> list[dict]:
     """The plan with mistakes injected at drawn positions, each followed by the planned move that corrects it."""
     if not settings.injection:
         return plan
@@ -94,7 +100,9 @@ async def scaffold_trajectory(llm: LLMClient, store: Store, trajectory_id: str, 
     if plan is None:
         return None, "no plan: the world's search finds no sequence of valid actions to the goal"
     writer = ThoughtWriter()
-    target = draw_target(settings.mistake_counts, settings.min_corrections, random.Random(f"{settings.seed}:{persona_id}:mistakes"))
+    target = draw_target(
+        settings.mistake_counts, settings.min_corrections, random.Random(f"{settings.seed}:{persona_id}:mistakes")
+    )
     reason, attempt = "budget exhausted before any trajectory", 0
     while spend.calls < settings.budget:
         steps = with_mistakes(script, plan, target, settings, random.Random(f"{settings.seed}:{persona_id}:{attempt}"))
@@ -102,7 +110,11 @@ async def scaffold_trajectory(llm: LLMClient, store: Store, trajectory_id: str, 
         spend.add(result)
         filled = with_thoughts(steps, writer.thoughts(result.parsed)) if result.ok else None
         if filled is None:
-            reason = f"llm {result.error_kind}: {result.error}" if not result.ok else "format: a thought left blank, or most thoughts alike"
+            reason = (
+                f"llm {result.error_kind}: {result.error}"
+                if not result.ok
+                else "format: a thought left blank, or most thoughts alike"
+            )
             save_verdict(store, trajectory_id, attempt, None, reason, len(steps))
         else:
             verdict = await asyncio.to_thread(verify_steps, script, filled, settings.min_corrections, extra)

@@ -126,7 +126,9 @@ def step_schema(script: Script) -> dict[str, Any]:
     }
 
 
-def trajectory_schema(script: Script, min_steps: int = 3, max_steps: int = 10, missing_thoughts: int = 0) -> dict[str, Any]:
+def trajectory_schema(
+    script: Script, min_steps: int = 3, max_steps: int = 10, missing_thoughts: int = 0
+) -> dict[str, Any]:
     """The reply: the next steps; with `missing_thoughts`, first the player's thoughts that the story
     so far leaves open (injected mistakes and the steps after them, inject.py), one per open slot, in order.
     `missing_thoughts` sorts before `steps`, so llama.cpp writes them first, as the story reads."""
@@ -150,7 +152,9 @@ def trajectory_schema(script: Script, min_steps: int = 3, max_steps: int = 10, m
 SCAFFOLD_KEYS = {"action": "1_action", "thought": "2_thought", "observation": "3_observation"}
 
 
-def scaffold_schema(calls: list[str], observations: list[str], min_thought: int = 20, max_thought: int = 150) -> dict[str, Any]:
+def scaffold_schema(
+    calls: list[str], observations: list[str], min_thought: int = 20, max_thought: int = 150
+) -> dict[str, Any]:
     """The scaffolded reply: one step per planned move, action and observation fixed (`const`), only the
     thought free (bounded: a small model otherwise rambles or writes a word)."""
     # First person from the first word (SmolLM2 otherwise narrates "You see ..." as the DM does); the pattern
@@ -159,8 +163,11 @@ def scaffold_schema(calls: list[str], observations: list[str], min_thought: int 
     items = [
         {
             "type": "object",
-            "properties": {SCAFFOLD_KEYS["action"]: {"const": call}, SCAFFOLD_KEYS["thought"]: thought,
-                           SCAFFOLD_KEYS["observation"]: {"const": observation}},  # fmt: skip
+            "properties": {
+                SCAFFOLD_KEYS["action"]: {"const": call},
+                SCAFFOLD_KEYS["thought"]: thought,
+                SCAFFOLD_KEYS["observation"]: {"const": observation},
+            },
             "required": list(SCAFFOLD_KEYS.values()),
             "additionalProperties": False,
         }

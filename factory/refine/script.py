@@ -165,16 +165,22 @@ def script_problems(script: ScriptDraft) -> list[str]:
             if rule.kind in PARAM_RULES and rule.value not in params:
                 problems.append(f"action '{action.name}' refers to missing parameter '{rule.value}'")
             elif rule.kind in FACT_RULES and rule.value not in facts:
-                problems.append(f"action '{action.name}' uses fact '{rule.value}', which no action sets and environment.facts does not declare")
+                problems.append(
+                    f"action '{action.name}' uses fact '{rule.value}', which no action sets and environment.facts does not declare"
+                )
             elif rule.kind == "player_at" and rule.value not in places:
                 problems.append(f"action '{action.name}' requires unknown location '{rule.value}'")
     for condition in script.goal.conditions:
         if condition.kind.startswith("param_"):
-            problems.append(f"goal condition '{condition.kind}' needs an action's parameters; use player_at, has_item or fact_true")
+            problems.append(
+                f"goal condition '{condition.kind}' needs an action's parameters; use player_at, has_item or fact_true"
+            )
         elif condition.kind == "player_at" and condition.value not in places:
             problems.append(f"goal requires unknown location '{condition.value}'")
         elif condition.kind in FACT_RULES and condition.value not in facts:
-            problems.append(f"goal uses fact '{condition.value}', which no action sets and environment.facts does not declare")
+            problems.append(
+                f"goal uses fact '{condition.value}', which no action sets and environment.facts does not declare"
+            )
     return problems + _facts_never_changed(script)
 
 
@@ -182,7 +188,12 @@ def _facts_never_changed(script: ScriptDraft) -> list[str]:
     """A fact that must become true (or false) but that no action sets (or clears)."""
     true_at_start = {f.name for f in script.environment.facts if f.initially}
     start = {name: name in true_at_start for name in script.fact_names()}
-    made = {(e.value, e.kind == "set_fact") for a in script.actions for e in a.effects if e.kind in ("set_fact", "clear_fact")}
+    made = {
+        (e.value, e.kind == "set_fact")
+        for a in script.actions
+        for e in a.effects
+        if e.kind in ("set_fact", "clear_fact")
+    }
     needed = [c for a in script.actions for c in a.preconditions] + list(script.goal.conditions)
     problems = []
     for rule in needed:

@@ -18,8 +18,10 @@ def load_trajectory_row(run_dir: str | Path, trajectory_id: str) -> dict:
             [trajectory_id, trajectory_id],
         )
         if not rows:
-            raise FactoryError(f"no trajectory '{trajectory_id}' in {run_dir} (use a trajectory id or a persona id; "
-                               f"factory ls {run_dir} lists them)")  # fmt: skip
+            raise FactoryError(
+                f"no trajectory '{trajectory_id}' in {run_dir} (use a trajectory id or a persona id; "
+                f"factory ls {run_dir} lists them)"
+            )
         row = dict(zip(ROW_KEYS, rows[0]))
         row["why"] = why_lines(store, row)
     return row
@@ -36,14 +38,15 @@ def why_lines(store: Store, row: dict) -> list[str]:
     if row["source"] == "refine" and not row["verified"] and row["script_id"] is None:
         for script_id, problems in store.query(
             "SELECT script_id, problems FROM scripts WHERE persona_id = ? AND NOT coalesce(verified, false) "
-            "ORDER BY attempt", [row["persona_id"]],
-        ):  # fmt: skip
+            "ORDER BY attempt",
+            [row["persona_id"]],
+        ):
             lines.append(f"script {script_id} failed: {'; '.join(_problems(problems)) or 'no problem recorded'}")
     if store.query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'filter_verdicts'")[0][0]:
         for name, keep, reason in store.query(
             "SELECT filter, keep, reason FROM filter_verdicts WHERE trajectory_id = ? ORDER BY filter",
             [row["trajectory_id"]],
-        ):  # fmt: skip
+        ):
             lines.append(f"filter {name}: {'kept' if keep else 'dropped'}" + (f" ({reason})" if reason else ""))
     return lines
 
@@ -65,7 +68,7 @@ def stats_lines(row: dict, stats: dict) -> list[str]:
             f"tool calls {stats.get('tool_calls_by_type', {})} ({stats.get('tool_failures', 0)} failed), "
             f"plans {stats.get('plans')}, re-plans {stats.get('replans')}, reflections {stats.get('reflections')}, "
             f"double checks {stats.get('double_check_scores')}",
-        ]  # fmt: skip
+        ]
     return [f"turns {stats.get('turns')}, errors {stats.get('errors_by_type')}, corrections {stats.get('corrections')}"]
 
 

@@ -62,11 +62,16 @@ def shortest_plan(script: Script, start: WorldState | None = None) -> list[tuple
 
 def solvability_problems(script: Script, require_goal: bool) -> list[str]:
     """Why the task cannot be done, for the script writer to fix; [] when it can."""
-    idle = [f"action '{a.name}' changes nothing; give it an effect (e.g. set_fact) so the world records it"
-            for a in script.actions if not a.effects]  # fmt: skip
+    idle = [
+        f"action '{a.name}' changes nothing; give it an effect (e.g. set_fact) so the world records it"
+        for a in script.actions
+        if not a.effects
+    ]
     idle += [problem for a in script.actions for problem in values_problems(a)]
     if not script.goal.conditions:
-        missing = ["declare the goal as conditions (e.g. fact_true for what the task achieves) so completion can be checked"]
+        missing = [
+            "declare the goal as conditions (e.g. fact_true for what the task achieves) so completion can be checked"
+        ]
         return idle + (missing if require_goal else [])
     if idle:
         return idle

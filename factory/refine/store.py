@@ -11,7 +11,10 @@ from ..store.derived import upsert_trajectory
 from .script import Script
 from .verify import Verdict
 
-def save_script(store: Store, script_id: str, persona_id: str, attempt: int, script: Script | None, problems: list[str]):
+
+def save_script(
+    store: Store, script_id: str, persona_id: str, attempt: int, script: Script | None, problems: list[str]
+):
     body = script.model_dump_json() if script is not None else None
     store.execute(
         "INSERT OR REPLACE INTO scripts VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -35,9 +38,12 @@ def save_trajectory(store: Store, row: dict[str, Any], trajectory: Trajectory | 
         **row,
         "turns": json.dumps([t.model_dump() for t in trajectory.turns]) if trajectory else None,
         "conversations": json.dumps(to_conversations(trajectory.turns)) if trajectory else None,
-        "stats": json.dumps(stats), "n_turns": stats.get("turns"), "n_errors": stats.get("errors"),
-        "n_corrections": stats.get("corrections"), "created_at": utcnow(),
-    }  # fmt: skip
+        "stats": json.dumps(stats),
+        "n_turns": stats.get("turns"),
+        "n_errors": stats.get("errors"),
+        "n_corrections": stats.get("corrections"),
+        "created_at": utcnow(),
+    }
     upsert_trajectory(store, values)
 
 

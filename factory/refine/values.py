@@ -83,7 +83,9 @@ def values_problems(action: Action) -> list[str]:
             try:
                 typed_value(text, param.type)
             except NotOfType:
-                problems.append(f"action '{action.name}': valid value '{text}' of '{param.name}' is not of type {param.type}")
+                problems.append(
+                    f"action '{action.name}': valid value '{text}' of '{param.name}' is not of type {param.type}"
+                )
     return problems
 
 

@@ -31,7 +31,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from .script import Script
-from .world import ActionCheck, ExtraCheck, WorldState, step as world_step
+from .world import ActionCheck, ExtraCheck, WorldState
+from .world import step as world_step
 
 
 class PlayerAction(BaseModel):
@@ -129,7 +130,9 @@ def _check_one(script: Script, state: WorldState, raw: Any, is_last: bool, extra
 def _check_ending(checks: list[StepCheck], min_corrections: int) -> Verdict:
     corrections = count_corrections(checks)
     if not checks or not checks[-1].step.evaluation.task_done:
-        return Verdict(False, "not_done", len(checks), "the trajectory ends before the task is done", checks, corrections)
+        return Verdict(
+            False, "not_done", len(checks), "the trajectory ends before the task is done", checks, corrections
+        )
     if corrections < min_corrections:
         reason = f"{corrections} correction(s), at least {min_corrections} required"
         return Verdict(False, "too_few_corrections", None, reason, checks, corrections)

@@ -42,7 +42,9 @@ class WorldState:
         return cls(env.player.location, list(env.player.inventory), items, {f.name for f in env.facts if f.initially})
 
     def copy(self) -> "WorldState":
-        return WorldState(self.location, list(self.inventory), {k: list(v) for k, v in self.items_at.items()}, set(self.facts))
+        return WorldState(
+            self.location, list(self.inventory), {k: list(v) for k, v in self.items_at.items()}, set(self.facts)
+        )
 
     def key(self) -> tuple:
         """A hashable identity, for searches and loop detection."""
@@ -111,7 +113,9 @@ def check_action(script: Script, state: WorldState, name: str, params: dict[str,
     """Whether the declarative rules allow this call here and now (no validation code)."""
     action = script.action(name)
     if action is None:
-        return ActionCheck(False, "logic", refusal("unknown_action", action=display(name)), f"'{name}' is not an action")
+        return ActionCheck(
+            False, "logic", refusal("unknown_action", action=display(name)), f"'{name}' is not an action"
+        )
     checked = check_parameters(action, params)
     if not checked.ok:
         return checked

@@ -10,19 +10,36 @@ from .. import __version__
 from ..errors import FactoryError
 from ..export.options import ExportOptions
 from ..export.selection import kept_counts
+from ..failures import failure_sections
 from ..funnels import path_funnels
 from ..refine.quality import refine_quality
 from ..store import STORE_FILENAME, Store
-from ..failures import failure_sections
-from . import (data_calls, data_paths, data_samples, sections_calls, sections_data, sections_failures, sections_quality,
-               sections_samples)
+from . import (
+    data_calls,
+    data_paths,
+    data_samples,
+    sections_calls,
+    sections_data,
+    sections_failures,
+    sections_quality,
+    sections_samples,
+)
 from .page import document
 from .snapshot import open_snapshot
 
 REPORT_FILENAME = "report.html"
-NAV = (("overview", "Overview"), ("funnel", "Funnels & filters"), ("failures", "Failures"), ("samples", "Samples"),
-       ("shape", "Turns & tool calls"), ("errors", "Errors"), ("quality", "Refine quality"),
-       ("pass-rate", "Pass rates"), ("usage", "Tokens & cost"), ("latency", "Latency"))
+NAV = (
+    ("overview", "Overview"),
+    ("funnel", "Funnels & filters"),
+    ("failures", "Failures"),
+    ("samples", "Samples"),
+    ("shape", "Turns & tool calls"),
+    ("errors", "Errors"),
+    ("quality", "Refine quality"),
+    ("pass-rate", "Pass rates"),
+    ("usage", "Tokens & cost"),
+    ("latency", "Latency"),
+)
 
 
 def collect_report(store: Store, options: ExportOptions | None = None, seed: str = data_samples.SEED) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from pathlib import Path
 import duckdb
 
 from ..errors import FactoryError
+from ..export.options import export_options
 from ..refine.quality import format_quality, refine_quality
 from ..store import STORE_FILENAME, Store
 from ..store.integrity import StoreBusyError, classify
-from ..export.options import export_options
 from .build import REPORT_FILENAME, write_report
 from .data_samples import SEED
 from .live import describe, render_live_html
@@ -24,8 +24,11 @@ def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     report = subparsers.add_parser("report", help="write a self-contained HTML report of a run (charts and tables)")
     report.add_argument("run_dir", help="the run folder")
     report.add_argument("--out", help=f"HTML file to write (default RUN_DIR/{REPORT_FILENAME})")
-    report.add_argument("--validation", type=float, help="as `factory export --validation`, so the report's split "
-                        "counts are the export's (default 0.05)")  # fmt: skip
+    report.add_argument(
+        "--validation",
+        type=float,
+        help="as `factory export --validation`, so the report's split counts are the export's (default 0.05)",
+    )
     report.add_argument("--upsample", choices=["none", "repeat"], help="as `factory export --upsample` (default none)")
     report.add_argument("--seed", default=SEED, help=f"which sample trajectories are shown (default {SEED!r})")
     report.set_defaults(func=cmd_report)

@@ -126,8 +126,10 @@ def errors(store: Store) -> dict[str, Any]:
 
 def pass_rates(store: Store) -> dict[str, Any]:
     """Per task and model, the fraction of scored rollouts judged correct (an unscored one has correct NULL)."""
-    per_task = ("SELECT task_id, model, avg(CAST(correct AS INTEGER)) AS rate, count(correct) AS scored, "
-                "count(*) - count(correct) AS unscored FROM rollouts GROUP BY 1, 2")  # fmt: skip
+    per_task = (
+        "SELECT task_id, model, avg(CAST(correct AS INTEGER)) AS rate, count(correct) AS scored, "
+        "count(*) - count(correct) AS unscored FROM rollouts GROUP BY 1, 2"
+    )
     per_model = dict_rows(
         store,
         f"""

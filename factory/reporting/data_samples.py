@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+
 from train.render_rows import row_messages
 
 from ..coa.afm.blocks import parse_blocks
@@ -106,7 +107,9 @@ def load_samples(store: Store, chosen: list[tuple[str, bool, str | None]]) -> li
     for trajectory_id, kept, reason in chosen:
         (row,) = store.query(
             "SELECT trajectory_id, source, turns, completion, task_id, final_answer, correct, n_turns, n_errors, "
-            "n_corrections, steps, trace_id FROM trajectories WHERE trajectory_id = ?", [trajectory_id])  # fmt: skip
+            "n_corrections, steps, trace_id FROM trajectories WHERE trajectory_id = ?",
+            [trajectory_id],
+        )
         sample = Sample(trajectory_id, row[1], kept, reason, facts_line(row[:10]))
         try:
             add_text(store, sample, row[2], row[10], row[11])
@@ -116,11 +119,12 @@ def load_samples(store: Store, chosen: list[tuple[str, bool, str | None]]) -> li
     return out
 
 
-def add_text(store: Store, sample: Sample, stored_turns: str | None, steps: str | None,
-             trace_id: str | None) -> None:  # fmt: skip
+def add_text(store: Store, sample: Sample, stored_turns: str | None, steps: str | None, trace_id: str | None) -> None:
     """The row as the export would write it (metadata aside), so its training flags are the export's."""
-    row_sql = (f"SELECT {COLUMNS}, 1.0 AS weight, NULL AS split FROM trajectories t "
-               f"WHERE t.trajectory_id = {quote(sample.trajectory_id)}")  # fmt: skip
+    row_sql = (
+        f"SELECT {COLUMNS}, 1.0 AS weight, NULL AS split FROM trajectories t "
+        f"WHERE t.trajectory_id = {quote(sample.trajectory_id)}"
+    )
     afm = store.query(f"SELECT instruction, output, to_json(observation_spans) FROM ({afm_sql(row_sql)})")
     if afm:
         add_afm(sample, *afm[0])
@@ -130,8 +134,7 @@ def add_text(store: Store, sample: Sample, stored_turns: str | None, steps: str 
         add_turns(sample, json.loads(stored_turns), json.loads(messages[0][0]))
     elif steps:
         add_played_steps(sample, json.loads(steps))
-    elif trace_id and (trace := store.query("SELECT question, events FROM coa_traces WHERE trace_id = ?",
-                                            [trace_id])):  # fmt: skip
+    elif trace_id and (trace := store.query("SELECT question, events FROM coa_traces WHERE trace_id = ?", [trace_id])):
         add_trace_events(sample, trace[0][0] or "", json.loads(trace[0][1] or "[]"))
     else:
         sample.note = "no turns or completion recorded"
@@ -164,8 +167,9 @@ def add_turns(sample: Sample, stored: list[dict], exported: list[dict]) -> None:
     for i in shown:
         error = stored[i].get("error") or {}
         text, cut = cut_text(verdicts[i].content, TURN_CHARS)
-        sample.turns.append(ShownTurn(verdicts[i].role, text, cut, verdicts[i].trains, error.get("type"),
-                                      error.get("feedback")))  # fmt: skip
+        sample.turns.append(
+            ShownTurn(verdicts[i].role, text, cut, verdicts[i].trains, error.get("type"), error.get("feedback"))
+        )
 
 
 def add_played_steps(sample: Sample, steps: list[dict]) -> None:
@@ -173,7 +177,7 @@ def add_played_steps(sample: Sample, steps: list[dict]) -> None:
     shown = list(range(len(steps)))
     if len(shown) > (HEAD_TURNS + TAIL_TURNS) // 2:  # two turns a step
         sample.hidden_turns = 2 * (len(shown) - (HEAD_TURNS + TAIL_TURNS) // 2)
-        shown = shown[: HEAD_TURNS // 2] + shown[-(TAIL_TURNS // 2):]
+        shown = shown[: HEAD_TURNS // 2] + shown[-(TAIL_TURNS // 2) :]
     for i in shown:
         step = steps[i]
         action = step.get("action") or {}
@@ -181,10 +185,12 @@ def add_played_steps(sample: Sample, steps: list[dict]) -> None:
         observation = str(step.get("observation") or "")
         call = format_action(str(action.get("name")), action.get("params") or {})
         said = f"Thought: {step.get('thought')}\nAction: {call}"
-        sample.turns.append(ShownTurn("assistant", *cut_text(said, TURN_CHARS), False, error,
-                                      observation if error else None, played=True))  # fmt: skip
-        sample.turns.append(ShownTurn("user", *cut_text(f"Observation: {observation}", TURN_CHARS), False,
-                                      played=True))  # fmt: skip
+        sample.turns.append(
+            ShownTurn(
+                "assistant", *cut_text(said, TURN_CHARS), False, error, observation if error else None, played=True
+            )
+        )
+        sample.turns.append(ShownTurn("user", *cut_text(f"Observation: {observation}", TURN_CHARS), False, played=True))
 
 
 def add_trace_events(sample: Sample, question: str, events: list[dict]) -> None:
@@ -199,8 +205,9 @@ def add_trace_events(sample: Sample, question: str, events: list[dict]) -> None:
         kind = str(event.get("kind"))
         error = "run" if kind == "error" else ("tool" if (event.get("tool") or {}).get("ok") is False else None)
         label = f"{event.get('agent')} · {kind.replace('_', ' ')}"
-        sample.turns.append(ShownTurn("assistant", *cut_text(event_text(event), TURN_CHARS), False, error,
-                                      played=True, label=label))  # fmt: skip
+        sample.turns.append(
+            ShownTurn("assistant", *cut_text(event_text(event), TURN_CHARS), False, error, played=True, label=label)
+        )
 
 
 def event_text(event: dict) -> str:
@@ -223,8 +230,11 @@ def add_afm(sample: Sample, instruction: str, output: str, spans: str | None) ->
     reply = row_messages(row)[-1]
     sample.prompt = cut_text(instruction, PROMPT_CHARS)[0]
     shown, sample.cut = cut_text(output, AFM_CHARS)
-    sample.segments = segments(shown, [(b.start, b.end, b.tag) for b in parse_blocks(output)],
-                               reply.observation_spans if reply.trains else ((0, len(output)),))  # fmt: skip
+    sample.segments = segments(
+        shown,
+        [(b.start, b.end, b.tag) for b in parse_blocks(output)],
+        reply.observation_spans if reply.trains else ((0, len(output)),),
+    )
 
 
 def segments(text: str, blocks: list[tuple[int, int, str]], untrained: tuple[tuple[int, int], ...]) -> list[Segment]:

@@ -61,8 +61,10 @@ def describe(snapshot: dict[str, Any]) -> str:
     if is_stale(snapshot):
         gone = "its process is gone" if snapshot["writer_alive"] is False else "no update since"
         state = f"STALE ({gone}; the run may have been killed)"
-    return (f"live snapshot of run {snapshot['run_id']} ({snapshot['command']}, pid {snapshot['pid']}): {state}, "
-            f"elapsed {snapshot['elapsed_s']:.1f}s, snapshot {snapshot['age_s']:.1f}s old")  # fmt: skip
+    return (
+        f"live snapshot of run {snapshot['run_id']} ({snapshot['command']}, pid {snapshot['pid']}): {state}, "
+        f"elapsed {snapshot['elapsed_s']:.1f}s, snapshot {snapshot['age_s']:.1f}s old"
+    )
 
 
 def format_live(snapshot: dict[str, Any]) -> str:
@@ -71,10 +73,12 @@ def format_live(snapshot: dict[str, Any]) -> str:
     errors = ", ".join(f"{k}={n}" for k, n in (mine.get("errors") or {}).items()) or "none"
     cost = "unknown" if mine.get("cost_usd") is None else f"${mine['cost_usd']:.4f}"
     added = ", ".join(f"{t} +{n}" for t, n in (snapshot.get("rows_added") or {}).items() if n) or "none yet"
-    lines = [describe(snapshot),
-             f"this run: {mine.get('calls', 0)} calls ({mine.get('ok', 0)} ok), errors: {errors}, tokens: "
-             f"{mine.get('prompt_tokens', 0)} prompt + {mine.get('completion_tokens', 0)} completion; cost: {cost}",
-             f"rows written: {added}"]  # fmt: skip
+    lines = [
+        describe(snapshot),
+        f"this run: {mine.get('calls', 0)} calls ({mine.get('ok', 0)} ok), errors: {errors}, tokens: "
+        f"{mine.get('prompt_tokens', 0)} prompt + {mine.get('completion_tokens', 0)} completion; cost: {cost}",
+        f"rows written: {added}",
+    ]
     last = snapshot.get("last_error")
     if last:
         lines.append(f"last error: [{last['stage']}] {last['kind']}: {last['error'].splitlines()[0][:200]}")

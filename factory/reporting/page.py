@@ -95,8 +95,9 @@ NUMERIC = (as_int, as_pct, as_float, as_seconds, as_cost)
 
 
 def table(columns: Sequence[Column], rows: Sequence[dict[str, Any]], name: str, caption: str = "") -> str:
-    head = "".join(f'<th class="num">{escape(h)}</th>' if f in NUMERIC else f"<th>{escape(h)}</th>"
-                   for h, _, f in columns)  # fmt: skip
+    head = "".join(
+        f'<th class="num">{escape(h)}</th>' if f in NUMERIC else f"<th>{escape(h)}</th>" for h, _, f in columns
+    )
     body = []
     for row in rows:
         cells = "".join(
@@ -105,13 +106,17 @@ def table(columns: Sequence[Column], rows: Sequence[dict[str, Any]], name: str, 
         )
         body.append(f"<tr>{cells}</tr>")
     title = f"<caption>{escape(caption)}</caption>" if caption else ""
-    return (f'<table data-table="{escape(name)}">{title}<thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')  # fmt: skip
+    return (
+        f'<table data-table="{escape(name)}">{title}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def panel(title: str, chart: str, data: str) -> str:
-    return (f'<div class="panel"><h3>{escape(title)}</h3><div class="pair"><div class="figure">{chart}</div>'
-            f'<div class="data">{data}</div></div></div>')  # fmt: skip
+    return (
+        f'<div class="panel"><h3>{escape(title)}</h3><div class="pair"><div class="figure">{chart}</div>'
+        f'<div class="data">{data}</div></div></div>'
+    )
 
 
 def empty(message: str) -> str:
@@ -120,13 +125,13 @@ def empty(message: str) -> str:
 
 def section(anchor: str, title: str, intro: str, parts: Sequence[str]) -> str:
     intro_html = re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(intro))  # `table` names read as code
-    return (f'<section id="{anchor}"><h2>{escape(title)}</h2><p class="intro">{intro_html}</p>'
-            f'{"".join(parts)}</section>')  # fmt: skip
+    return f'<section id="{anchor}"><h2>{escape(title)}</h2><p class="intro">{intro_html}</p>{"".join(parts)}</section>'
 
 
 def cards(items: Sequence[tuple[str, str]]) -> str:
-    inner = "".join(f'<div class="card"><div class="k">{escape(k)}</div><div class="v">{escape(v)}</div></div>'
-                    for k, v in items)  # fmt: skip
+    inner = "".join(
+        f'<div class="card"><div class="k">{escape(k)}</div><div class="v">{escape(v)}</div></div>' for k, v in items
+    )
     return f'<div class="cards">{inner}</div>'
 
 

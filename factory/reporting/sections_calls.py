@@ -19,8 +19,11 @@ def usage(rows: list[dict[str, Any]]) -> str:
             ("errors", "errors", as_int), ("error rate", "error_rate", as_pct),
             ("prompt tokens", "prompt_tokens", as_int), ("completion tokens", "completion_tokens", as_int),
             ("cost", "cost_usd", as_cost), ("cache hits", "cache_hits", as_int)]  # fmt: skip
-    tokens = stacked_bars("tokens", [(_who(r), (r["prompt_tokens"], r["completion_tokens"])) for r in rows],
-                          ("prompt tokens", "completion tokens"))  # fmt: skip
+    tokens = stacked_bars(
+        "tokens",
+        [(_who(r), (r["prompt_tokens"], r["completion_tokens"])) for r in rows],
+        ("prompt tokens", "completion tokens"),
+    )
     parts = [panel("Tokens per stage and model", tokens, table(cols, rows, "usage"))]
     priced = [(_who(r), r["cost_usd"]) for r in rows if r["cost_usd"] is not None]
     if priced:
@@ -48,5 +51,9 @@ def latency(data: dict[str, Any], kinds: list[dict[str, Any]], total_calls: int)
         parts.append(panel("Failed requests by error kind", chart, table(cols, kinds, "error-kinds")))
     elif total_calls:
         parts.append(empty(f"no failed requests among {total_calls:,} calls"))
-    return section("latency", "LLM latency and errors",
-                   "Seconds from request to validated reply, retries included; failures by `error_kind`.", parts)
+    return section(
+        "latency",
+        "LLM latency and errors",
+        "Seconds from request to validated reply, retries included; failures by `error_kind`.",
+        parts,
+    )

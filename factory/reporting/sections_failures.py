@@ -8,14 +8,22 @@ from .svg import COLORS, bar_chart
 
 SHOWN = 12  # reasons per stage; the rest are summed in the caption
 EXAMPLE_CHARS = 120
-REASONS = (("reason", "text", as_text), ("count", "count", as_int),
-           ("example id (factory show)", "example_id", as_text), ("example", "example", as_text))
+REASONS = (
+    ("reason", "text", as_text),
+    ("count", "count", as_int),
+    ("example id (factory show)", "example_id", as_text),
+    ("example", "example", as_text),
+)
 
 
 def failures(sections: list[Section]) -> str:
     if not sections:
-        return section("failures", "Failures", "Scripts, verifier attempts, coa tasks, LLM calls and filter drops.",
-                       [empty("nothing failed: every script, attempt, task and call in this run succeeded")])
+        return section(
+            "failures",
+            "Failures",
+            "Scripts, verifier attempts, coa tasks, LLM calls and filter drops.",
+            [empty("nothing failed: every script, attempt, task and call in this run succeeded")],
+        )
     return section("failures", "Failures",
                    "Why things failed, per stage, grouped by reason (names and numbers in a reason are folded "
                    "together), with one example each; ids open with `factory show RUN ID` or `factory ls RUN "

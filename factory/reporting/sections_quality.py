@@ -14,15 +14,26 @@ OUTCOME_LABELS = {"completed": "last action completes", "held_before_end": "goal
 COMPLETION = [("outcome", "outcome", as_text), ("trajectories", "n", as_int), ("share", "share", as_pct)]
 BINS = [("value", "value", as_text), ("trajectories", "n", as_int)]
 ERROR_MIX = [("error type", "type", as_text), ("mistakes", "n", as_int), ("share", "share", as_pct)]
-THOUGHTS = [("mistaken turns", "mistaken_turns", as_int), ("repeat another row's", "repeated", as_int),
-            ("share", "share_repeated", as_pct), ("most common opening", "top_prefix", as_text),
-            ("turns", "top_prefix_turns", as_int), ("share", "top_prefix_share", as_pct)]
-DIVERSITY = [("measure", "measure", as_text), ("distinct", "distinct", as_int), ("total", "total", as_int),
-             ("distinct share", "share", as_pct)]
-INTRO = ("Over verified refine trajectories. Completion replays each trajectory's actions in its script's world: "
-         "the last action completes the task when the goal first holds after it; a script without a declared "
-         "goal counts as unknown. Mistake positions are 1-based assistant turns; a thought is the text before "
-         "`Action:`.")  # fmt: skip
+THOUGHTS = [
+    ("mistaken turns", "mistaken_turns", as_int),
+    ("repeat another row's", "repeated", as_int),
+    ("share", "share_repeated", as_pct),
+    ("most common opening", "top_prefix", as_text),
+    ("turns", "top_prefix_turns", as_int),
+    ("share", "top_prefix_share", as_pct),
+]
+DIVERSITY = [
+    ("measure", "measure", as_text),
+    ("distinct", "distinct", as_int),
+    ("total", "total", as_int),
+    ("distinct share", "share", as_pct),
+]
+INTRO = (
+    "Over verified refine trajectories. Completion replays each trajectory's actions in its script's world: "
+    "the last action completes the task when the goal first holds after it; a script without a declared "
+    "goal counts as unknown. Mistake positions are 1-based assistant turns; a thought is the text before "
+    "`Action:`."
+)
 
 
 def quality(q: dict[str, Any]) -> str:
@@ -62,9 +73,12 @@ def _mix_and_thoughts(q: dict[str, Any]) -> str:
     mix = [{"type": t, "n": n, "share": n / total} for t, n in q["error_types"].items()]
     chart = bar_chart("error-mix", [(r["type"], r["n"]) for r in mix], color=COLORS[3]) if mix else empty("none")
     words = q["thoughts"]["prefix_words"]
-    tables = (table(ERROR_MIX, mix, "error-mix")
-              + table(THOUGHTS, [q["thoughts"]], "thoughts",
-                      f"Thoughts of mistaken turns (opening = first {words} words, lower-cased)"))  # fmt: skip
+    tables = table(ERROR_MIX, mix, "error-mix") + table(
+        THOUGHTS,
+        [q["thoughts"]],
+        "thoughts",
+        f"Thoughts of mistaken turns (opening = first {words} words, lower-cased)",
+    )
     return panel("Error types and the thoughts behind mistakes", chart, tables)
 
 

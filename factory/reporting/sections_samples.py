@@ -37,23 +37,24 @@ CSS = """
 
 def samples(data: dict[str, Any]) -> str:
     shown = data["kept"] + data["dropped"]
-    intro = (f"A few trajectories `factory export` keeps (left) and a few it drops or that failed (right), "
-             f"picked by a seeded hash (seed {data['seed']!r}). Green edge: a turn that trains; red: a mistake kept "
-             "in context with the DM's feedback, not trained; dashed or hatched: not trained (loss=false, tool "
-             "observations). Long texts are cut.")  # fmt: skip
+    intro = (
+        f"A few trajectories `factory export` keeps (left) and a few it drops or that failed (right), "
+        f"picked by a seeded hash (seed {data['seed']!r}). Green edge: a turn that trains; red: a mistake kept "
+        "in context with the DM's feedback, not trained; dashed or hatched: not trained (loss=false, tool "
+        "observations). Long texts are cut."
+    )
     legend = ('<p class="legend">AFM tags: '
               + " ".join(f'<span class="tag-{tag}">&lt;{tag}&gt;</span>' for tag in TAG_COLORS)
               + ' · <span class="nt">not trained</span></p>') if any(s.segments for s in shown) else ""  # fmt: skip
     kept = "".join(sample_html(s) for s in data["kept"]) or empty("nothing kept: no verified row that a filter kept")
     dropped = "".join(sample_html(s) for s in data["dropped"]) or empty("nothing dropped or failed")
-    sides = (f'<div class="sides"><div><h3>Kept</h3>{kept}</div>'
-             f"<div><h3>Dropped or failed</h3>{dropped}</div></div>")  # fmt: skip
+    sides = f'<div class="sides"><div><h3>Kept</h3>{kept}</div><div><h3>Dropped or failed</h3>{dropped}</div></div>'
     return section("samples", "Sample trajectories", intro, [f"<style>{CSS}</style>", legend, sides])
 
 
 def sample_html(sample: Sample) -> str:
     why = f'<div class="why">{escape(sample.reason)}</div>' if sample.reason else ""
-    head = (f'<h4>{escape(sample.trajectory_id)}</h4><div class="facts">{escape(sample.facts)}</div>{why}')
+    head = f'<h4>{escape(sample.trajectory_id)}</h4><div class="facts">{escape(sample.facts)}</div>{why}'
     if sample.note:
         body = empty(sample.note)
     elif sample.segments or sample.prompt is not None:
@@ -78,24 +79,31 @@ def turn_html(turn: ShownTurn) -> str:
     elif turn.role != "assistant":
         kind, label = "", f"{turn.role} · context"
     elif turn.played:  # a failed row: nothing of it is exported
-        kind, label = ("mistake", f"assistant · ✗ {turn.error} error · played, not exported") if turn.error else (
-            "masked", "assistant · played, not exported")
+        kind, label = (
+            ("mistake", f"assistant · ✗ {turn.error} error · played, not exported")
+            if turn.error
+            else ("masked", "assistant · played, not exported")
+        )
     elif turn.trains:
         kind, label = "trained", "assistant · trained"
     elif turn.error:
         kind, label = "mistake", f"assistant · ✗ {turn.error} error · not trained"
     else:
         kind, label = "masked", "assistant · not trained (loss=false)"
-    feedback = (f'<div class="feedback">DM feedback: {escape(turn.feedback)}</div>' if turn.feedback else "")
-    return (f'<div class="turn {kind}"><div class="who">{escape(label)}</div>'
-            f"<pre>{escape(turn.text)}{cut_note(turn.cut)}</pre>{feedback}</div>")  # fmt: skip
+    feedback = f'<div class="feedback">DM feedback: {escape(turn.feedback)}</div>' if turn.feedback else ""
+    return (
+        f'<div class="turn {kind}"><div class="who">{escape(label)}</div>'
+        f"<pre>{escape(turn.text)}{cut_note(turn.cut)}</pre>{feedback}</div>"
+    )
 
 
 def afm_html(sample: Sample) -> str:
-    prompt = (f'<div class="turn"><div class="who">user · prompt</div><pre>{escape(sample.prompt or "")}</pre></div>')
+    prompt = f'<div class="turn"><div class="who">user · prompt</div><pre>{escape(sample.prompt or "")}</pre></div>'
     text = "".join(segment_html(segment) for segment in sample.segments)
-    return (f'{prompt}<div class="turn trained"><div class="who">assistant · AFM completion (hatched: not trained)'
-            f"</div><pre>{text}{cut_note(sample.cut)}</pre></div>")  # fmt: skip
+    return (
+        f'{prompt}<div class="turn trained"><div class="who">assistant · AFM completion (hatched: not trained)'
+        f"</div><pre>{text}{cut_note(sample.cut)}</pre></div>"
+    )
 
 
 def segment_html(segment: Segment) -> str:

@@ -47,8 +47,9 @@ def int_histogram(store: Store, values_sql: str, max_bins: int = 20) -> list[Bin
     return [Bin(lo, hi, n, integer=True) for lo, hi, n in rows]
 
 
-def float_histogram(store: Store, values_sql: str, bins: int = 20,
-                    lo: float | None = None, hi: float | None = None) -> list[Bin]:  # fmt: skip
+def float_histogram(
+    store: Store, values_sql: str, bins: int = 20, lo: float | None = None, hi: float | None = None
+) -> list[Bin]:
     """`bins` equal-width bins over the column `x` of `values_sql`, between lo and hi (default: the data's range)."""
     lo_sql = "min(x)" if lo is None else repr(float(lo))
     hi_sql = "max(x)" if hi is None else repr(float(hi))

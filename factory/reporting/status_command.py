@@ -30,8 +30,9 @@ def live_or_raise(run_dir: str | Path, busy: StoreBusyError) -> dict[str, Any]:
     snapshot = load_live(run_dir)
     # A finished run's snapshot, or one whose process is gone, says nothing of whoever holds the lock now.
     if snapshot is None or snapshot["status"] != "running" or snapshot["writer_alive"] is False:
-        raise FactoryError(f"{busy}, and it publishes no live status (not a factory run, or an older factory): "
-                           "try again when it ends")  # fmt: skip
+        raise FactoryError(
+            f"{busy}, and it publishes no live status (not a factory run, or an older factory): try again when it ends"
+        )
     return snapshot
 
 
@@ -56,8 +57,10 @@ def print_live_calls(run_dir: str | Path, busy: StoreBusyError, as_json: bool, s
 def finished_status(run_dir: str | Path) -> dict[str, Any]:
     """The store's own account of a folder no run is writing: its last runs and its call log."""
     with Store.open(run_dir, read_only=True) as store:
-        runs = store.query("SELECT run_id, command, status, started_at, finished_at FROM runs "
-                           "ORDER BY started_at DESC NULLS LAST LIMIT 5")  # fmt: skip
+        runs = store.query(
+            "SELECT run_id, command, status, started_at, finished_at FROM runs "
+            "ORDER BY started_at DESC NULLS LAST LIMIT 5"
+        )
         calls = summarize_query(store.query)
     keys = ("run_id", "command", "status", "started_at", "finished_at")
     return {"running": False, "runs": [dict(zip(keys, row)) for row in runs], "calls": calls}
@@ -68,8 +71,10 @@ def format_finished(status: dict[str, Any]) -> str:
     for run in status["runs"]:
         if run["status"] == "running":  # nobody holds the store, so its process is gone
             run = {**run, "status": "running when its process died (marked interrupted on the next write)"}
-        lines.append(f"  {run['run_id']} {run['command']}: {run['status']} "
-                     f"(started {run['started_at']}, finished {run['finished_at'] or '-'})")  # fmt: skip
+        lines.append(
+            f"  {run['run_id']} {run['command']}: {run['status']} "
+            f"(started {run['started_at']}, finished {run['finished_at'] or '-'})"
+        )
     return "\n".join([*lines, format_call_summary(status["calls"])])
 
 

@@ -42,8 +42,10 @@ def _text(x: float, y: float, text: str, anchor: str = "start", cls: str = "") -
 
 
 def _rect(x: float, y: float, w: float, h: float, color: str, tip: str) -> str:
-    return (f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" fill="{color}" rx="2">'
-            f"<title>{escape(tip)}</title></rect>")  # fmt: skip
+    return (
+        f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" fill="{color}" rx="2">'
+        f"<title>{escape(tip)}</title></rect>"
+    )
 
 
 def bar_chart(name: str, items: Sequence[tuple[str, float]], fmt: Format = fmt_int, color: str = COLORS[0]) -> str:
@@ -75,8 +77,9 @@ def funnel_chart(name: str, stages: Sequence[tuple[str, int]]) -> str:
     return _svg(name, 16 + len(stages) * (BAR_H + 2 * GAP), body, f"funnel, {len(stages)} stages")
 
 
-def stacked_bars(name: str, items: Sequence[tuple[str, Sequence[float]]], series: Sequence[str],
-                 fmt: Format = fmt_int) -> str:  # fmt: skip
+def stacked_bars(
+    name: str, items: Sequence[tuple[str, Sequence[float]]], series: Sequence[str], fmt: Format = fmt_int
+) -> str:
     """Horizontal bars split into series (e.g. prompt and completion tokens), with a legend on top."""
     label_w, span = LABEL_W, WIDTH - LABEL_W - VALUE_W
     top = max((sum(parts) for _, parts in items), default=0) or 1
@@ -104,8 +107,11 @@ def histogram_chart(name: str, bins: Sequence[Bin], x_label: str, color: str = C
     step = plot_w / max(len(bins), 1)
     every = max(1, -(-len(bins) // 8))  # at most ~8 x labels so they do not overlap
     base = top_pad + plot_h
-    body = [f'<line x1="{left}" y1="{base}" x2="{WIDTH - right}" y2="{base}" class="axis"/>',
-            _text(left - 6, top_pad + 10, f"{peak:,}", "end", "tick"), _text(left - 6, base, "0", "end", "tick")]
+    body = [
+        f'<line x1="{left}" y1="{base}" x2="{WIDTH - right}" y2="{base}" class="axis"/>',
+        _text(left - 6, top_pad + 10, f"{peak:,}", "end", "tick"),
+        _text(left - 6, base, "0", "end", "tick"),
+    ]
     for i, b in enumerate(bins):
         h = plot_h * b.count / peak
         body.append(_rect(left + i * step + 1, top_pad + plot_h - h, step - 2, h, color, f"{b.label}: {b.count:,}"))

@@ -52,8 +52,9 @@ def library_paths() -> list[str]:
 def child_argv(job_path: Path, layers: dict) -> list[str]:
     # Not -I: it implies -E, which would drop PYTHONHASHSEED. The environment is
     # built from nothing instead, so -E would have nothing left to protect.
-    spaces = [flag for flag, on in (("--mount", layers["mount_namespace"]), ("--net", layers["network_namespace"]))
-              if on]  # fmt: skip
+    spaces = [
+        flag for flag, on in (("--mount", layers["mount_namespace"]), ("--net", layers["network_namespace"])) if on
+    ]
     prefix = (*namespace_support()[0], *spaces) if spaces else ()
     return [*prefix, sys.executable, "-s", "-S", str(RUNNER), str(job_path)]
 
@@ -77,8 +78,9 @@ def sandbox_refusal() -> str | None:
     return refusal(kernel_layers(disabled), waived=disabled)
 
 
-def job_payload(source: str, limits: SandboxLimits, job_dir: Path, layers: dict[str, bool],
-                disabled: tuple[str, ...], **mode: Any) -> dict:  # fmt: skip
+def job_payload(
+    source: str, limits: SandboxLimits, job_dir: Path, layers: dict[str, bool], disabled: tuple[str, ...], **mode: Any
+) -> dict:
     """Everything the child needs but the calls' arguments (calls.json, which only the runner reads)."""
     return {
         "source": source, "scratch": str(job_dir / "scratch"), "result_path": str(job_dir / "result.jsonl"),
@@ -157,8 +159,7 @@ def owner_only(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-async def run_in(job_dir: Path, source: str, limits: SandboxLimits, stdin: object, n_calls: int,
-                 mode: dict) -> Verdict:  # fmt: skip
+async def run_in(job_dir: Path, source: str, limits: SandboxLimits, stdin: object, n_calls: int, mode: dict) -> Verdict:
     try:
         stdin_path = write_job(job_dir, source, limits, stdin, mode)
     except (TypeError, ValueError) as exc:
@@ -229,5 +230,8 @@ def run_program(source: str, stdin: str | bytes | None = None, limits: SandboxLi
 
 def run_function(source: str, function_name: str, calls: list[CallArgs], limits: SandboxLimits | None = None,
                  *, call_timeout_s: float | None = None, _skip_static_check: bool = False) -> Verdict:  # fmt: skip
-    return run_sync(arun_function(source, function_name, calls, limits, call_timeout_s=call_timeout_s,
-                                  _skip_static_check=_skip_static_check))  # fmt: skip
+    return run_sync(
+        arun_function(
+            source, function_name, calls, limits, call_timeout_s=call_timeout_s, _skip_static_check=_skip_static_check
+        )
+    )

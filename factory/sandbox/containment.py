@@ -59,11 +59,15 @@ def refusal(layers: dict[str, bool], waived: tuple[str, ...] = ()) -> str | None
         return None
     lacks = " and ".join(missing)
     if uncontained_allowed():
-        warn_once(f"{UNCONTAINED_ENV} is set and this kernel lacks {lacks}: generated code runs UNCONTAINED "
-                  "(the Python guards alone are not a boundary)")  # fmt: skip
+        warn_once(
+            f"{UNCONTAINED_ENV} is set and this kernel lacks {lacks}: generated code runs UNCONTAINED "
+            "(the Python guards alone are not a boundary)"
+        )
         return None
-    return (f"not run: this kernel lacks {lacks}, which contain generated code "
-            f"(set {UNCONTAINED_ENV}=1 to run it uncontained on a machine you accept to risk)")  # fmt: skip
+    return (
+        f"not run: this kernel lacks {lacks}, which contain generated code "
+        f"(set {UNCONTAINED_ENV}=1 to run it uncontained on a machine you accept to risk)"
+    )
 
 
 def warn_once(message: str) -> None:

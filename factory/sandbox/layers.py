@@ -21,6 +21,5 @@ def disabled_layers() -> tuple[str, ...]:
     names = [name.strip() for name in os.environ.get(DISABLE_ENV, "").split(",") if name.strip()]
     unknown = [name for name in names if name not in SWITCHABLE]
     if unknown:
-        raise ValueError(f"{DISABLE_ENV} names unknown layers: {', '.join(unknown)} "
-                         f"(known: {', '.join(SWITCHABLE)})")  # fmt: skip
+        raise ValueError(f"{DISABLE_ENV} names unknown layers: {', '.join(unknown)} (known: {', '.join(SWITCHABLE)})")
     return tuple(dict.fromkeys(names))

@@ -45,20 +45,24 @@ class SandboxLimits(StrictModel):
     # Not RLIMIT_NPROC: it counts every process of the user (the parent's too) and
     # does nothing for root. The seccomp filter enforces this instead, as a switch.
     max_processes: int = Field(
-        1, ge=1, le=64,
+        1,
+        ge=1,
+        le=64,
         description="1: a single thread; above 1: threads allowed (bounded by memory_mb, not counted). "
         "New processes are never allowed.",
-    )  # fmt: skip
-    scratch_mb: int = Field(64, ge=1, le=65536, description="size of the scratch tmpfs; full: the code's own OSError "
-                            "(ENOSPC)")
+    )
+    scratch_mb: int = Field(
+        64, ge=1, le=65536, description="size of the scratch tmpfs; full: the code's own OSError (ENOSPC)"
+    )
     scratch_files: int = Field(1024, ge=16, description="files and folders the scratch tmpfs holds")
     max_output_bytes: int = Field(1_000_000, ge=1024, description="cap on stdout and on stderr, each")
     allowed_imports: tuple[str, ...] = Field(DEFAULT_ALLOWED_IMPORTS, description="top-level module names")
     allow_scratch_files: bool = Field(False, description="let the code call open() inside its scratch directory")
     preloaded_modules: tuple[str, ...] = Field(
-        (), description="imported into the code's namespace before it runs, as `import m` and `from m import *` "
+        (),
+        description="imported into the code's namespace before it runs, as `import m` and `from m import *` "
         "(names that would shadow a builtin are left out); each must be in allowed_imports",
-    )  # fmt: skip
+    )
     recursion_limit: int | None = Field(
         None, ge=100, le=10_000_000, description="sys.setrecursionlimit before the code (None: Python's own)"
     )

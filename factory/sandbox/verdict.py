@@ -51,8 +51,11 @@ def parent_observation(raw: RawOutcome, limits: SandboxLimits) -> tuple[str, str
     if raw.timed_out:
         return "timeout", "wall", f"ran past the wall-clock limit of {limits.wall_s:g} s"
     if raw.scratch_exceeded:
-        return "error", "scratch", (f"wrote more than the scratch limit of {limits.scratch_mb} MiB "
-                                    f"or {limits.scratch_files} files")  # fmt: skip
+        return (
+            "error",
+            "scratch",
+            (f"wrote more than the scratch limit of {limits.scratch_mb} MiB or {limits.scratch_files} files"),
+        )
     if raw.stdout.overflowed or raw.stderr.overflowed:
         return "killed", "output", f"printed more than the output limit of {limits.max_output_bytes} bytes"
     if name == "SIGXCPU":
@@ -167,8 +170,11 @@ def plain_isolation(isolation: object) -> dict:
         return {}
 
     def scalar(value: object) -> bool:
-        return value is None or isinstance(value, (bool, int, float)) or (
-            isinstance(value, str) and len(value) <= ISOLATION_TEXT)  # fmt: skip
+        return (
+            value is None
+            or isinstance(value, (bool, int, float))
+            or (isinstance(value, str) and len(value) <= ISOLATION_TEXT)
+        )
 
     def flat(value: object) -> bool:
         return scalar(value) or (isinstance(value, list) and len(value) <= ISOLATION_KEYS and all(map(scalar, value)))
@@ -179,8 +185,11 @@ def plain_isolation(isolation: object) -> dict:
             continue
         if flat(value):
             kept[key] = value
-        elif isinstance(value, dict) and len(value) <= ISOLATION_KEYS and all(
-                isinstance(k, str) and flat(v) for k, v in value.items()):  # fmt: skip
+        elif (
+            isinstance(value, dict)
+            and len(value) <= ISOLATION_KEYS
+            and all(isinstance(k, str) and flat(v) for k, v in value.items())
+        ):
             kept[key] = value
     return kept
 

@@ -12,8 +12,17 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import FactoryError
-from .integrity import (classify, damaged, forget_clean, is_damage, is_write_failure, known_clean, read_through,
-                        stamp_clean, unwritable)
+from .integrity import (
+    classify,
+    damaged,
+    forget_clean,
+    is_damage,
+    is_write_failure,
+    known_clean,
+    read_through,
+    stamp_clean,
+    unwritable,
+)
 from .migrations import MIGRATIONS
 
 STORE_FILENAME = "factory.duckdb"
@@ -86,9 +95,7 @@ class Store:
     def migrate(self) -> list[str]:
         """Apply the migrations this file lacks, each in its own transaction."""
         with self._lock:
-            self.con.execute(
-                "CREATE TABLE IF NOT EXISTS migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)"
-            )
+            self.con.execute("CREATE TABLE IF NOT EXISTS migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)")
             done = {row[0] for row in self.con.execute("SELECT name FROM migrations").fetchall()}
             applied = []
             for name, sql in MIGRATIONS:

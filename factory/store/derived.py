@@ -37,6 +37,8 @@ def upsert_trajectory(store: Store, values: dict[str, Any]) -> None:
     """Insert or replace one trajectory row, its derived columns computed in the same statement."""
     row = {"source": None, "completion": None, "turns": None, **values}  # the columns TOOL_INPUTS reads
     names, marks = ", ".join(row), ", ".join("?" * len(row))
-    store.execute(f"INSERT OR REPLACE INTO trajectories ({names}, tool_inputs) "
-                  f"SELECT *, coalesce({TOOL_INPUTS}, []) FROM (VALUES ({marks})) t({names})",
-                  list(row.values()))  # fmt: skip
+    store.execute(
+        f"INSERT OR REPLACE INTO trajectories ({names}, tool_inputs) "
+        f"SELECT *, coalesce({TOOL_INPUTS}, []) FROM (VALUES ({marks})) t({names})",
+        list(row.values()),
+    )

@@ -53,8 +53,11 @@ def write_atomically(path: Path, data: dict[str, Any]) -> None:
 
 def table_rows(query: Query) -> dict[str, int]:
     """Rows per table, from DuckDB's table statistics (no scan)."""
-    rows = query("SELECT table_name, estimated_size FROM duckdb_tables() "
-                 "WHERE database_name = current_database() AND table_name <> 'migrations'", None)  # fmt: skip
+    rows = query(
+        "SELECT table_name, estimated_size FROM duckdb_tables() "
+        "WHERE database_name = current_database() AND table_name <> 'migrations'",
+        None,
+    )
     return {name: int(size) for name, size in rows}
 
 
@@ -72,8 +75,11 @@ def run_calls(query: Query, run_id: str) -> dict[str, Any]:
 
 
 def last_error(query: Query) -> dict[str, Any] | None:
-    rows = query("SELECT finished_at, stage, error_kind, error FROM llm_calls WHERE status = 'error' "
-                 "ORDER BY finished_at DESC NULLS LAST LIMIT 1", None)  # fmt: skip
+    rows = query(
+        "SELECT finished_at, stage, error_kind, error FROM llm_calls WHERE status = 'error' "
+        "ORDER BY finished_at DESC NULLS LAST LIMIT 1",
+        None,
+    )
     if not rows:
         return None
     at, stage, kind, error = rows[0]

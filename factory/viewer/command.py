@@ -13,26 +13,50 @@ DEFAULT_LIMIT = 50
 
 def add_ls_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        "ls", help="list a run's trajectories: stats, kept or dropped, and why rows failed",
+        "ls",
+        help="list a run's trajectories: stats, kept or dropped, and why rows failed",
         description="One line per trajectory: ok (verified), export (kept: the export writes it; dropped: a filter "
         "dropped it), correct (the answer check), turns, tools (tool calls; refine: the player's actions), "
         "fixes (refine: corrected mistakes; coa: reflections) and the reason it failed or was dropped.",
-    )  # fmt: skip
+    )
     parser.add_argument("run_dir", help="the run folder holding factory.duckdb")
     shown = parser.add_mutually_exclusive_group()
-    shown.add_argument("--failed", action="store_const", dest="shown", const="failed",
-                       help="only rows that failed: unverified trajectories and refine scripts that failed checks")
-    shown.add_argument("--kept", action="store_const", dest="shown", const="kept",
-                       help="only rows the export would write (verified, no filter dropped them)")
-    shown.add_argument("--dropped", action="store_const", dest="shown", const="dropped",
-                       help="only verified rows a filter dropped, with the filter's reason")
+    shown.add_argument(
+        "--failed",
+        action="store_const",
+        dest="shown",
+        const="failed",
+        help="only rows that failed: unverified trajectories and refine scripts that failed checks",
+    )
+    shown.add_argument(
+        "--kept",
+        action="store_const",
+        dest="shown",
+        const="kept",
+        help="only rows the export would write (verified, no filter dropped them)",
+    )
+    shown.add_argument(
+        "--dropped",
+        action="store_const",
+        dest="shown",
+        const="dropped",
+        help="only verified rows a filter dropped, with the filter's reason",
+    )
     parser.add_argument("--sample", type=int, metavar="N", help="N random rows of those chosen (seeded by --seed)")
     parser.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    parser.add_argument("--where", metavar="SQL",
-                        help="a SQL predicate over the trajectories table's columns, e.g. \"source = 'coa'\" "
-                             "or 'n_turns > 8' (script rows have no such columns and are left out)")  # fmt: skip
-    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
-                        help=f"show at most N rows (default {DEFAULT_LIMIT}; 0: all)")
+    parser.add_argument(
+        "--where",
+        metavar="SQL",
+        help="a SQL predicate over the trajectories table's columns, e.g. \"source = 'coa'\" "
+        "or 'n_turns > 8' (script rows have no such columns and are left out)",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"show at most N rows (default {DEFAULT_LIMIT}; 0: all)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per row, reasons uncut, no table")
     parser.set_defaults(func=cmd_ls, shown="all")
     return parser

@@ -56,7 +56,7 @@ def trajectory_sql(where: str | None) -> str:
                     ELSE TRY_CAST(json_extract(t.stats, '$.reflections') AS INTEGER) END,
                t.rule, coalesce(t.reason, v.verdict), c.dropped_by, c.drop_reasons, s.problems, s.attempts
         FROM (SELECT * REPLACE (CASE WHEN json_valid(stats) THEN stats END AS stats)
-              FROM trajectories WHERE {where or 'true'}) t  -- a damaged stats text shows as no stats
+              FROM trajectories WHERE {where or "true"}) t  -- a damaged stats text shows as no stats
         LEFT JOIN curation c USING (trajectory_id)
         LEFT JOIN ({exported}) e USING (trajectory_id)
         LEFT JOIN last_verdict v USING (trajectory_id)
@@ -75,8 +75,9 @@ def load_rows(run_dir: str | Path, where: str | None = None, with_scripts: bool 
         except duckdb.Error as exc:
             if where is None:
                 raise
-            raise FactoryError(f"--where {where!r} is not a usable predicate over trajectories: "
-                               f"{first_line(exc)}") from None  # fmt: skip
+            raise FactoryError(
+                f"--where {where!r} is not a usable predicate over trajectories: {first_line(exc)}"
+            ) from None
         if with_scripts and where is None:  # a script row has no trajectory columns for a predicate to test
             found += [_script(*row) for row in store.query(FAILED_SCRIPTS_SQL)]
     return sorted(found, key=lambda row: row.id)

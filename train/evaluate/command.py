@@ -43,15 +43,28 @@ FLAGS = ("max_steps", "concurrency", "loop_k", "max_new_tokens", "temperature", 
 
 
 def add_eval_parser(subparsers) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("eval", help="play a model in held-out refine environments; report success and mistakes")
-    parser.add_argument("run_dir", help="run folder: its verified scripts are the environments, results go to RUN_DIR/eval/")
-    parser.add_argument("--model", help="a transformers checkpoint folder, a .gguf file, or a model string for factory.llm")
+    parser = subparsers.add_parser(
+        "eval", help="play a model in held-out refine environments; report success and mistakes"
+    )
+    parser.add_argument(
+        "run_dir", help="run folder: its verified scripts are the environments, results go to RUN_DIR/eval/"
+    )
+    parser.add_argument(
+        "--model", help="a transformers checkpoint folder, a .gguf file, or a model string for factory.llm"
+    )
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint serving --model")
     parser.add_argument("--api-key-env", help="environment variable holding the key for --base-url")
     parser.add_argument("--gguf", help="a GGUF file to play through the embedded llama.cpp server")
-    parser.add_argument("--scripts", help="take environments from this JSONL/JSON/parquet of scripts instead of the store")
-    parser.add_argument("--exclude-train", action="append", default=[], metavar="DATA",
-                        help="exported training data (file or folder); its script_ids are not evaluated (repeatable)")
+    parser.add_argument(
+        "--scripts", help="take environments from this JSONL/JSON/parquet of scripts instead of the store"
+    )
+    parser.add_argument(
+        "--exclude-train",
+        action="append",
+        default=[],
+        metavar="DATA",
+        help="exported training data (file or folder); its script_ids are not evaluated (repeatable)",
+    )
     parser.add_argument("-c", "--config", help="YAML file of eval settings (the flags below override it)")
     parser.add_argument("--max-steps", type=int, help="player turns per environment (default 20)")
     parser.add_argument("--concurrency", type=int, help="environments played at once (default 8)")
@@ -110,7 +123,8 @@ def run_eval(args: argparse.Namespace):
         if settings.limit is not None:
             selection.environments = selection.environments[: settings.limit]
         player = make_player(args, settings, run.store, run.run_id)
-        report = evaluate(selection, player, settings.max_steps, settings.concurrency, settings.loop_k,
-                          settings.validation_code)  # fmt: skip
+        report = evaluate(
+            selection, player, settings.max_steps, settings.concurrency, settings.loop_k, settings.validation_code
+        )
         path = write_report(report, run_dir, {"run_id": run.run_id, "scripts": args.scripts})
     return report, path

@@ -25,7 +25,9 @@ from factory.refine.world import WorldState
 
 # A model trained on whole trajectories may write the DM's next turn itself: the reply ends there.
 _INVENTED_OBSERVATION = re.compile(r"\n\s*Observation\s*:")
-_ACTION_LINE = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(?P<name>[A-Za-z][A-Za-z0-9_ -]*?)[ \t]*\((?P<args>.*)\)[ \t]*$", re.M)
+_ACTION_LINE = re.compile(
+    r"^[ \t]*Action[ \t]*:[ \t]*(?P<name>[A-Za-z][A-Za-z0-9_ -]*?)[ \t]*\((?P<args>.*)\)[ \t]*$", re.M
+)
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,11 @@ def _read_templates(path: Path) -> dict[str, str]:
 
 def first_turn(script: Script) -> str:
     return render_prompt(
-        "refine/player_instruction", task=script.task, actions=describe_actions(script),
+        "refine/player_instruction",
+        task=script.task,
+        actions=describe_actions(script),
         observation=opening_observation(script),
-    )  # fmt: skip
+    )
 
 
 def cut_reply(text: str) -> str:

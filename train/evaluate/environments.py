@@ -17,9 +17,9 @@ from pydantic import ValidationError
 
 from factory.config import describe_validation_error
 from factory.errors import FactoryError
-from factory.rows import open_path
 from factory.refine.script import Script
 from factory.refine.solvable import MAX_DEPTH, shortest_plan
+from factory.rows import open_path
 from factory.store import STORE_FILENAME, Store
 
 from .heldout import curation_training_scripts, data_training_scripts
@@ -50,9 +50,10 @@ class Selection:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "environments": [e.env_id for e in self.environments], "evidence": self.evidence,
+            "environments": [e.env_id for e in self.environments],
+            "evidence": self.evidence,
             "excluded": [{"env_id": x.env_id, "reason": x.reason} for x in self.excluded],
-        }  # fmt: skip
+        }
 
 
 def store_scripts(store: Store) -> Iterable[tuple[str, Script | str]]:
@@ -126,14 +127,18 @@ def _nothing_left(selection: Selection) -> str:
     if not selection.excluded:
         return "no verified scripts to evaluate on (run factory refine first, or pass --scripts FILE)"
     first = selection.excluded[0]
-    return (f"no held-out environments left: all {len(selection.excluded)} script(s) excluded "
-            f"(e.g. {first.env_id}: {first.reason})")  # fmt: skip
+    return (
+        f"no held-out environments left: all {len(selection.excluded)} script(s) excluded "
+        f"(e.g. {first.env_id}: {first.reason})"
+    )
 
 
 def load_environments(
-    run_dir: str | Path | None = None, scripts_file: str | Path | None = None,
-    exclude_train: Iterable[str | Path] = (), store: Store | None = None,
-) -> Selection:  # fmt: skip
+    run_dir: str | Path | None = None,
+    scripts_file: str | Path | None = None,
+    exclude_train: Iterable[str | Path] = (),
+    store: Store | None = None,
+) -> Selection:
     """Held-out environments from a run folder's store, or from a scripts file (the store, when
     given, still contributes its curation splits)."""
     if scripts_file is None and store is None and run_dir is None:

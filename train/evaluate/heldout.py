@@ -63,8 +63,9 @@ def data_training_scripts(path: str | Path) -> dict[str, str]:
 def _data_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
-    files = sorted(p for p in path.rglob("*")
-                   if p.is_file() and p.suffix.lower() in DATA_SUFFIXES and p.name not in METADATA_FILES)
+    files = sorted(
+        p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in DATA_SUFFIXES and p.name not in METADATA_FILES
+    )
     return [f for f in files if not _held_out_file(f.relative_to(path))]
 
 
@@ -81,10 +82,14 @@ def _file_script_ids(file: Path) -> set[str]:
     try:
         columns = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}", [str(file)]).fetchall()}
         if "script_id" not in columns:
-            raise FactoryError(f"{file}: rows carry no script_id column; export with metadata to use it as --exclude-train")
+            raise FactoryError(
+                f"{file}: rows carry no script_id column; export with metadata to use it as --exclude-train"
+            )
         # The exporter's rows carry their split too: a file that mixes splits excludes only its training rows.
         held_out = ", ".join(f"'{name}'" for name in sorted(HELD_OUT_SPLITS))
-        where = f" WHERE split IS NULL OR lower(CAST(split AS VARCHAR)) NOT IN ({held_out})" if "split" in columns else ""
+        where = (
+            f" WHERE split IS NULL OR lower(CAST(split AS VARCHAR)) NOT IN ({held_out})" if "split" in columns else ""
+        )
         rows = con.execute(f"SELECT DISTINCT CAST(script_id AS VARCHAR) FROM {source}{where}", [str(file)]).fetchall()
     except duckdb.Error as exc:
         raise FactoryError(f"{file}: cannot read as {reader} ({str(exc).splitlines()[0]})") from None

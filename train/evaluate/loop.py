@@ -49,8 +49,9 @@ def code_check(env: Environment, validation_code: bool) -> ExtraCheck | None:
     return None
 
 
-async def play_episode(env: Environment, player: Player, max_steps: int = 20, loop_k: int = 3,
-                       validation_code: bool = True) -> EpisodeResult:  # fmt: skip
+async def play_episode(
+    env: Environment, player: Player, max_steps: int = 20, loop_k: int = 3, validation_code: bool = True
+) -> EpisodeResult:
     script, extra = env.script, code_check(env, validation_code)
     state = WorldState.initial(script)
     messages = [{"role": "user", "content": dialogue.first_turn(script)}]

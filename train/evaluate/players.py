@@ -121,14 +121,18 @@ class HFPlayer:
                     future.set_result(reply)
 
     def _generate(self, conversations: list[list[dict[str, str]]]) -> list[str | PlayerError]:
-        prompts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
+        prompts = [
+            self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations
+        ]
         limit = getattr(self.model.config, "max_position_embeddings", None)
         lengths = [len(self.tokenizer(p, add_special_tokens=False).input_ids) for p in prompts]
         fits = [limit is None or n + self.max_new_tokens <= limit for n in lengths]
         texts = self._generate_texts([p for p, ok in zip(prompts, fits) if ok]) if any(fits) else []
         too_long = "context_length: {} prompt tokens + {} new > {} positions"
-        return [texts.pop(0) if ok else PlayerError(too_long.format(n, self.max_new_tokens, limit))
-                for n, ok in zip(lengths, fits)]  # fmt: skip
+        return [
+            texts.pop(0) if ok else PlayerError(too_long.format(n, self.max_new_tokens, limit))
+            for n, ok in zip(lengths, fits)
+        ]
 
     def _generate_texts(self, prompts: list[str]) -> list[str]:
         import torch
@@ -136,7 +140,9 @@ class HFPlayer:
         self.tokenizer.padding_side = "left"  # generation continues from the right end of every row
         batch = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         batch = batch.to(self.model.device)
-        sampling = {"do_sample": True, "temperature": self.temperature} if self.temperature > 0 else {"do_sample": False}
+        sampling = (
+            {"do_sample": True, "temperature": self.temperature} if self.temperature > 0 else {"do_sample": False}
+        )
         pad = self.tokenizer.pad_token_id
         with torch.inference_mode():
             output = self.model.generate(**batch, max_new_tokens=self.max_new_tokens, pad_token_id=pad, **sampling)

@@ -51,9 +51,11 @@ def format_report(report: EvalReport) -> str:
     lines = ["  ".join(r) for r in aligned]
     lines.insert(1, "-" * len(lines[0]))
     lines.insert(len(lines) - 1, "-" * len(lines[0]))
-    summary = (f"player {report.player}: success {o['success_rate']:.2f}, progress {o['progress_rate']:.2f}, "
-               f"format errors {o['format_errors']}/{o['steps']} steps, loops in {o['loop_rate']:.0%} of environments, "
-               f"player errors {o['player_errors']}")  # fmt: skip
+    summary = (
+        f"player {report.player}: success {o['success_rate']:.2f}, progress {o['progress_rate']:.2f}, "
+        f"format errors {o['format_errors']}/{o['steps']} steps, loops in {o['loop_rate']:.0%} of environments, "
+        f"player errors {o['player_errors']}"
+    )
     excluded = report.selection.get("excluded") or []
     note = f"held out: {len(report.episodes)} environment(s); excluded {len(excluded)}"
     return "\n".join([*lines, summary, note])

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from factory.coa.afm.blocks import TOOL_TAGS, Block, Violation
 from factory.checks.extract import BOXED, last_boxed
+from factory.coa.afm.blocks import TOOL_TAGS, Block, Violation
 from factory.coa.afm.scores import double_check_score, reflection_is_poor, reflection_scores
 
 _NEEDS_THINK = {

@@ -1,8 +1,8 @@
 """The multi-agent system of the Chain-of-Agents path (see loop.py for the flow).
 
-    async with open_agents(llm_config, coa.models, store, run_id) as agents:
-        toolbox = ToolBox.from_config(coa.tools, agents.clients["summarizer"])
-        trace = await run_mas(agents, toolbox, task, coa)
+async with open_agents(llm_config, coa.models, store, run_id) as agents:
+    toolbox = ToolBox.from_config(coa.tools, agents.clients["summarizer"])
+    trace = await run_mas(agents, toolbox, task, coa)
 """
 
 from .agents import Agents, RunState, Stop, open_agents, role_configs

@@ -88,13 +88,16 @@ def usage_of(result: Result, model: str) -> LLMUsage:
 
 def role_configs(base: LLMConfig, models: RoleModels) -> dict[str, LLMConfig]:
     """Each role's LLM config: the run's, with the role's model where one is set."""
-    return {role: base if getattr(models, role) is None else base.model_copy(update={"model": getattr(models, role)})
-            for role in ROLES}  # fmt: skip
+    return {
+        role: base if getattr(models, role) is None else base.model_copy(update={"model": getattr(models, role)})
+        for role in ROLES
+    }
 
 
 @asynccontextmanager
-async def open_agents(base: LLMConfig, models: RoleModels, store: Store | None = None,
-                      run_id: str | None = None) -> AsyncIterator[Agents]:  # fmt: skip
+async def open_agents(
+    base: LLMConfig, models: RoleModels, store: Store | None = None, run_id: str | None = None
+) -> AsyncIterator[Agents]:
     configs = role_configs(base, models)
     async with AsyncExitStack() as stack:
         by_model: dict[str, LLMClient] = {}

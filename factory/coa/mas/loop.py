@@ -60,8 +60,10 @@ async def run_mas(agents: Agents, toolbox: ToolBox, task: Task, settings: CoaCon
         run.trace.status, run.trace.reason = stop.status, stop.reason
     except TimeoutError:  # the call or tool in flight is cancelled; the finished calls stay cached
         run.trace.status = "timeout"
-        run.trace.reason = (f"ran past coa.task_timeout_s ({settings.task_timeout_s:g} s); done by then: events "
-                            f"{len(run.trace.events)}, tool calls {run.steps}, re-plans {run.replans}")  # fmt: skip
+        run.trace.reason = (
+            f"ran past coa.task_timeout_s ({settings.task_timeout_s:g} s); done by then: events "
+            f"{len(run.trace.events)}, tool calls {run.steps}, re-plans {run.replans}"
+        )
     run.trace.duration_s = run.elapsed()
     return run.trace
 
@@ -131,6 +133,7 @@ async def answer(agents: Agents, run: RunState) -> bool:
     if check.decision != "accept":
         return False
     run.trace.final_answer = suggested.content
-    run.trace.events.append(Event(agent="answerer", kind="answer", content=suggested.content, decision="accept",
-                                  started_s=run.elapsed()))  # fmt: skip
+    run.trace.events.append(
+        Event(agent="answerer", kind="answer", content=suggested.content, decision="accept", started_s=run.elapsed())
+    )
     return True

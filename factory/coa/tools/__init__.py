@@ -21,7 +21,12 @@ from .base import Goal, Tool, ToolResult
 from .bm25 import CorpusError, CorpusIndex, Document, build_index, index_path
 from .code import CodeTool
 from .config import (
-    CODE_TOOL_IMPORTS, CodeToolConfig, CrawlToolConfig, HttpSearchConfig, LocalCorpusConfig, SearchToolConfig,
+    CODE_TOOL_IMPORTS,
+    CodeToolConfig,
+    CrawlToolConfig,
+    HttpSearchConfig,
+    LocalCorpusConfig,
+    SearchToolConfig,
     ToolsConfig,
 )  # fmt: skip
 from .crawl import CrawlPageTool

@@ -92,8 +92,10 @@ def source_sql(connection: duckdb.DuckDBPyConnection, corpus: Path) -> str:
         if missing:
             raise CorpusError(f"{corpus}: missing column(s) {', '.join(sorted(missing))}")
         url = "url::VARCHAR" if "url" in present else "NULL::VARCHAR"
-        return f"SELECT id::VARCHAR AS id, title::VARCHAR AS title, text::VARCHAR AS text, {url} AS url " \
-               f"FROM read_parquet({path})"  # fmt: skip
+        return (
+            f"SELECT id::VARCHAR AS id, title::VARCHAR AS title, text::VARCHAR AS text, {url} AS url "
+            f"FROM read_parquet({path})"
+        )
     columns = "{" + ", ".join(f"{sql_string(k)}: {sql_string(v)}" for k, v in CORPUS_COLUMNS.items()) + "}"
     return f"SELECT id, title, text, url FROM read_json({path}, format='auto', columns={columns})"
 
@@ -137,7 +139,7 @@ def fill_index(connection: duckdb.DuckDBPyConnection, config: LocalCorpusConfig,
         FROM (SELECT docid, unnest({tokens_sql("title || ' ' || text")}) AS term FROM docs)
         WHERE length(term) <= {MAX_TERM_CHARS} AND term NOT IN ({stopwords})
         GROUP BY term, docid
-    """)  # fmt: skip
+    """)
     n_docs = connection.execute("SELECT count(*) FROM docs").fetchone()[0]
     if n_docs == 0:  # every search would answer "no results": a wrong file, not an empty web
         raise CorpusError("no documents (expected rows with id, title and text)")
@@ -148,7 +150,7 @@ def fill_index(connection: duckdb.DuckDBPyConnection, config: LocalCorpusConfig,
         SELECT (row_number() OVER (ORDER BY term) - 1)::INTEGER AS term_id, term, df,
                ln(1 + ({n_docs} - df + 0.5) / (df + 0.5)) AS idf
         FROM (SELECT term, count(*) AS df FROM tf GROUP BY term) ORDER BY term
-    """)  # fmt: skip
+    """)
     k1, b = config.k1, config.b
     connection.execute(f"""
         CREATE TABLE postings AS
@@ -157,7 +159,7 @@ def fill_index(connection: duckdb.DuckDBPyConnection, config: LocalCorpusConfig,
                (t.idf * f.tf * ({k1} + 1) / (f.tf + {k1} * (1 - {b} + {b} * l.len / {avgdl})))::FLOAT AS weight
         FROM tf f JOIN terms t USING (term) JOIN lengths l USING (docid)
         ORDER BY t.term_id, f.docid
-    """)  # fmt: skip
+    """)
     connection.execute("CREATE TABLE meta AS SELECT ? AS fingerprint, ? AS n_docs", [stamp, n_docs])
 
 
@@ -209,7 +211,7 @@ class CorpusIndex:
                          GROUP BY docid ORDER BY score DESC, docid LIMIT {int(k)})
             SELECT d.id, d.title, d.url, d.text, top.score FROM top JOIN docs d USING (docid)
             ORDER BY top.score DESC, top.docid
-        """).fetchall()  # fmt: skip
+        """).fetchall()
         return [Hit(Document(*row[:4]), float(row[4])) for row in rows]
 
     def document(self, doc_id: str) -> Document | None:
@@ -219,9 +221,11 @@ class CorpusIndex:
         return self._first("url", url)
 
     def _first(self, column: str, value: str) -> Document | None:
-        row = self.connection.cursor().execute(
-            f"SELECT id, title, url, text FROM docs WHERE {column} = ? ORDER BY docid LIMIT 1", [value]
-        ).fetchone()  # fmt: skip
+        row = (
+            self.connection.cursor()
+            .execute(f"SELECT id, title, url, text FROM docs WHERE {column} = ? ORDER BY docid LIMIT 1", [value])
+            .fetchone()
+        )
         return Document(*row) if row else None
 
     def close(self) -> None:

@@ -214,11 +214,13 @@ class CodeTool:
     def __init__(self, config: CodeToolConfig | None = None):
         self.config = config or CodeToolConfig()
         self.limits = SandboxLimits(
-            wall_s=self.config.wall_s, cpu_s=self.config.cpu_s, memory_mb=self.config.memory_mb,
+            wall_s=self.config.wall_s,
+            cpu_s=self.config.cpu_s,
+            memory_mb=self.config.memory_mb,
             allowed_imports=self.config.allowed_imports,
             # Enough to fill the observation; a print loop is stopped soon after.
             max_output_bytes=max(16_384, 4 * self.config.max_output_chars),
-        )  # fmt: skip
+        )
 
     async def __call__(self, argument: str, stdin: str | None = None) -> ToolResult:
         source, fenced_stdin = program_and_stdin(argument)

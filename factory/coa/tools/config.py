@@ -41,9 +41,11 @@ class CodeToolConfig(StrictModel):
     cpu_s: float = Field(5, gt=0, description="CPU-time limit of one snippet")
     memory_mb: int = Field(512, ge=64, description="address-space limit of the snippet's process")
     max_output_chars: int = Field(
-        3000, ge=200, description="the longest observation: a longer stdout or stderr is cut in the middle with "
+        3000,
+        ge=200,
+        description="the longest observation: a longer stdout or stderr is cut in the middle with "
         "AFM's marker, inside its [STDOUT]/[STDERR] lines",
-    )  # fmt: skip
+    )
     allowed_imports: tuple[str, ...] = CODE_TASK_IMPORTS
     echo_last_expression: bool = Field(True, description="print the value of a final bare expression, notebook-style")
 
@@ -105,8 +107,11 @@ class CrawlToolConfig(StrictModel):
     timeout_s: float = Field(15, gt=0, description="the whole fetch, redirects included")
     max_bytes: int = Field(2_000_000, ge=1024, description="bytes read from the response; the rest is dropped")
     max_chars: int = Field(8000, ge=200, description="cap on a page's text (what the summary model reads)")
-    summarize: bool = Field(True, description="a goal-directed summary per page by the `summarizer` model (AFM's "
-                            "crawl_page); off: the page's text is the observation")  # fmt: skip
+    summarize: bool = Field(
+        True,
+        description="a goal-directed summary per page by the `summarizer` model (AFM's "
+        "crawl_page); off: the page's text is the observation",
+    )
     summary_chars: int = Field(1200, ge=100, le=20_000, description="the longest summary of one page")
     max_redirects: int = Field(5, ge=0, le=20)
     # An agent chooses the URL, so by default it may not reach this machine, the

@@ -105,8 +105,11 @@ class CrawlPageTool:
             return await self.summarizer.summarize(list(zip(urls, reads)), goal or Goal())
         if len(reads) == 1:
             return reads[0]
-        return ToolResult(any(read.ok for read in reads), "\n\n".join(read.text for read in reads),
-                          {"pages": [read.meta for read in reads]})  # fmt: skip
+        return ToolResult(
+            any(read.ok for read in reads),
+            "\n\n".join(read.text for read in reads),
+            {"pages": [read.meta for read in reads]},
+        )
 
     async def read(self, url: str) -> ToolResult:
         """One page as text (ok), or why it could not be read (not ok)."""
@@ -127,8 +130,9 @@ class CrawlPageTool:
         except TRANSPORT_ERRORS as exc:
             return failure(f"Error fetching {url}: {describe_error(exc, self.config.timeout_s)}", url=url)
         if answer.status >= 400:
-            return failure(f"Error fetching {url}: HTTP {answer.status} {answer.reason}".rstrip(), url=url,
-                           status=answer.status)  # fmt: skip
+            return failure(
+                f"Error fetching {url}: HTTP {answer.status} {answer.reason}".rstrip(), url=url, status=answer.status
+            )
         try:
             title, text = await asyncio.to_thread(page_text, answer)  # big pages parse off the event loop
         except Refused as exc:

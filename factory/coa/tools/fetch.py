@@ -87,8 +87,9 @@ class PublicOnlyResolver(AbstractResolver):
     def __init__(self) -> None:
         self.inner = aiohttp.ThreadedResolver()
 
-    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-                      ) -> list[ResolveResult]:  # fmt: skip
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         public = [info for info in await self.inner.resolve(host, port, family) if is_public_address(info["host"])]
         if not public:
             raise OSError(f"{host} resolves to a private or local address, which crawl_page may not fetch")

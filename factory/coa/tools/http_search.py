@@ -138,7 +138,9 @@ class HttpSearchBackend:
 
     def result(self, item: dict[str, Any]) -> SearchResult:
         config = self.config
-        title, url, snippet = (lookup(item, path) or "" for path in (config.title_field, config.url_field,
-                                                                     config.snippet_field))  # fmt: skip
-        return SearchResult(title, url or None, snippet, lookup(item, config.date_field),
-                            lookup(item, config.source_field))  # fmt: skip
+        title, url, snippet = (
+            lookup(item, path) or "" for path in (config.title_field, config.url_field, config.snippet_field)
+        )
+        return SearchResult(
+            title, url or None, snippet, lookup(item, config.date_field), lookup(item, config.source_field)
+        )

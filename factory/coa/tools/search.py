@@ -120,10 +120,11 @@ class LocalSearchBackend:
         except duckdb.Error as exc:
             raise SearchError(f"local search failed: {exc}") from None
         return [
-            SearchResult(hit.document.title, corpus_url(hit.document),
-                         best_snippet(hit.document.text, terms, self.snippet_chars))
+            SearchResult(
+                hit.document.title, corpus_url(hit.document), best_snippet(hit.document.text, terms, self.snippet_chars)
+            )
             for hit in hits
-        ]  # fmt: skip
+        ]
 
     async def document(self, reference: str) -> Document | None:
         """A document by corpus://<id> or by its url."""
@@ -186,5 +187,6 @@ class WebSearchTool:
                 return failure(f"Search failed: {exc}", query=query, backend=self.config.backend)
             sections.append(format_results(query, results, self.config.snippet_chars))
             counts.append(len(results))
-        return ToolResult(True, "\n\n".join(sections), {"backend": self.config.backend, "queries": queries,
-                                                        "n_results": counts})  # fmt: skip
+        return ToolResult(
+            True, "\n\n".join(sections), {"backend": self.config.backend, "queries": queries, "n_results": counts}
+        )

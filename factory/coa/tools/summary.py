@@ -57,8 +57,9 @@ class PageSummarizer:
 
     async def summarize(self, reads: list[tuple[str, ToolResult]], goal: Goal) -> ToolResult:
         """`reads`: (url as the agent wrote it, what reading it gave) per page, in order."""
-        pages = await asyncio.gather(*(self.page(number, url, read, goal)
-                                       for number, (url, read) in enumerate(reads, 1)))  # fmt: skip
+        pages = await asyncio.gather(
+            *(self.page(number, url, read, goal) for number, (url, read) in enumerate(reads, 1))
+        )
         calls = tuple((self.model, result) for _, result in pages if result is not None)
         summarised = [result is not None and result.ok for _, result in pages]
         meta = {"pages": [read.meta for _, read in reads], "summarised": summarised}

@@ -99,8 +99,9 @@ class ToolBox(Mapping[str, Tool]):
                 return await tool(argument, goal=goal)
             return await tool(argument)
         except Exception as exc:  # a tool bug must not end the agent's run; the trace keeps the type
-            return failure(f"Error: {name} failed: {type(exc).__name__}: {exc}", reason="tool_bug",
-                           exception=type(exc).__name__)  # fmt: skip
+            return failure(
+                f"Error: {name} failed: {type(exc).__name__}: {exc}", reason="tool_bug", exception=type(exc).__name__
+            )
 
     def close(self) -> None:
         if self.corpus is not None:

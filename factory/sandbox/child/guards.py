@@ -34,9 +34,8 @@ def refuse(what: str):
 
 
 def patch_os() -> None:
-    import posix
-
     import _posixsubprocess
+    import posix
 
     for module in (os, posix):
         for name in BLOCKED_OS_FUNCTIONS:

@@ -105,7 +105,7 @@ def report_exception(exc: BaseException, print_traceback: bool) -> dict:
         if print_traceback:  # programs only: a traceback per failed call would flood stderr
             frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == FILENAME]
             lines = traceback.format_list(frames[-20:]) + traceback.format_exception_only(type(exc), exc)
-            sys.stderr.write("Traceback (most recent call last):\n" + "".join(lines)[-20 * MAX_ERROR_CHARS:])
+            sys.stderr.write("Traceback (most recent call last):\n" + "".join(lines)[-20 * MAX_ERROR_CHARS :])
     except MemoryError:
         outcome = {"status": "error", "reason": "memory", "error": "MemoryError: the memory limit was reached"}
     exc.__traceback__ = None  # let the frames (and whatever filled the memory) go
@@ -125,8 +125,9 @@ def preloaded(modules: list, builtin_names) -> dict:
     for name in modules:
         module = imported[name] = importlib.import_module(name)
         public = getattr(module, "__all__", None) or [attr for attr in vars(module) if not attr.startswith("_")]
-        names.update({attr: getattr(module, attr) for attr in public
-                      if attr not in builtin_names and hasattr(module, attr)})  # fmt: skip
+        names.update(
+            {attr: getattr(module, attr) for attr in public if attr not in builtin_names and hasattr(module, attr)}
+        )
     return {**names, **imported}
 
 
