@@ -13,6 +13,7 @@ snapshot that fails is logged once and skipped: watching a run never stops it.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -143,6 +144,8 @@ class StatusPublisher:
         try:
             return step()
         except Exception as exc:  # a snapshot must never stop the run: say so once, then keep quiet
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                return None  # a full disk is the run's own one-line error (store, journal): not a second line
             if not self.failed_once:
                 self.failed_once = True
                 log.warning("live status %s not updated: %s", self.path, str(exc).splitlines()[0] if str(exc) else exc)
