@@ -9,8 +9,8 @@ Incremental by design (DESIGN rule 3):
   group, and a new, rewritten or deleted row can change which row that is) judges
   every row again as soon as any row is new, rewritten or gone;
 - pass_rate judges every row again when rollouts newer than its last run exist; it never samples
-  them (factory passrate does), and stops before anything is written when they are missing
-  (filters/passrate.py: rollout_gaps);
+  them (factory passrate does), and stops before anything is written when none are stored for its
+  label, or some are missing under `missing: fail` (filters/passrate.py: rollout_gaps);
 - a filter no longer in the config loses its verdicts and its config row.
 Each filter's update is one transaction: a killed run leaves every filter either
 as it was or fully updated.
