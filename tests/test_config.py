@@ -103,17 +103,18 @@ def test_http_and_https_base_urls_are_accepted():
     assert LLMConfig(base_url="http://[::1]:8000/v1").base_url == "http://[::1]:8000/v1"
 
 
-def test_a_pass_rate_policy_with_a_bad_base_url_fails_when_the_filter_file_loads(tmp_path, capsys):
+def test_a_pass_rate_filter_naming_a_policy_fails_when_the_filter_file_loads(tmp_path, capsys):
+    """Filters only judge: a policy to sample with is refused at load, with where sampling went, in one line."""
     from factory.cli import main
 
     path = tmp_path / "filters.yaml"
     path.write_text(
-        "filters:\n  - name: hard\n    kind: pass_rate\n    tasks: t.jsonl\n"
+        "filters:\n  - name: hard\n    kind: pass_rate\n    model: m\n    tasks: t.jsonl\n"
         "    policy: {model: m, base_url: 'ftp://127.0.0.1/v1'}\n"
     )
     assert main(["filter", str(tmp_path / "run"), "--config", str(path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"error: {path}: filters.0 (hard): policy: field 'base_url': 'ftp://127.0.0.1/v1' is not")
+    assert err.startswith(f"error: {path}: filters.0 (hard): 'policy': filters only judge the rollouts already stored")
     assert len(err.splitlines()) == 1
 
 

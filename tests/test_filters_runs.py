@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
+import ast
 from pathlib import Path
 
 import pytest
-import yaml
 from filter_rows import ALL_BUILTINS, add_coa, add_rollouts, coa_stats, seed_run, verdict_times, verdicts, write_config
-from loopback_server import ok
 
 from factory.errors import ConfigError, FactoryError
 from factory.filters import format_funnel, run_filters
 from factory.filters.command import add_filter_parser
+from factory.filters.passrate import MissingRollouts
 from factory.store import Store, utcnow
 
 
@@ -214,54 +213,71 @@ def test_example_config_runs(run_dir):
     assert report.total == 8 and len(report.filters) >= 7
 
 
-def test_pass_rate_samples_missing_rollouts_through_factory_passrate(server, fast_config, tmp_path):
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(
-        "\n".join(
-            json.dumps(row)
-            for row in [
-                {"id": 1, "question": "What is the capital of France?", "answer": "Paris", "data_source": "mini"},
-                {"id": 2, "question": "What is the capital of Peru?", "answer": "Lima", "data_source": "mini"},
-            ]
-        )
+def test_pass_rate_with_no_rollouts_for_its_label_stops_with_the_command_that_samples_them(run_dir, tmp_path):
+    """Nothing sampled (or a mistyped label): the filter does not sample, judges nothing, names the command."""
+    config = write_config(tmp_path, "filters: [{name: pr, kind: pass_rate, model: policy, tasks: t.jsonl}]")
+    with pytest.raises(MissingRollouts) as caught:
+        run_filters(run_dir, config)
+    command = f"factory passrate {run_dir} --tasks t.jsonl --model policy --n 8"
+    assert str(caught.value) == (
+        f"{config}: filter 'pr': no judged rollouts for model 'policy' in this run (the run has no rollouts); "
+        f"sample them first: {command}"
     )
-    server.route(
-        "capital of France",
-        *[ok(f"<think>Recall.</think>\n<answer>{city}</answer>") for city in ("Paris", "Lyon", "Nice", "Lille")],
+    with Store.open(run_dir) as store:
+        assert store.query("SELECT count(*) FROM filter_verdicts")[0][0] == 0
+        add_rollouts(store, "task-q1", "policy", [True] * 8)
+    typo = write_config(tmp_path, "filters: [{name: pr, kind: pass_rate, model: polcy, missing: keep}]")
+    with pytest.raises(MissingRollouts, match="for model 'polcy' in this run \\(rollouts hold model: policy\\)"):
+        run_filters(run_dir, typo)
+
+
+def test_pass_rate_with_rollouts_missing_for_some_tasks_drops_keeps_or_fails_as_configured(run_dir, tmp_path):
+    with Store.open(run_dir) as store:
+        for task in ("task-q1", "task-q2", "task-q3"):
+            add_rollouts(store, task, "policy", [True] + [False] * 7)
+    base = "{name: pr, kind: pass_rate, model: policy, sources: [coa, import]"
+    report = run_filters(run_dir, write_config(tmp_path, f"filters: [{base}}}]"))  # missing: drop
+    command = f"factory passrate {run_dir} --tasks TASKS_FILE --model policy --n 8"
+    assert verdicts(run_dir, "pr")["coa:q4"][:2] == (False, "too few rollouts: 0 < 8 for model policy")
+    assert report.missing_rollouts == [
+        f"pr: 2 of 5 tasks have fewer than 8 judged rollouts for model 'policy' (their rows dropped, missing: drop); "
+        f"to sample them: {command}"
+    ]
+    assert "missing rollouts: pr: 2 of 5 tasks" in format_funnel(report)
+    run_filters(run_dir, write_config(tmp_path, f"filters: [{base}, missing: keep}}]"))
+    assert verdicts(run_dir, "pr")["coa:q4"][:2] == (True, "too few rollouts: 0 < 8 for model policy")
+    with pytest.raises(MissingRollouts) as caught:
+        run_filters(run_dir, write_config(tmp_path, f"filters: [{base}, missing: fail}}]"))
+    assert str(caught.value).endswith(
+        f"filter 'pr': 2 of 5 tasks have fewer than 8 judged rollouts for model 'policy'; sample them first: "
+        f"{command} (or set missing: drop or keep)"
     )
-    server.route("capital of Peru", *[ok("<think>Recall.</think>\n<answer>Cusco</answer>")] * 4)
-    with Store.open(tmp_path) as store:
-        add_coa(store, "coa:m1", "What is the capital of France?", 1, task_id="mini/1", stats=coa_stats(5))
-        add_coa(store, "coa:m2", "What is the capital of Peru?", 2, task_id="mini/2", stats=coa_stats(5))
-    policy = fast_config().model_dump(
-        mode="json", include={"model", "base_url", "timeout_s", "max_retries", "backoff_base_s", "backoff_max_s"}
-    )
+    assert verdicts(run_dir, "pr")["coa:q4"][0] is True  # the failed run wrote nothing
+    with Store.open(run_dir) as store:
+        for task in ("task-q4", "task-x1"):
+            add_rollouts(store, task, "policy", [False] * 8)
+    every = run_filters(run_dir, write_config(tmp_path, f"filters: [{base}, missing: fail}}]"))
+    assert every.missing_rollouts == [] and verdicts(run_dir, "pr")["coa:q1"][:2] == (True, "pass rate: 0.125 (1/8)")
+
+
+def test_a_pass_rate_filter_that_still_asks_to_sample_says_where_sampling_went(run_dir, tmp_path):
     config = write_config(
-        tmp_path,
-        yaml.safe_dump(
-            {
-                "filters": [
-                    {
-                        "name": "pr",
-                        "kind": "pass_rate",
-                        "model": "policy-a",
-                        "tasks": str(tasks),
-                        "policy": policy,
-                        "samples": 4,
-                        "min_samples": 4,
-                        "concurrency": 2,
-                    }
-                ]
-            }
-        ),
+        tmp_path, "filters: [{name: pr, kind: pass_rate, model: m, tasks: t.jsonl, policy: {model: m}, samples: 4}]"
     )
-    report = run_filters(tmp_path, config)
-    assert report.sampled["pr"]["rollouts"] == 8 and len(server.requests) == 8
-    v = verdicts(tmp_path, "pr")
-    assert v["coa:m1"][:2] == (True, "pass rate: 0.25 (1/4)")
-    assert v["coa:m2"][:2] == (True, "uniform group: all 4 rollouts wrong")
-    again = run_filters(tmp_path, config)  # everything sampled already: no request, nothing to judge
-    assert len(server.requests) == 8 and (again.filters[0].mode, again.filters[0].judged) == ("unchanged", 0)
+    with pytest.raises(ConfigError) as caught:
+        run_filters(run_dir, config)
+    assert str(caught.value).startswith(f"{config}: filters.0 (pr): 'policy': filters only judge the rollouts")
+    assert "factory passrate RUN_DIR --tasks FILE --model M" in str(caught.value)
+
+
+def test_the_filters_never_reach_the_sampler_or_an_llm_client():
+    """Filters only judge: no module of factory/filters imports factory.passrate or factory.llm."""
+    folder = Path(__file__).resolve().parent.parent / "factory" / "filters"
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                module = "." * node.level + (node.module or "")
+                assert not module.startswith(("..passrate", "..llm", "factory.passrate", "factory.llm")), path.name
 
 
 def test_first_run_inserts_and_a_changed_config_replaces_in_place(run_dir, tmp_path):
@@ -293,7 +309,7 @@ def test_report_counts_a_filter_that_lost_rows_or_holds_orphans(run_dir, tmp_pat
             FilterRun(n, k, p, "unchanged", 0, 0.0)
             for n, k, p in store.query("SELECT filter, kind, position FROM filter_configs ORDER BY position")
         ]
-        report = build_report(store, runs, {}, {})
+        report = build_report(store, runs, {})
         expected = store.query("""
             SELECT v.filter, coalesce(t.source, '?'), v.keep, count(*) FROM filter_verdicts v
             LEFT JOIN trajectories t USING (trajectory_id) GROUP BY ALL""")

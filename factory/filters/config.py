@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..config import describe_validation_error, read_yaml_file
 from ..errors import ConfigError
-from ..llm.config import LLMConfig
 
 # Bump when the SQL a built-in compiles to changes meaning: every stored verdict is then recomputed.
 COMPILER_VERSION = "1"
@@ -30,6 +29,8 @@ COMPILER_VERSION = "1"
 Source = Literal["refine", "coa", "import"]
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 KEY_COLUMNS = ("task_id", "persona_id", "script_id", "trace_id", "trajectory_id")
+# pass_rate fields of the days the filter sampled its own rollouts: named in the error that says where sampling went
+SAMPLING_FIELDS = ("policy", "samples", "concurrency")
 
 
 class FilterSpec(BaseModel):
@@ -81,33 +82,29 @@ class CorrectnessFilter(FilterSpec):
 
 class PassRateFilter(FilterSpec):
     kind: Literal["pass_rate"]
-    model: str | None = None  # rollouts.model label; default: policy.model
+    model: str = Field(min_length=1)  # rollouts.model label: the policy model `factory passrate` sampled
     max_pass_rate: float = Field(0.3, ge=0, le=1)
     min_pass_rate: float = Field(0.0, ge=0, le=1)
     min_samples: int = Field(8, ge=1)
     drop_all_correct_domains: list[str] = Field(default_factory=lambda: ["code"])
     drop_uniform: bool = False  # all rollouts scored alike: no group-relative signal for GRPO
-    missing: Literal["drop", "keep"] = "drop"  # tasks with fewer than min_samples judged rollouts
-    tasks: str | None = None  # with policy: sample missing rollouts before judging
-    policy: dict[str, Any] | None = None  # an LLM config (model, base_url, ...)
-    samples: int = Field(32, ge=1)
-    concurrency: int = Field(8, ge=1)
+    missing: Literal["drop", "keep", "fail"] = "drop"  # tasks with fewer than min_samples judged rollouts
+    tasks: str | None = None  # the task file the rollouts come from: named in the sampling command, read by the export
 
-    @model_validator(mode="after")
-    def _label_known(self) -> "PassRateFilter":
-        if self.model is None and not (self.policy and self.policy.get("model")):
-            raise ValueError("name the policy model's rollouts label in 'model' (or give 'policy.model')")
-        if (self.tasks is None) != (self.policy is None):
-            raise ValueError("'tasks' and 'policy' go together: both to sample rollouts, neither to use stored ones")
-        if self.policy is not None:  # checked when the file loads, not after the filters before it have run
-            try:
-                LLMConfig.model_validate(self.policy)
-            except ValidationError as exc:
-                raise ValueError(describe_validation_error(exc, "policy")) from None
-        return self
-
-    def label(self) -> str:
-        return self.model or str(self.policy["model"])  # type: ignore[index]
+    @model_validator(mode="before")
+    @classmethod
+    def _judges_only(cls, data: Any) -> Any:
+        """Sampling moved out of the filter: a config that still asks for it says where it went."""
+        asked = [key for key in SAMPLING_FIELDS if isinstance(data, dict) and key in data]
+        if asked:
+            raise ValueError(
+                f"'{asked[0]}': filters only judge the rollouts already stored; sample them with "
+                "`factory passrate RUN_DIR --tasks FILE --model M` (or the pipeline's passrate stage), "
+                "then drop 'policy', 'samples' and 'concurrency' here"
+            )
+        if isinstance(data, dict) and "model" not in data:
+            raise ValueError("name the policy model's rollouts label in 'model'")
+        return data
 
 
 class RedundancyFilter(FilterSpec):

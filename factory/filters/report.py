@@ -8,7 +8,7 @@ kept by this filter and all filters above it (config order), which is what the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..export.options import ExportOptions
 from ..export.selection import kept_counts
@@ -46,12 +46,12 @@ class FilterReport:
     kept_by_source: dict[str, int]
     weight: float  # sum of the kept rows' weights (the effective size after upsampling)
     splits: dict[str, int]  # kept trajectories per split, as the export splits them at its default options
-    sampled: dict[str, Any] = field(default_factory=dict)  # pass_rate filter -> ensure_rollouts summary
+    missing_rollouts: list[str] = field(default_factory=list)  # per pass_rate filter lacking rollouts: counts, command
     unverified: int = 0  # rows the verifier failed: filters judge them, the export never writes them
 
 
 def build_report(
-    store: Store, runs: list["FilterRun"], removed: dict[str, int], sampled: dict[str, Any]
+    store: Store, runs: list["FilterRun"], removed: dict[str, int], missing_rollouts: list[str] | None = None
 ) -> FilterReport:
     by_source = dict(store.query("SELECT coalesce(source, '?'), count(*) FROM trajectories GROUP BY 1 ORDER BY 1"))
     outcomes = {
@@ -63,7 +63,7 @@ def build_report(
     return FilterReport(
         total=sum(by_source.values()), by_source=by_source, filters=sorted(outcomes.values(), key=lambda o: o.position),
         removed=removed, kept=sum(kept_by_source.values()), kept_by_source=kept_by_source, weight=weight,
-        splits=splits, sampled=sampled, unverified=unverified,
+        splits=splits, missing_rollouts=missing_rollouts or [], unverified=unverified,
     )  # fmt: skip
 
 
@@ -155,8 +155,8 @@ def format_funnel(report: FilterReport) -> str:
             lines.append(f"      kept with a note: {counts_text(o.notes)}")
     for name, n in report.removed.items():
         lines.append(f"removed from the config: {name} ({n} verdicts deleted)")
-    for name, summary in report.sampled.items():
-        lines.append(f"rollouts sampled for {name}: {summary}")
+    for line in report.missing_rollouts:
+        lines.append(f"missing rollouts: {line}")
     splits = ", ".join(f"{name} {n}" for name, n in sorted(report.splits.items()))
     unverified = f"; not verified {report.unverified} (never exported)" if report.unverified else ""
     lines.append(

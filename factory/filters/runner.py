@@ -8,7 +8,9 @@ Incremental by design (DESIGN rule 3):
 - a filter that depends on the whole set (dedup: a verdict names the first row of a
   group, and a new, rewritten or deleted row can change which row that is) judges
   every row again as soon as any row is new, rewritten or gone;
-- pass_rate judges every row again when rollouts newer than its last run exist;
+- pass_rate judges every row again when rollouts newer than its last run exist; it never samples
+  them (factory passrate does), and stops before anything is written when none are stored for its
+  label, or some are missing under `missing: fail` (filters/passrate.py: rollout_gaps);
 - a filter no longer in the config loses its verdicts and its config row.
 Each filter's update is one transaction: a killed run leaves every filter either
 as it was or fully updated.
@@ -21,14 +23,13 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from ..errors import FactoryError
 from ..store import Store, utcnow
 from ..store.db import STORE_FILENAME
 from .compile import check_user_sql, compile_filter
 from .config import FilterConfig, PassRateFilter, load_filter_config
-from .passrate import sample_rollouts
+from .passrate import rollout_gaps
 from .report import FilterReport, build_report
 from .sql import BASE_VIEW_SQL, ID_SET_SQL, ROWS, Compiled, pending, quote
 
@@ -53,8 +54,8 @@ def run_filters(
         config = load_filter_config(config_path)
     store, owned = open_target(target)
     try:
-        runs, removed, sampled = apply_config(store, config)
-        return build_report(store, runs, removed, sampled)
+        runs, removed, gaps = apply_config(store, config)
+        return build_report(store, runs, removed, gaps)
     finally:
         if owned:
             store.close()
@@ -71,20 +72,17 @@ def open_target(target: Store | str | Path) -> tuple[Store, bool]:
     return Store(path), True
 
 
-def apply_config(store: Store, config: FilterConfig) -> tuple[list[FilterRun], dict[str, int], dict[str, Any]]:
+def apply_config(store: Store, config: FilterConfig) -> tuple[list[FilterRun], dict[str, int], list[str]]:
+    """Judge with every filter of the config; (how each ran, verdicts removed, lines on missing rollouts)."""
     store.execute(BASE_VIEW_SQL)
-    for spec in config.filters:  # every user predicate is checked before anything is written or sampled
+    for spec in config.filters:  # every user predicate is checked before anything is written
         check_user_sql(store, spec, config.source)
-    sampled = {
-        spec.name: sample_rollouts(store, spec, config.source)
-        for spec in config.filters
-        if isinstance(spec, PassRateFilter) and spec.tasks
-    }
+    gaps = [rollout_gaps(store, spec, config.source) for spec in config.filters if isinstance(spec, PassRateFilter)]
     compiled = [compile_filter(spec) for spec in config.filters]
     removed = remove_filters(store, [spec.name for spec in config.filters])
     now, rows = utcnow(), rows_fingerprint(store)
     runs = [apply_filter(store, item, position, now, rows) for position, item in enumerate(compiled, 1)]
-    return runs, removed, sampled
+    return runs, removed, [line for line in gaps if line]
 
 
 def remove_filters(store: Store, keep: list[str]) -> dict[str, int]:

@@ -10,14 +10,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..coa.tasks import Task, select_tasks
 from ..config import validate_config
 from ..errors import ConfigError
 from ..report import format_call_summary, summarize_calls
-from ..run import open_run
 from .config import PassrateConfig
-from .rates import summarize
-from .sampler import STAGE, ensure_rollouts
+from .job import format_passrate, run_passrate
+from .sampler import STAGE
 
 # PassrateConfig field -> the argparse dest of its flag
 FLAGS = {"tasks": "tasks", "count": "count", "seed": "seed", "domain": "domain", "n": "samples",
@@ -52,14 +50,7 @@ def cmd_passrate(args: argparse.Namespace) -> int:
 
     config = _config_from(with_run_dir(args))
     settings = passrate_settings(args, getattr(config, "passrate", None) or PassrateConfig())
-    tasks = choose_tasks(settings)
-    with open_run(config.run_dir, "passrate", config) as run:
-        outcome = ensure_rollouts(
-            run.store, tasks, config.llm, settings.n, settings.label, config.llm.concurrency, settings.temperature,
-            settings.max_tokens, checker=settings.checker, run_id=run.run_id,
-            retry_failures=settings.retry_failures, progress=not args.quiet,
-        )  # fmt: skip
-        summary = summarize(run.store, outcome["model"], settings.threshold, [task.id for task in tasks], settings.n)
+    outcome, summary = run_passrate(config, settings, config.llm, progress=not args.quiet)
     print(format_passrate(outcome, summary))
     print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (table rollouts)")
     print(format_call_summary(summarize_calls(config.run_dir, STAGE)))
@@ -79,26 +70,3 @@ def passrate_settings(args: argparse.Namespace, base: PassrateConfig) -> Passrat
     if getattr(args, "no_retry_failures", False):
         data["retry_failures"] = False
     return validate_config(PassrateConfig, data, "command line")
-
-
-def choose_tasks(settings: PassrateConfig) -> list[Task]:
-    missing = "passrate needs tasks: --tasks FILE (a JSONL/parquet task file or a saved dataset)"
-    return select_tasks(settings.tasks, settings.domain, settings.count, settings.seed, missing)
-
-
-def format_passrate(outcome: dict[str, Any], summary: dict[str, Any]) -> str:
-    mean = "-" if summary["mean_pass_rate"] is None else f"{summary['mean_pass_rate']:.3f}"
-    histogram = " | ".join(f"{bucket}: {count}" for bucket, count in summary["histogram"].items())
-    return "\n".join([
-        (f"model {outcome['model']}: {outcome['tasks']} tasks x {outcome['n']} rollouts; this run: "
-         f"{outcome['requested']} requested, {outcome['already_scored']} already scored, "
-         f"{outcome['rechecked']} rechecked, {outcome['llm_failures']} LLM failures, "
-         f"{outcome['check_errors']} undecided checks"),
-        (f"tasks: {summary['tasks']}, rollouts: {summary['rollouts']} ({summary['scored']} scored, "
-         f"{summary['failed']} failed or undecided)"),
-        f"mean pass rate: {mean}",
-        f"pass rate histogram: {histogram}",
-        f"uniform groups: {summary['uniform']} (all right {summary['all_right']}, all wrong {summary['all_wrong']})",
-        (f"kept at threshold {summary['threshold']:g}: {summary['kept']} of {summary['tasks']} tasks "
-         f"(pass rate <= {summary['threshold']:g})"),
-    ])  # fmt: skip

@@ -1,4 +1,4 @@
-"""`factory run -c pipeline.yaml`: generate → filter → export → report → publish → train → eval, resumable.
+"""`factory run -c pipeline.yaml`: generate → passrate → filter → export → report → publish → train → eval, resumable.
 
 Each stage prints a header, its own funnel and failure reasons, and its time; a
 stage that finished before with the same inputs is skipped (ledger.py). A stage
@@ -23,7 +23,7 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
 
     parser = subparsers.add_parser(
         "run",
-        help="the whole job from one config: generate, filter, export, report, publish, train, eval (resumable)",
+        help="the whole job from one config: generate, passrate, filter, export, report, publish, train, eval (resumable)",
         description="Run the stages a config's `pipeline:` section names, in order (examples/pipeline.yaml; README: "
         "'The whole job from one config'). Finished stages are recorded in RUN_DIR/pipeline.json with a fingerprint "
         "of their inputs: a rerun skips them, a changed setting reruns that stage and the ones after it, and a "
@@ -55,7 +55,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_stages(context: Context, args: argparse.Namespace) -> int:
-    check_inputs(context.pipeline)  # a missing or broken file fails now, not after minutes of generation
+    check_inputs(
+        context.pipeline, context.config.passrate
+    )  # a missing or broken file fails now, not after minutes of generation
     stages = all_stages(context.pipeline)
     chosen = chosen_stages([s.name for s in stages], args.from_stage, args.only)
     ledger = Ledger.open(context.run_dir) if context.run_dir.is_dir() else None

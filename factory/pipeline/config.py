@@ -2,6 +2,7 @@
 
     pipeline:
       generate: [refine]                 # refine and/or coa, with the config's refine:/coa: sections
+      passrate: {policy: {model: qwen3-8b, base_url: "http://gpu:8000/v1"}}   # rollouts for pass_rate filters
       filter: examples/filters.yaml      # null: no filters (every verified row is kept)
       export: {formats: all}             # written to RUN_DIR/export unless `out` says where
       report: true
@@ -22,8 +23,17 @@ from pydantic import Field, field_validator, model_validator
 from ..config import StrictModel
 from ..errors import ConfigError
 from ..export.options import FORMATS, FormatName
+from ..llm.config import LLMConfig
+from ..passrate.config import PassrateConfig
 
-STAGES = ("refine", "coa", "filter", "export", "report", "publish", "train", "eval")  # in the order they run
+# in the order they run
+STAGES = ("refine", "coa", "passrate", "filter", "export", "report", "publish", "train", "eval")
+
+
+class PassrateStage(StrictModel):
+    """`factory passrate` inside the pipeline: the config's `passrate:` section says which tasks, how many rollouts."""
+
+    policy: LLMConfig | None = Field(None, description="the policy model to sample (default: the config's llm:)")
 
 
 class ExportStage(StrictModel):
@@ -76,6 +86,9 @@ class PipelineConfig(StrictModel):
     generate: list[Literal["refine", "coa"]] = Field(
         default_factory=lambda: ["refine"], description="generation paths, in this order"
     )
+    passrate: PassrateStage | None = Field(
+        None, description="sample rollouts for pass_rate filters before filtering (filters never sample)"
+    )
     filter: Path | None = Field(None, description="filter YAML (docs/filters.md); null: keep every verified row")
     export: ExportStage | None = Field(default_factory=ExportStage)
     report: bool = True
@@ -102,10 +115,12 @@ class PipelineConfig(StrictModel):
         return chosen
 
 
-def check_inputs(pipeline: PipelineConfig) -> None:
+def check_inputs(pipeline: PipelineConfig, passrate: PassrateConfig) -> None:
     """Raise ConfigError when a file the stages read is missing or does not parse, before any stage runs."""
     from ..filters.config import load_filter_config
 
+    if pipeline.passrate is not None:
+        check_passrate_tasks(passrate.tasks)
     named = [
         ("pipeline.filter", pipeline.filter),
         ("pipeline.train.config", pipeline.train and pipeline.train.config),
@@ -120,3 +135,11 @@ def check_inputs(pipeline: PipelineConfig) -> None:
         from train.config import read_mapping  # no torch: only the YAML is read here
 
         read_mapping(Path(pipeline.train.config))
+
+
+def check_passrate_tasks(tasks: str | None) -> None:
+    """The passrate stage samples the config's passrate.tasks: a task file or a saved dataset folder."""
+    if tasks is None:
+        raise ConfigError("pipeline.passrate: name the tasks to sample in the config's passrate.tasks")
+    if not Path(tasks).exists():
+        raise ConfigError(f"passrate.tasks: no such task file or dataset folder: {tasks}")

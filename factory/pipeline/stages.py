@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import FactoryError, require_train_extra
+from ..llm.config import LLMConfig
 from ..prompts import prompts_dir_digest
 from ..report import format_call_summary, summarize_calls
 from ..settings import FactoryConfig
@@ -96,6 +97,28 @@ def failure_lines(ctx: Context, stage: str) -> list[str]:
     from ..failures import format_failures
 
     return format_failures(ctx.run_dir, [stage]).splitlines()
+
+
+def run_passrate_stage(ctx: Context) -> list[str]:
+    """`factory passrate` with the config's passrate: section, the stage's policy (default llm:) sampled."""
+    from ..passrate.job import format_passrate, run_passrate
+    from ..passrate.sampler import STAGE
+
+    outcome, summary = run_passrate(ctx.config, ctx.config.passrate, passrate_policy(ctx), progress=ctx.progress)
+    return [
+        *format_passrate(outcome, summary).splitlines(),
+        format_call_summary(summarize_calls(ctx.run_dir, STAGE)).splitlines()[0],
+    ]
+
+
+def passrate_policy(ctx: Context) -> LLMConfig:
+    return ctx.pipeline.passrate.policy or ctx.config.llm
+
+
+def passrate_inputs(ctx: Context) -> list:
+    """The passrate: section, the policy (not its concurrency), the prompts and the task file's bytes."""
+    policy = passrate_policy(ctx).model_dump(mode="json", exclude={"concurrency"})
+    return [*generation_inputs("passrate")(ctx), policy, Path(ctx.config.passrate.tasks)]
 
 
 def run_filter_stage(ctx: Context) -> list[str]:
@@ -218,6 +241,8 @@ def all_stages(pipeline: PipelineConfig) -> list[Stage]:
         "coa": Stage("coa", run_coa_stage, generation_inputs("coa")),
     }
     stages = [generate[path] for path in pipeline.generate]
+    if pipeline.passrate is not None:
+        stages.append(Stage("passrate", run_passrate_stage, passrate_inputs))
     if pipeline.filter is not None:
         stages.append(Stage("filter", run_filter_stage, lambda ctx: [Path(ctx.pipeline.filter)]))
     if pipeline.export is not None:
