@@ -13,7 +13,7 @@ from typing import Any
 from ..coa.tasks import Task, select_tasks
 from ..config import validate_config
 from ..errors import ConfigError
-from ..report import format_call_summary, summarize_calls
+from ..llm.call_summary import format_call_summary, summarize_calls
 from ..run import open_run
 from .config import PassrateConfig
 from .rates import summarize

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import FactoryError, require_train_extra
+from ..llm.call_summary import format_call_summary, summarize_calls
 from ..prompts import prompts_dir_digest
-from ..report import format_call_summary, summarize_calls
 from ..settings import FactoryConfig
 from .config import PipelineConfig
 from .ledger import fingerprint
