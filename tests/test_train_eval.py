@@ -215,7 +215,7 @@ def test_a_known_good_plan_succeeds_through_the_sandbox(run_dir, server, fast_co
 
 
 def test_validation_code_judges_in_the_sandbox(server, fast_config):
-    from factory.refine.code_check import SandboxCodeChecker
+    from factory.refine.validation_code import SandboxCodeChecker
     from train.evaluate import Environment
 
     greedy = [

@@ -37,7 +37,7 @@ from .verify import Verdict, verify_steps
 
 
 class CodeChecker(Protocol):
-    """Runs scripts' validation code (see code_check.SandboxCodeChecker)."""
+    """Runs scripts' validation code (see validation_code.SandboxCodeChecker)."""
 
     def script_problems(self, script: Script) -> list[str]: ...
 

@@ -16,8 +16,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from factory.refine.code_check import SandboxCodeChecker
 from factory.refine.solvable import shortest_plan
+from factory.refine.validation_code import SandboxCodeChecker
 from factory.refine.world import ExtraCheck, WorldState, format_action, step
 
 from . import dialogue
