@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from loopback_server import Action, LoopbackServer  # noqa: E402
 from results_file import report  # noqa: E402
 
-from factory.report import summarize_query  # noqa: E402
+from factory.llm.call_summary import summarize_query  # noqa: E402
 from factory.settings import FactoryConfig  # noqa: E402
 from factory.smoke import run_smoke  # noqa: E402
 from factory.store import Store  # noqa: E402

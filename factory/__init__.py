@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 from .errors import ConfigError, FactoryError, MissingKeyError  # noqa: E402
 from .llm import LLMClient, LLMConfig, Request, Result  # noqa: E402
-from .report import format_call_summary, summarize_calls  # noqa: E402
+from .llm.call_summary import format_call_summary, summarize_calls  # noqa: E402
 from .run import open_run  # noqa: E402
 from .settings import FactoryConfig, load_factory_config  # noqa: E402
 from .smoke import ping, run_smoke  # noqa: E402

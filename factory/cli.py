@@ -13,7 +13,7 @@ from . import __version__
 from .config import validate_config
 from .errors import FactoryError, require_train_extra
 from .failures import format_failures
-from .report import format_call_summary, summarize_calls
+from .llm.call_summary import format_call_summary, summarize_calls
 from .settings import FactoryConfig, load_factory_config
 from .store.integrity import StoreBusyError
 

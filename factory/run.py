@@ -12,8 +12,8 @@ from typing import Iterator
 from pydantic import BaseModel
 
 from .errors import FactoryError
+from .llm.call_summary import summarize_query
 from .prompts import prompts_from
-from .report import summarize_query
 from .store import Store, utcnow
 from .store.db import LIVE_RUNS
 from .store.integrity import first_line

@@ -295,7 +295,7 @@ def test_first_run_inserts_and_a_changed_config_replaces_in_place(run_dir, tmp_p
 def test_report_counts_a_filter_that_lost_rows_or_holds_orphans(run_dir, tmp_path):
     """The report counts kept rows per source by subtraction only for a filter with one verdict per
     trajectory; any other filter (a verdict missing, an orphan) is counted verdict by verdict."""
-    from factory.filters.report import build_report
+    from factory.filters.funnel import build_funnel
     from factory.filters.runner import FilterRun
 
     run_filters(run_dir, write_config(tmp_path, ALL_BUILTINS))
@@ -309,7 +309,7 @@ def test_report_counts_a_filter_that_lost_rows_or_holds_orphans(run_dir, tmp_pat
             FilterRun(n, k, p, "unchanged", 0, 0.0)
             for n, k, p in store.query("SELECT filter, kind, position FROM filter_configs ORDER BY position")
         ]
-        report = build_report(store, runs, {})
+        report = build_funnel(store, runs, {})
         expected = store.query("""
             SELECT v.filter, coalesce(t.source, '?'), v.keep, count(*) FROM filter_verdicts v
             LEFT JOIN trajectories t USING (trajectory_id) GROUP BY ALL""")

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from factory.paths import prompts_dir
-from factory.refine.code_check import SandboxCodeChecker
 from factory.refine.roles import ScriptWriter, TrajectorySimulator, _without_code
 from factory.refine.script import DeclarativeScriptDraft, Script
 from factory.refine.solvable import shortest_plan, solvability_problems
+from factory.refine.validation_code import SandboxCodeChecker
 from factory.refine.verify import verify_steps
 
 FOLDER = prompts_dir() / "refine"

@@ -132,7 +132,7 @@ def test_a_script_that_never_verifies_ends_the_persona(server, fast_config, tmp_
 
 def test_validation_code_is_verified_in_the_sandbox_and_bad_code_is_fed_back(server, fast_config, tmp_path):
     from factory.paths import prompts_dir
-    from factory.refine.code_check import SandboxCodeChecker
+    from factory.refine.validation_code import SandboxCodeChecker
 
     with_code = json.loads((prompts_dir() / "refine" / "script_examples.json").read_text())[0]
     lenient = copy.deepcopy(with_code)
@@ -150,8 +150,8 @@ def test_validation_code_is_verified_in_the_sandbox_and_bad_code_is_fed_back(ser
 
 def test_the_verifier_asks_the_validation_code_about_each_step(tmp_path):
     from factory.paths import prompts_dir
-    from factory.refine.code_check import SandboxCodeChecker
     from factory.refine.script import Script
+    from factory.refine.validation_code import SandboxCodeChecker
     from factory.refine.verify import verify_steps
 
     data = json.loads((prompts_dir() / "refine" / "script_examples.json").read_text())[0]

@@ -8,10 +8,10 @@ import pytest
 from test_refine_verify import GOOD, step
 from test_refine_world import GARDEN
 
-from factory.refine.code_check import SandboxCodeChecker, probe_calls
 from factory.refine.schemas import trajectory_schema
 from factory.refine.script import Script
 from factory.refine.solvable import candidate_calls
+from factory.refine.validation_code import SandboxCodeChecker, probe_calls
 from factory.refine.values import NotOfType, typed_value
 from factory.refine.verify import verify_steps
 from factory.refine.world import WorldState

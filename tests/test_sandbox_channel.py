@@ -180,10 +180,10 @@ def nested(depth: int) -> str:
 ])  # fmt: skip
 def test_whatever_the_records_say_the_parent_answers_with_a_verdict(records):
     """The records are the child's (or a forger's) to write: no shape of them raises in the parent,
-    and what comes back is a Verdict that serialises."""
-    from factory.sandbox.verdict import make_verdict
+    and what comes back is a SandboxResult that serialises."""
+    from factory.sandbox.result import make_result
 
-    verdict = make_verdict(raw_outcome(records), SandboxLimits(), n_calls=1)
+    verdict = make_result(raw_outcome(records), SandboxLimits(), n_calls=1)
     assert verdict.status in ("ok", "error") and len(verdict.calls) == 1
     verdict.model_dump_json()  # pydantic's own depth limit (255) is never reached
     assert all(

@@ -161,7 +161,7 @@ def test_dunders_by_import_alias_and_match_pattern_are_refused(source):
 def test_refine_with_validation_code_stops_up_front_where_the_sandbox_cannot_hold(monkeypatch):
     """Not a run of scripts whose every validation function reads "not run" as the script's flaw."""
     from factory.errors import FactoryError
-    from factory.refine.code_check import SandboxCodeChecker
+    from factory.refine.validation_code import SandboxCodeChecker
     from factory.sandbox import api
 
     monkeypatch.setattr(api, "landlock_abi", lambda: 0)

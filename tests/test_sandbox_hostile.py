@@ -27,7 +27,14 @@ from pathlib import Path
 import pytest
 from hostile_payloads import DEEP_THROUGH_SYS, KNOWN_LAYERS, LIMITS, PAYLOADS, Payload, forged_success, said
 
-from factory.sandbox import DEFAULT_ALLOWED_IMPORTS, Verdict, check_source, run_function, run_program, sandbox_refusal
+from factory.sandbox import (
+    DEFAULT_ALLOWED_IMPORTS,
+    SandboxResult,
+    check_source,
+    run_function,
+    run_program,
+    sandbox_refusal,
+)
 
 pytestmark = [
     pytest.mark.skipif(platform.machine() != "x86_64", reason="the payloads use x86_64 syscall numbers"),
@@ -127,7 +134,7 @@ class Host:
         return (info.st_mode, info.st_uid, info.st_gid, info.st_mtime_ns, self.victim.read_bytes(),
                 sorted(os.listxattr(self.victim)) if self.xattrs else None)  # fmt: skip
 
-    def touched(self, payload: Payload, verdict: Verdict) -> bool:
+    def touched(self, payload: Payload, verdict: SandboxResult) -> bool:
         """Whether the host saw the payload's effect."""
         check = payload.host
         if check in self.listeners:
@@ -189,7 +196,7 @@ def disabled_for(payload: Payload, off=()) -> list[str]:
     return sorted({*([] if payload.kind == "gadget" else ["python_guards"]), *off})
 
 
-def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int]:
+def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[SandboxResult, int]:
     """The payload's verdict with the layers `off` switched off, and how far the host's free
     disk space fell while it ran (sampled every 10 ms)."""
     host.require(payload)
@@ -215,7 +222,7 @@ def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int
     finally:
         done.set()
         watcher.join()
-    assert isinstance(verdict, Verdict)  # never an exception, whatever the code wrote
+    assert isinstance(verdict, SandboxResult)  # never an exception, whatever the code wrote
     if "disabled" in verdict.isolation:  # the knob's own report; a sandbox without the knob has none
         assert sorted(verdict.isolation["disabled"]) == disabled, describe(payload, verdict)
     elif off:
@@ -223,14 +230,14 @@ def run(payload: Payload, host: Host, monkeypatch, off=()) -> tuple[Verdict, int
     return verdict, drop[0]
 
 
-def describe(payload: Payload, verdict: Verdict) -> str:
+def describe(payload: Payload, verdict: SandboxResult) -> str:
     return (
         f"{payload.name}: status={verdict.status}/{verdict.reason} signal={verdict.signal} "
         f"stdout={verdict.stdout[-300:]!r} error={verdict.error!r} isolation={verdict.isolation}"
     )
 
 
-def assert_held(payload: Payload, host: Host, verdict: Verdict, disk_drop: int = 0) -> None:
+def assert_held(payload: Payload, host: Host, verdict: SandboxResult, disk_drop: int = 0) -> None:
     why = describe(payload, verdict)
     if payload.host in ("forge", "deep"):
         assert not forged_success(payload, verdict.status, verdict.calls), why

@@ -21,10 +21,10 @@ from train.evaluate import (
     LLMPlayer,
     NoEnvironmentsError,
     evaluate,
-    format_report,
+    format_results,
     llm_config,
     load_environments,
-    write_report,
+    write_results,
 )  # fmt: skip
 from train.evaluate.command import add_eval_parser
 from train.evaluate.dialogue import parse_action
@@ -215,7 +215,7 @@ def test_a_known_good_plan_succeeds_through_the_sandbox(run_dir, server, fast_co
 
 
 def test_validation_code_judges_in_the_sandbox(server, fast_config):
-    from factory.refine.code_check import SandboxCodeChecker
+    from factory.refine.validation_code import SandboxCodeChecker
     from train.evaluate import Environment
 
     greedy = [
@@ -248,7 +248,7 @@ def test_a_repeated_bad_action_is_a_loop_and_format_errors_count(run_dir, train_
     assert library.status == "player_error" and "bad_request" in library.error and library.steps == 0
     overall = report.overall
     assert overall["loop_rate"] == 0.5 and overall["player_errors"] == 1 and overall["format_error_rate"] == 0.4
-    table = format_report(report)
+    table = format_results(report)
     assert "garden:0" in table and "overall" in table and "excluded 3" in table
 
 
@@ -324,12 +324,12 @@ def test_the_hf_player_batches_episodes_and_reports_context_overflow(run_dir, tr
     assert cut.overall["player_errors"] == 2
 
 
-def test_write_report_never_overwrites(run_dir, server):
+def test_write_results_never_overwrites(run_dir, server):
     server.route(GARDEN["task"], *map(ok, GARDEN_PLAN))
     selection = load_environments(run_dir)
     selection.environments = [e for e in selection.environments if e.env_id == "garden:0"]
     report = evaluate(selection, LLMPlayer(llm_config("loopback", server.base_url)), max_steps=3)
-    first, second = write_report(report, run_dir), write_report(report, run_dir)
+    first, second = write_results(report, run_dir), write_results(report, run_dir)
     assert first != second and json.loads(second.read_text())["overall"]["success_rate"] == 1.0
 
 

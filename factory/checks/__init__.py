@@ -14,7 +14,7 @@ checker could not decide.
 """
 
 from .base import Checker, CheckError, CheckResult
-from .code_check import CODE_LIMITS, CodeTests
+from .code_tests import CODE_LIMITS, CodeTests
 from .extract import final_answer, last_boxed, python_code
 from .judge import JudgeRole, JudgeVerdict, LLMJudge
 from .math_answer import MathAnswer

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from ..coa.tasks import Task
 from .base import Checker, CheckError
-from .code_check import CodeTests
+from .code_tests import CodeTests
 from .judge import LLMJudge
 from .math_answer import MathAnswer
 from .text import F1, QA, ExactMatch

@@ -1,8 +1,8 @@
 """Declarative filters over a run's store: each compiles to SQL and writes one verdict per trajectory.
 
     from factory.filters import run_filters, format_funnel
-    report = run_filters("outputs/coa", "filters.yaml")
-    print(format_funnel(report))
+    funnel = run_filters("outputs/coa", "filters.yaml")
+    print(format_funnel(funnel))
 
 Nothing is deleted from `trajectories`: verdicts go to `filter_verdicts` (one row
 per trajectory and filter, with the reason), and the `curation` view folds them
@@ -11,10 +11,10 @@ the incremental rules are in docs/filters.md.
 """
 
 from .config import KINDS, FilterConfig, FilterSpec, load_filter_config, parse_filters
-from .report import FilterOutcome, FilterReport, format_funnel
+from .funnel import FilterFunnel, FilterOutcome, format_funnel
 from .runner import FilterRun, run_filters
 
 __all__ = [
-    "KINDS", "FilterConfig", "FilterOutcome", "FilterReport", "FilterRun", "FilterSpec",
+    "KINDS", "FilterConfig", "FilterFunnel", "FilterOutcome", "FilterRun", "FilterSpec",
     "format_funnel", "load_filter_config", "parse_filters", "run_filters",
 ]  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .report import format_funnel
+from .funnel import format_funnel
 from .runner import run_filters
 
 

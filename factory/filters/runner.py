@@ -29,8 +29,8 @@ from ..store import Store, utcnow
 from ..store.db import STORE_FILENAME
 from .compile import check_user_sql, compile_filter
 from .config import FilterConfig, PassRateFilter, load_filter_config
+from .funnel import FilterFunnel, build_funnel
 from .passrate import rollout_gaps
-from .report import FilterReport, build_report
 from .sql import BASE_VIEW_SQL, ID_SET_SQL, ROWS, Compiled, pending, quote
 
 
@@ -46,7 +46,7 @@ class FilterRun:
 
 def run_filters(
     target: Store | str | Path, config_path: str | Path | None = None, config: FilterConfig | None = None
-) -> FilterReport:
+) -> FilterFunnel:
     """Apply the filter config (a YAML file, or an already loaded `config`) to a run folder or store."""
     if config is None:
         if config_path is None:
@@ -55,7 +55,7 @@ def run_filters(
     store, owned = open_target(target)
     try:
         runs, removed, gaps = apply_config(store, config)
-        return build_report(store, runs, removed, gaps)
+        return build_funnel(store, runs, removed, gaps)
     finally:
         if owned:
             store.close()

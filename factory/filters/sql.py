@@ -38,7 +38,7 @@ REASON_GROUP_SQL = r"regexp_replace({0}, '( of |: | \().*$', '')"
 
 
 # Which trajectories a set of rows covers, as (count, sum of id hashes): equal pairs say the same ids
-# (with one row per id). The runner and the report compare these, so both must use this one expression.
+# (with one row per id). The runner and the funnel (funnel.py) compare these, so both must use this one expression.
 ID_SET_SQL = "count(*), sum(hash(trajectory_id))"
 
 

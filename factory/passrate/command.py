@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import validate_config
 from ..errors import ConfigError
-from ..report import format_call_summary, summarize_calls
+from ..llm.call_summary import format_call_summary, summarize_calls
 from .config import PassrateConfig
 from .job import format_passrate, run_passrate
 from .sampler import STAGE

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import FactoryError, require_train_extra
+from ..llm.call_summary import format_call_summary, summarize_calls
 from ..llm.config import LLMConfig
 from ..prompts import prompts_dir_digest
-from ..report import format_call_summary, summarize_calls
 from ..settings import FactoryConfig
 from .config import PipelineConfig
 from .ledger import fingerprint
@@ -122,7 +122,7 @@ def passrate_inputs(ctx: Context) -> list:
 
 
 def run_filter_stage(ctx: Context) -> list[str]:
-    from ..filters.report import format_funnel
+    from ..filters.funnel import format_funnel
     from ..filters.runner import run_filters
 
     return format_funnel(run_filters(ctx.run_dir, ctx.pipeline.filter)).splitlines()
@@ -207,7 +207,7 @@ def run_eval_stage(ctx: Context) -> list[str]:
     require_train_extra("the pipeline's eval stage")
     from train.checkpoint import last_checkpoint
     from train.evaluate.command import add_eval_parser, run_eval
-    from train.evaluate.report import format_report
+    from train.evaluate.results import format_results
 
     quiet_hub_bars()
     checkpoint = last_checkpoint(ctx.train_dir)
@@ -221,8 +221,8 @@ def run_eval_stage(ctx: Context) -> list[str]:
             argv += [flag, str(value)]
     parser = argparse.ArgumentParser(prog="factory")
     add_eval_parser(parser.add_subparsers(dest="command"))
-    report, path = run_eval(parser.parse_args(argv))
-    return [*format_report(report).splitlines(), f"results: {path}"]
+    results, path = run_eval(parser.parse_args(argv))
+    return [*format_results(results).splitlines(), f"results: {path}"]
 
 
 def eval_inputs(ctx: Context) -> list:

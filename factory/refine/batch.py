@@ -14,9 +14,9 @@ from ..personas import Persona, load_library, load_personas, sample_personas, sa
 from ..run import open_run
 from ..settings import FactoryConfig, RefineConfig
 from ..store import Store
-from .code_check import SandboxCodeChecker
 from .pipeline import refine_one
 from .store import finished_ids, refine_funnel, rule_losses, save_trajectory
+from .validation_code import SandboxCodeChecker
 
 
 @dataclass

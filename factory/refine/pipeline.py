@@ -33,11 +33,11 @@ from .scaffold import scaffold_trajectory
 from .script import Script
 from .solvable import solvability_problems
 from .store import save_script, save_trajectory, save_verdict
-from .verify import Verdict, verify_steps
+from .verify import TrajectoryVerdict, verify_steps
 
 
 class CodeChecker(Protocol):
-    """Runs scripts' validation code (see code_check.SandboxCodeChecker)."""
+    """Runs scripts' validation code (see validation_code.SandboxCodeChecker)."""
 
     def script_problems(self, script: Script) -> list[str]: ...
 
@@ -95,7 +95,7 @@ async def write_script(llm: LLMClient, store: Store, persona_id: str, text: str,
     return None, None
 
 
-def _base(steps: list[dict], verdict: Verdict, settings: RefineConfig) -> list[dict]:
+def _base(steps: list[dict], verdict: TrajectoryVerdict, settings: RefineConfig) -> list[dict]:
     """The verified steps to build on: all of them when the story held (too few mistakes, or it
     stops short), those before the failed step otherwise; none for a restart without injection."""
     if verdict.ok or verdict.rule in ("too_few_corrections", "not_done"):
@@ -147,7 +147,8 @@ async def refine_one(
 
 
 async def _play(llm: LLMClient, store: Store, trajectory_id: str, persona_id: str, script: Script, settings: RefineConfig,
-                extra, spend: Spend) -> tuple[tuple[list[dict], Verdict] | None, str, list[dict] | None]:  # fmt: skip
+                extra, spend: Spend,
+                ) -> tuple[tuple[list[dict], TrajectoryVerdict] | None, str, list[dict] | None]:  # fmt: skip
     """The paper's loop: the LLM plays DM and player, continued from verified prefixes within the budget.
     Returns the verified (steps, verdict) or None, the last failure and its steps."""
     simulator = TrajectorySimulator(settings.min_corrections, max_steps=settings.max_steps)
@@ -187,8 +188,8 @@ async def _play(llm: LLMClient, store: Store, trajectory_id: str, persona_id: st
     return held, last_reason, last_steps
 
 
-def _save_verified(store: Store, base: dict, trajectory_id: str, script: Script, steps: list[dict], verdict: Verdict,
-                   spend: Spend, settings: RefineConfig) -> None:  # fmt: skip
+def _save_verified(store: Store, base: dict, trajectory_id: str, script: Script, steps: list[dict],
+                   verdict: TrajectoryVerdict, spend: Spend, settings: RefineConfig) -> None:  # fmt: skip
     # Where the world came from, so a dataset can keep or drop procedural worlds (script ids: PERSONA:procedural).
     source = "procedural" if str(base.get("script_id") or "").endswith(":procedural") else "llm"
     scaffolded = settings.trajectories == "scaffolded"  # the world plays and judges; the LLM writes the thoughts

@@ -29,7 +29,7 @@ from .roles import ThoughtWriter
 from .script import Script
 from .solvable import shortest_plan
 from .store import save_verdict
-from .verify import Verdict, verify_steps
+from .verify import TrajectoryVerdict, verify_steps
 from .world import ExtraCheck, WorldState, format_action
 from .world import step as world_step
 
@@ -94,7 +94,7 @@ def with_thoughts(steps: list[dict], thoughts: list[str]) -> list[dict] | None:
 
 
 async def scaffold_trajectory(llm: LLMClient, store: Store, trajectory_id: str, persona_id: str, script: Script,
-                              settings: RefineConfig, extra: ExtraCheck | None, spend) -> tuple[tuple[list[dict], Verdict] | None, str]:  # fmt: skip
+                              settings: RefineConfig, extra: ExtraCheck | None, spend) -> tuple[tuple[list[dict], TrajectoryVerdict] | None, str]:  # fmt: skip
     """A verified scaffolded trajectory (steps, verdict) within the budget, or None and the last failure."""
     plan = planned_steps(script, extra)
     if plan is None:

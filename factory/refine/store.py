@@ -9,7 +9,7 @@ from ..records import Trajectory, to_conversations
 from ..store import Store, utcnow
 from ..store.derived import upsert_trajectory
 from .script import Script
-from .verify import Verdict
+from .verify import TrajectoryVerdict
 
 
 def save_script(
@@ -22,7 +22,9 @@ def save_script(
     )
 
 
-def save_verdict(store: Store, trajectory_id: str, attempt: int, verdict: Verdict | None, reason: str, n_steps: int):
+def save_verdict(
+    store: Store, trajectory_id: str, attempt: int, verdict: TrajectoryVerdict | None, reason: str, n_steps: int
+):
     ok, rule, step = (verdict.ok, verdict.rule, verdict.failed_step) if verdict else (False, "llm_error", None)
     store.execute(
         "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -15,7 +15,7 @@ receives the value converted to the parameter's declared type:
   valid value, text or JSON alike ("15" or 15: `factory eval` parses text), and
   hands the converted values on;
 - validation code is called with the converted values, both when script
-  verification probes it (`code_check.probe_calls`) and when a trajectory is
+  verification probes it (`validation_code.probe_calls`) and when a trajectory is
   verified, so code written as `params['litres'] in (1, 2, 3)` for an integer
   parameter and `params['place'] in ('kitchen', 'garden')` for a string one
   behave the same in both places.

@@ -61,7 +61,7 @@ class StepCheck:
 
 
 @dataclass
-class Verdict:
+class TrajectoryVerdict:
     ok: bool
     rule: str | None = None
     failed_step: int | None = None  # index of the first bad step
@@ -93,7 +93,7 @@ def count_corrections(checks: list[StepCheck]) -> int:
 
 def verify_steps(
     script: Script, raw_steps: list[Any], min_corrections: int = 2, extra: ExtraCheck | None = None
-) -> Verdict:
+) -> TrajectoryVerdict:
     state = WorldState.initial(script)
     checks: list[StepCheck] = []
     last = len(raw_steps) - 1
@@ -101,7 +101,7 @@ def verify_steps(
         fail = _check_one(script, state, raw, index == last, extra)
         if isinstance(fail, tuple):
             rule, reason = fail
-            return Verdict(False, rule, index, reason, checks, count_corrections(checks))
+            return TrajectoryVerdict(False, rule, index, reason, checks, count_corrections(checks))
         checks.append(fail)
         state = fail.state_after
     return _check_ending(checks, min_corrections)
@@ -127,13 +127,13 @@ def _check_one(script: Script, state: WorldState, raw: Any, is_last: bool, extra
     return StepCheck(step, moved.check, moved.after)
 
 
-def _check_ending(checks: list[StepCheck], min_corrections: int) -> Verdict:
+def _check_ending(checks: list[StepCheck], min_corrections: int) -> TrajectoryVerdict:
     corrections = count_corrections(checks)
     if not checks or not checks[-1].step.evaluation.task_done:
-        return Verdict(
+        return TrajectoryVerdict(
             False, "not_done", len(checks), "the trajectory ends before the task is done", checks, corrections
         )
     if corrections < min_corrections:
         reason = f"{corrections} correction(s), at least {min_corrections} required"
-        return Verdict(False, "too_few_corrections", None, reason, checks, corrections)
-    return Verdict(True, checks=checks, corrections=corrections)
+        return TrajectoryVerdict(False, "too_few_corrections", None, reason, checks, corrections)
+    return TrajectoryVerdict(True, checks=checks, corrections=corrections)

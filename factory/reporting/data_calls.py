@@ -1,25 +1,32 @@
-"""The report's numbers about LLM calls: tokens and cost, latency, errors (all from `llm_calls`)."""
+"""The report's numbers about LLM calls: tokens and cost, latency, errors (all from `llm_calls`).
+
+The whole-log totals come from factory/llm/call_summary.py, the same query `factory calls` reads; the
+per-stage tables, the latency histogram and the error kinds' shares are the report's own."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..llm.call_summary import call_totals
 from ..store import Store
 from .sql import dict_rows, float_histogram
 
+OVERVIEW_FIGURES = (
+    "calls",
+    "errors",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "cache_hits",
+    "first_call",
+    "last_call",
+)
+
 
 def totals(store: Store) -> dict[str, Any]:
-    (row,) = dict_rows(
-        store,
-        """
-        SELECT count(*), count(*) FILTER (status = 'error'), coalesce(sum(prompt_tokens), 0),
-               coalesce(sum(completion_tokens), 0), sum(cost_usd), coalesce(sum(cache_hits), 0),
-               min(started_at), max(finished_at)
-        FROM llm_calls
-        """,
-        "calls errors prompt_tokens completion_tokens cost_usd cache_hits first_call last_call",
-    )
-    return row
+    """The overview's whole-log figures, from the call log's own totals query (the ones `factory calls` shows)."""
+    figures = call_totals(store.query)
+    return {key: figures[key] for key in OVERVIEW_FIGURES}
 
 
 def usage(store: Store) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..report import format_call_summary
+from ..llm.call_summary import format_call_summary
 from ..store.live import STATUS_FILENAME
 
 STALE_PERIODS = 5  # a snapshot not rewritten for this many periods (and >= 10 s) is stale

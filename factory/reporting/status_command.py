@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FactoryError
-from ..report import format_call_summary, summarize_query
+from ..llm.call_summary import format_call_summary, summarize_query
 from ..store import Store
 from ..store.integrity import StoreBusyError
 from .live import describe, format_live, load_live

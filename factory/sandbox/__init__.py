@@ -1,7 +1,7 @@
 """factory.sandbox — the only way generated code runs.
 
-    run_program(source, stdin=None, limits=None) -> Verdict        (and arun_program)
-    run_function(source, name, calls, limits=None, call_timeout_s=None) -> Verdict
+    run_program(source, stdin=None, limits=None) -> SandboxResult        (and arun_program)
+    run_function(source, name, calls, limits=None, call_timeout_s=None) -> SandboxResult
                                                                     (and arun_function)
     sandbox_capabilities() -> dict   the kernel layers this machine offers
 
@@ -25,7 +25,7 @@ Layers, each assuming the one before was bypassed:
 4. The result channel: a trusted runner holds the result file and asks the
    worker for each call (arguments and a nonce sent only then); what the code
    writes out of turn makes the run error/tampered.
-`sandbox_capabilities()` and `Verdict.isolation` say what held; docs/sandbox.md
+`sandbox_capabilities()` and `SandboxResult.isolation` say what held; docs/sandbox.md
 has the details and FACTORY_SANDBOX_DISABLE, the test-only switch (layers.py).
 
 Containment (`containment.py`): layers 1 and 2 are not a boundary for any import
@@ -40,7 +40,7 @@ Import profiles: `DEFAULT_ALLOWED_IMPORTS` (pure computation) and
 tool and the code checker; prompts render it). `SandboxLimits.preloaded_modules`
 runs livecodebench's prelude (`CONTEST_PRELUDE`) before the code.
 
-Verdict mapping (`status` / `reason`):
+SandboxResult mapping (`status` / `reason`):
 - ok: the code ran to the end (a program's SystemExit(0) included) and the process
   exited with status 0. For run_function the run's status; each `calls[i]` has
   its own ok / error / timeout.
@@ -61,7 +61,7 @@ Verdict mapping (`status` / `reason`):
 - error / exit_code (also for SystemExit(0) while run_function's module is being
   defined, or inside a call), early_exit (the process ended with status 0 before
   the runner reported: os._exit), tampered (the code wrote to the result channel
-  out of turn, or a reply without the request's nonce). See verdict.py and
+  out of turn, or a reply without the request's nonce). See result.py and
   child/runner.py.
 - timeout / wall: past `wall_s` (the parent kills the process group).
 - timeout / cpu: past `cpu_s` (SIGXCPU from RLIMIT_CPU).
@@ -74,11 +74,18 @@ Calls a run never reached get the run's status with reason "not_run".
 
 from .api import arun_function, arun_program, run_function, run_program, sandbox_refusal
 from .capabilities import sandbox_capabilities
-from .models import CODE_TASK_IMPORTS, CONTEST_PRELUDE, DEFAULT_ALLOWED_IMPORTS, CallVerdict, SandboxLimits, Verdict
+from .models import (
+    CODE_TASK_IMPORTS,
+    CONTEST_PRELUDE,
+    DEFAULT_ALLOWED_IMPORTS,
+    CallResult,
+    SandboxLimits,
+    SandboxResult,
+)
 from .static_check import StaticIssue, check_source
 
 __all__ = [
-    "CODE_TASK_IMPORTS", "CONTEST_PRELUDE", "DEFAULT_ALLOWED_IMPORTS", "CallVerdict", "SandboxLimits", "StaticIssue",
-    "Verdict", "arun_function", "arun_program", "check_source", "run_function", "run_program",
+    "CODE_TASK_IMPORTS", "CONTEST_PRELUDE", "DEFAULT_ALLOWED_IMPORTS", "CallResult", "SandboxLimits", "StaticIssue",
+    "SandboxResult", "arun_function", "arun_program", "check_source", "run_function", "run_program",
     "sandbox_capabilities", "sandbox_refusal",
 ]  # fmt: skip

@@ -24,10 +24,10 @@ from .capabilities import landlock_abi, namespace_support
 from .child import seccomp
 from .containment import refusal
 from .layers import disabled_layers
-from .models import CallVerdict, SandboxLimits, Verdict
+from .models import CallResult, SandboxLimits, SandboxResult
 from .process import ScratchWatch, supervise
+from .result import make_result
 from .static_check import check_source
-from .verdict import make_verdict
 
 RUNNER = Path(__file__).parent / "child" / "runner.py"
 CallArgs = list | dict  # positional arguments, or keyword arguments
@@ -94,22 +94,22 @@ def job_payload(
     }  # fmt: skip
 
 
-def failed(reason: str, message: str, n_calls: int = 0) -> Verdict:
+def failed(reason: str, message: str, n_calls: int = 0) -> SandboxResult:
     """An error verdict for a run that never started (bad input, no scratch space)."""
-    return with_calls(Verdict(status="error", reason=reason, error=message), n_calls)
+    return with_calls(SandboxResult(status="error", reason=reason, error=message), n_calls)
 
 
-def with_calls(verdict: Verdict, n_calls: int) -> Verdict:
+def with_calls(verdict: SandboxResult, n_calls: int) -> SandboxResult:
     """Give every call the verdict of a run that never reached them."""
     verdict.calls = [
-        CallVerdict(index=i, status=verdict.status, reason=verdict.reason, error=f"not run: {verdict.error}")
+        CallResult(index=i, status=verdict.status, reason=verdict.reason, error=f"not run: {verdict.error}")
         for i in range(n_calls)
     ]
     return verdict
 
 
 async def run_job(source: object, limits: SandboxLimits | dict | None, stdin: object, n_calls: int,
-                  skip_static_check: bool, **mode: Any) -> Verdict:  # fmt: skip
+                  skip_static_check: bool, **mode: Any) -> SandboxResult:  # fmt: skip
     try:
         limits = SandboxLimits.model_validate(limits if limits is not None else {})
     except ValidationError as exc:
@@ -128,7 +128,7 @@ async def run_job(source: object, limits: SandboxLimits | dict | None, stdin: ob
     if not skip_static_check and "static_check" not in disabled:
         issue = check_source(source, limits.allowed_imports, limits.allow_scratch_files)
         if issue:
-            return with_calls(Verdict(status=issue.status, reason=issue.reason, error=issue.text), n_calls)
+            return with_calls(SandboxResult(status=issue.status, reason=issue.reason, error=issue.text), n_calls)
     try:
         job_dir = Path(tempfile.mkdtemp(prefix="factory-sandbox-"))
     except OSError as exc:
@@ -159,7 +159,9 @@ def owner_only(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-async def run_in(job_dir: Path, source: str, limits: SandboxLimits, stdin: object, n_calls: int, mode: dict) -> Verdict:
+async def run_in(
+    job_dir: Path, source: str, limits: SandboxLimits, stdin: object, n_calls: int, mode: dict
+) -> SandboxResult:
     try:
         stdin_path = write_job(job_dir, source, limits, stdin, mode)
     except (TypeError, ValueError) as exc:
@@ -176,7 +178,7 @@ async def run_in(job_dir: Path, source: str, limits: SandboxLimits, stdin: objec
         )  # fmt: skip
     except OSError as exc:  # the child could not start at all (no executable, no fds)
         return failed("sandbox", f"could not start the sandbox: {exc}", n_calls)
-    return make_verdict(raw, limits, n_calls)
+    return make_result(raw, limits, n_calls)
 
 
 def fallback_quota(scratch: Path, limits: SandboxLimits, mode: dict) -> ScratchWatch | None:
@@ -187,7 +189,7 @@ def fallback_quota(scratch: Path, limits: SandboxLimits, mode: dict) -> ScratchW
 
 
 async def arun_program(source: str, stdin: str | bytes | None = None, limits: SandboxLimits | None = None,
-                       *, _skip_static_check: bool = False) -> Verdict:  # fmt: skip
+                       *, _skip_static_check: bool = False) -> SandboxResult:  # fmt: skip
     """Run `source` as a program with `stdin`; the verdict carries its stdout and stderr."""
     if stdin is not None and not isinstance(stdin, (str, bytes)):
         return failed("input", f"stdin must be str or bytes, not {type(stdin).__name__}")
@@ -197,7 +199,7 @@ async def arun_program(source: str, stdin: str | bytes | None = None, limits: Sa
 async def arun_function(
     source: str, function_name: str, calls: list[CallArgs], limits: SandboxLimits | None = None,
     *, call_timeout_s: float | None = None, _skip_static_check: bool = False,
-) -> Verdict:  # fmt: skip
+) -> SandboxResult:  # fmt: skip
     """Define `source`, then call `function_name` once per entry of `calls` (a list
     of positional arguments or a dict of keyword arguments), all in one child.
     `verdict.calls[i]` is call i's own verdict; `verdict.status` is the run's."""
@@ -213,7 +215,7 @@ async def arun_function(
     )  # fmt: skip
 
 
-def run_sync(coroutine: Coroutine[Any, Any, Verdict]) -> Verdict:
+def run_sync(coroutine: Coroutine[Any, Any, SandboxResult]) -> SandboxResult:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -224,12 +226,13 @@ def run_sync(coroutine: Coroutine[Any, Any, Verdict]) -> Verdict:
 
 
 def run_program(source: str, stdin: str | bytes | None = None, limits: SandboxLimits | None = None,
-                *, _skip_static_check: bool = False) -> Verdict:  # fmt: skip
+                *, _skip_static_check: bool = False) -> SandboxResult:  # fmt: skip
     return run_sync(arun_program(source, stdin, limits, _skip_static_check=_skip_static_check))
 
 
 def run_function(source: str, function_name: str, calls: list[CallArgs], limits: SandboxLimits | None = None,
-                 *, call_timeout_s: float | None = None, _skip_static_check: bool = False) -> Verdict:  # fmt: skip
+                 *, call_timeout_s: float | None = None,
+                 _skip_static_check: bool = False) -> SandboxResult:  # fmt: skip
     return run_sync(
         arun_function(
             source, function_name, calls, limits, call_timeout_s=call_timeout_s, _skip_static_check=_skip_static_check

@@ -4,7 +4,7 @@ The hostile tests prove each layer by switching it off and watching the attack
 get through; nobody else should set it. It is read by the parent on every run;
 a disabled layer is not applied (a run with landlock or seccomp disabled is not
 refused by the containment rule: the switch is the caller's explicit choice),
-and `Verdict.isolation["disabled"]` lists what was left out.
+and `SandboxResult.isolation["disabled"]` lists what was left out.
 """
 
 from __future__ import annotations

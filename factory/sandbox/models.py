@@ -1,4 +1,4 @@
-"""The sandbox's settings (`SandboxLimits`) and its answers (`Verdict`, `CallVerdict`)."""
+"""The sandbox's settings (`SandboxLimits`) and its answers (`SandboxResult`, `CallResult`)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class SandboxLimits(StrictModel):
         return self
 
 
-class CallVerdict(BaseModel):
+class CallResult(BaseModel):
     """One call of a function run by `run_function`."""
 
     index: int
@@ -90,7 +90,7 @@ class CallVerdict(BaseModel):
         return self.status == "ok"
 
 
-class Verdict(BaseModel):
+class SandboxResult(BaseModel):
     """What happened to one sandboxed run; see the package docstring for the mapping."""
 
     status: Status
@@ -101,7 +101,7 @@ class Verdict(BaseModel):
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     value: Any = None
-    calls: list[CallVerdict] = Field(default_factory=list)
+    calls: list[CallResult] = Field(default_factory=list)
     exit_code: int | None = None
     signal: str | None = None
     duration_s: float = 0.0

@@ -23,7 +23,7 @@ from factory.store import STORE_FILENAME
 from .environments import load_environments
 from .loop import evaluate
 from .players import HFPlayer, LLMPlayer, llm_config
-from .report import format_report, write_report
+from .results import format_results, write_results
 
 
 class EvalSettings(StrictModel):
@@ -106,14 +106,14 @@ def make_player(args: argparse.Namespace, settings: EvalSettings, store=None, ru
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    report, path = run_eval(args)
-    print(format_report(report))
+    results, path = run_eval(args)
+    print(format_results(results))
     print(f"results: {path}")
     return 0
 
 
 def run_eval(args: argparse.Namespace):
-    """Play the held-out environments (the arguments as the `eval` parser gives them); (report, results path)."""
+    """Play the held-out environments (the arguments as the `eval` parser gives them); (results, results path)."""
     settings = settings_from(args)
     run_dir = Path(args.run_dir)
     if args.scripts is None and not (run_dir / STORE_FILENAME).exists():
@@ -123,8 +123,8 @@ def run_eval(args: argparse.Namespace):
         if settings.limit is not None:
             selection.environments = selection.environments[: settings.limit]
         player = make_player(args, settings, run.store, run.run_id)
-        report = evaluate(
+        results = evaluate(
             selection, player, settings.max_steps, settings.concurrency, settings.loop_k, settings.validation_code
         )
-        path = write_report(report, run_dir, {"run_id": run.run_id, "scripts": args.scripts})
-    return report, path
+        path = write_results(results, run_dir, {"run_id": run.run_id, "scripts": args.scripts})
+    return results, path

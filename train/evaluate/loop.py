@@ -16,8 +16,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from factory.refine.code_check import SandboxCodeChecker
 from factory.refine.solvable import shortest_plan
+from factory.refine.validation_code import SandboxCodeChecker
 from factory.refine.world import ExtraCheck, WorldState, format_action, step
 
 from . import dialogue
@@ -27,7 +27,7 @@ from .players import Player, PlayerError
 
 
 @dataclass
-class EvalReport:
+class EvalResults:
     player: str
     settings: dict[str, Any]
     episodes: list[EpisodeResult]
@@ -105,7 +105,8 @@ def _result(env, state, status, error, transcript, format_errors, invalid, track
 
 
 async def evaluate_async(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20,
-                         concurrency: int = 8, loop_k: int = 3, validation_code: bool = True) -> EvalReport:  # fmt: skip
+                         concurrency: int = 8, loop_k: int = 3,
+                         validation_code: bool = True) -> EvalResults:  # fmt: skip
     """Play every environment once (`concurrency` at a time); episodes come back in env order."""
     selection = envs if isinstance(envs, Selection) else Selection(list(envs))
     gate = asyncio.Semaphore(concurrency)
@@ -117,14 +118,14 @@ async def evaluate_async(envs: Sequence[Environment] | Selection, player: Player
     episodes = await asyncio.gather(*(one(env) for env in selection.environments))
     settings = {"max_steps": max_steps, "concurrency": concurrency, "loop_k": loop_k,
                 "validation_code": validation_code, **getattr(player, "settings", {})}  # fmt: skip
-    return EvalReport(player.name, settings, list(episodes), selection.to_dict())
+    return EvalResults(player.name, settings, list(episodes), selection.to_dict())
 
 
 def evaluate(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20, concurrency: int = 8,
-             loop_k: int = 3, validation_code: bool = True) -> EvalReport:  # fmt: skip
+             loop_k: int = 3, validation_code: bool = True) -> EvalResults:  # fmt: skip
     """The synchronous entry point: runs the episodes, then closes the player's connections."""
 
-    async def run() -> EvalReport:
+    async def run() -> EvalResults:
         try:
             return await evaluate_async(envs, player, max_steps, concurrency, loop_k, validation_code)
         finally:

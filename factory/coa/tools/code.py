@@ -63,7 +63,7 @@ import ast
 import re
 import signal
 
-from ...sandbox import SandboxLimits, Verdict, arun_program
+from ...sandbox import SandboxLimits, SandboxResult, arun_program
 from .base import ToolResult, strip_fence
 from .config import CodeToolConfig
 
@@ -115,7 +115,7 @@ def offset_of(lines: list[str], lineno: int, col_offset: int) -> int:
     return sum(len(text) for text in lines[: lineno - 1]) + len(line.encode("utf-8")[:col_offset].decode("utf-8"))
 
 
-def exit_status(verdict: Verdict) -> int:
+def exit_status(verdict: SandboxResult) -> int:
     """The exit status AFM's nsjail run would report for the same event."""
     if verdict.status == "timeout" and verdict.reason == "wall":
         return 1  # AFM's executor: the subprocess timed out, returncode 1
@@ -128,13 +128,13 @@ def exit_status(verdict: Verdict) -> int:
     return verdict.exit_code if verdict.exit_code is not None else 1  # nothing ran: the static check refused
 
 
-def system_exit(verdict: Verdict) -> str | None:
+def system_exit(verdict: SandboxResult) -> str | None:
     """The code of a SystemExit that ended the program (as text), or None."""
     found = SYSTEM_EXIT.search(verdict.error or "") if verdict.reason == "exit_code" else None
     return found.group(1) if found else None
 
 
-def program_stderr(verdict: Verdict) -> str:
+def program_stderr(verdict: SandboxResult) -> str:
     """stderr as a plain Python process leaves it: our runner writes a traceback for SystemExit,
     Python writes none, and prints a code that is not a number (sys.exit("bye") -> "bye")."""
     code = system_exit(verdict)
@@ -145,7 +145,7 @@ def program_stderr(verdict: Verdict) -> str:
     return stderr if EXIT_CODE.fullmatch(code) else f"{stderr}{code}\n"
 
 
-def sandbox_note(verdict: Verdict, limits: SandboxLimits) -> str | None:
+def sandbox_note(verdict: SandboxResult, limits: SandboxLimits) -> str | None:
     """What only the sandbox saw, for stderr; None where the program's stderr tells it."""
     if verdict.status == "ok" or (verdict.reason in TOLD_BY_STDERR and verdict.stderr.strip()):
         return None
@@ -195,7 +195,7 @@ def afm_observation(ok: bool, status: int, stdout: str, stderr: str, max_chars: 
     return "\n".join([head, *blocks])
 
 
-def describe(verdict: Verdict, limits: SandboxLimits, max_chars: int, stdin_given: bool = True) -> str:
+def describe(verdict: SandboxResult, limits: SandboxLimits, max_chars: int, stdin_given: bool = True) -> str:
     """The observation for a verdict, in AFM's layout."""
     wall_timeout = verdict.status == "timeout" and verdict.reason == "wall"
     stdout = "" if wall_timeout else verdict.stdout  # AFM's timed-out subprocess leaves no stdout

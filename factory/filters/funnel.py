@@ -37,7 +37,7 @@ class FilterOutcome:
 
 
 @dataclass
-class FilterReport:
+class FilterFunnel:
     total: int
     by_source: dict[str, int]
     filters: list[FilterOutcome]
@@ -50,9 +50,9 @@ class FilterReport:
     unverified: int = 0  # rows the verifier failed: filters judge them, the export never writes them
 
 
-def build_report(
+def build_funnel(
     store: Store, runs: list["FilterRun"], removed: dict[str, int], missing_rollouts: list[str] | None = None
-) -> FilterReport:
+) -> FilterFunnel:
     by_source = dict(store.query("SELECT coalesce(source, '?'), count(*) FROM trajectories GROUP BY 1 ORDER BY 1"))
     outcomes = {
         run.name: FilterOutcome(run.name, run.kind, run.position, run.mode, run.judged, run.seconds) for run in runs
@@ -60,7 +60,7 @@ def build_report(
     count_verdicts(store, outcomes, by_source)
     count_left(store, outcomes, sum(by_source.values()))
     kept_by_source, weight, splits, unverified = final_counts(store)
-    return FilterReport(
+    return FilterFunnel(
         total=sum(by_source.values()), by_source=by_source, filters=sorted(outcomes.values(), key=lambda o: o.position),
         removed=removed, kept=sum(kept_by_source.values()), kept_by_source=kept_by_source, weight=weight,
         splits=splits, missing_rollouts=missing_rollouts or [], unverified=unverified,
@@ -133,15 +133,15 @@ def final_counts(store: Store) -> tuple[dict[str, int], float, dict[str, int], i
     return kept.by_source, kept.kept_weight, kept.split_trajectories, kept.unverified
 
 
-def format_funnel(report: FilterReport) -> str:
-    """The report as text: one line per filter, then where the drops went, then what is left."""
-    lines = [f"filters over {report.total} trajectories ({sources_text(report.by_source)})"]
-    width = max([18, *(len(o.name) for o in report.filters)])  # names are never cut: they are what users grep
+def format_funnel(funnel: FilterFunnel) -> str:
+    """The funnel as text: one line per filter, then where the drops went, then what is left."""
+    lines = [f"filters over {funnel.total} trajectories ({sources_text(funnel.by_source)})"]
+    width = max([18, *(len(o.name) for o in funnel.filters)])  # names are never cut: they are what users grep
     lines.append(
         f"{'#':>2}  {'filter':<{width}} {'kind':<12} {'run':<13} {'judged':>8} {'kept':>8} {'dropped':>8} "
         f"{'left':>8} {'secs':>7}"
     )
-    for o in report.filters:
+    for o in funnel.filters:
         lines.append(
             f"{o.position:>2}  {o.name:<{width}} {o.kind:<12} {o.mode:<13} {o.judged:>8} {o.kept:>8} "
             f"{o.dropped:>8} {o.left:>8} {o.seconds:>7.2f}"
@@ -153,15 +153,15 @@ def format_funnel(report: FilterReport) -> str:
             )
         if o.notes:
             lines.append(f"      kept with a note: {counts_text(o.notes)}")
-    for name, n in report.removed.items():
+    for name, n in funnel.removed.items():
         lines.append(f"removed from the config: {name} ({n} verdicts deleted)")
-    for line in report.missing_rollouts:
+    for line in funnel.missing_rollouts:
         lines.append(f"missing rollouts: {line}")
-    splits = ", ".join(f"{name} {n}" for name, n in sorted(report.splits.items()))
-    unverified = f"; not verified {report.unverified} (never exported)" if report.unverified else ""
+    splits = ", ".join(f"{name} {n}" for name, n in sorted(funnel.splits.items()))
+    unverified = f"; not verified {funnel.unverified} (never exported)" if funnel.unverified else ""
     lines.append(
-        f"kept {report.kept} of {report.total} ({sources_text(report.kept_by_source)}){unverified}; "
-        f"weighted size {report.weight:g}; split: {splits or 'none'}"
+        f"kept {funnel.kept} of {funnel.total} ({sources_text(funnel.kept_by_source)}){unverified}; "
+        f"weighted size {funnel.weight:g}; split: {splits or 'none'}"
     )
     return "\n".join(lines)
 

@@ -1,4 +1,4 @@
-"""Read what the parent saw (`RawOutcome`) as a `Verdict`.
+"""Read what the parent saw (`RawOutcome`) as a `SandboxResult`.
 
 The parent's own observations come first — it ran out of wall clock, it cut the
 output, the kernel killed the child — because the child cannot be trusted to
@@ -11,7 +11,7 @@ The parent still checks them — a run is "ok" only when the kernel's exit statu
 (0), a record sequence that is not the runner's own (two ends, a call out of order, a
 second "ready") is "error/tampered", a process that ends with status 0 before the
 runner reports is an early exit — and reads them defensively: whatever their shape,
-`make_verdict` returns a Verdict. What a reply can still carry is a value the code
+`make_result` returns a SandboxResult. What a reply can still carry is a value the code
 chose to return, which is all a return value ever is: checkers compare it, in the
 parent, with expected values that never enter the sandbox.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import signal
 
-from .models import CallVerdict, SandboxLimits, Verdict
+from .models import CallResult, SandboxLimits, SandboxResult
 from .process import CappedBuffer, RawOutcome
 
 CHILD_STATUSES = ("ok", "error", "timeout")  # rejected, killed and wall timeouts are the parent's to say
@@ -101,30 +101,28 @@ def child_report(raw: RawOutcome) -> tuple[str, str | None, str | None]:
     return "error", "sandbox", f"the sandbox child ended (exit code {raw.returncode}) without a result{detail}"
 
 
-def call_verdicts(
-    raw: RawOutcome, n_calls: int, status: str, reason: str | None, error: str | None
-) -> list[CallVerdict]:
-    """One verdict per call. Where the child died mid-run, the first call without a
+def call_results(raw: RawOutcome, n_calls: int, status: str, reason: str | None, error: str | None) -> list[CallResult]:
+    """One result per call. Where the child died mid-run, the first call without a
     record is the one it died in; the calls after it never ran."""
     done = {}
     for record in raw.records:
         index = record.get("index")
         if record.get("kind") == "call" and type(index) is int and 0 <= index < n_calls:  # not True, not 1.0
-            done[index] = call_verdict(record)
+            done[index] = call_result(record)
     kinds = {record.get("kind") for record in raw.records}
     interrupted = "calls" in kinds and "end" not in kinds  # died after the module ran, before the end
     missing_status = "error" if status == "ok" else status
-    verdicts, blamed = [], False
+    results, blamed = [], False
     for index in range(n_calls):
         if index in done:
-            verdicts.append(done[index])
+            results.append(done[index])
         elif interrupted and not blamed:
             blamed = True
-            verdicts.append(CallVerdict(index=index, status=missing_status, reason=reason, error=error))
+            results.append(CallResult(index=index, status=missing_status, reason=reason, error=error))
         else:
-            verdicts.append(CallVerdict(index=index, status=missing_status, reason="not_run",
-                                        error=f"not run: {error or 'the run ended first'}"))  # fmt: skip
-    return verdicts
+            results.append(CallResult(index=index, status=missing_status, reason="not_run",
+                                      error=f"not run: {error or 'the run ended first'}"))  # fmt: skip
+    return results
 
 
 def child_fields(record: dict) -> tuple[str, str | None, str | None]:
@@ -148,17 +146,17 @@ def depth_over(value: object, limit: int) -> bool:
     return False
 
 
-def call_verdict(record: dict) -> CallVerdict:
+def call_result(record: dict) -> CallResult:
     status, reason, error = child_fields(record)
     try:
         value = json.loads(record["value_json"]) if "value_json" in record else None
         duration_s = float(record.get("duration_s", 0.0))
     except (TypeError, ValueError, RecursionError):  # RecursionError: a forged value nested past the parser
-        return CallVerdict(index=record["index"], status="error", reason="sandbox", error="unreadable call record")
+        return CallResult(index=record["index"], status="error", reason="sandbox", error="unreadable call record")
     if depth_over(value, MAX_VALUE_DEPTH):
-        return CallVerdict(index=record["index"], status="error", reason="value", duration_s=duration_s,
-                           error=f"the return value nests deeper than {MAX_VALUE_DEPTH} levels")  # fmt: skip
-    return CallVerdict(
+        return CallResult(index=record["index"], status="error", reason="value", duration_s=duration_s,
+                          error=f"the return value nests deeper than {MAX_VALUE_DEPTH} levels")  # fmt: skip
+    return CallResult(
         index=record["index"], status=status, value=value, error=error, reason=reason, duration_s=duration_s
     )
 
@@ -194,27 +192,33 @@ def plain_isolation(isolation: object) -> dict:
     return kept
 
 
-def make_verdict(raw: RawOutcome, limits: SandboxLimits, n_calls: int = 0) -> Verdict:
-    """Never raises: whatever the child wrote, the answer is a Verdict."""
+def make_result(raw: RawOutcome, limits: SandboxLimits, n_calls: int = 0) -> SandboxResult:
+    """Never raises: whatever the child wrote, the answer is a SandboxResult."""
     try:
-        return read_verdict(raw, limits, n_calls)
+        return read_result(raw, limits, n_calls)
     except Exception as exc:  # noqa: BLE001 - RecursionError, odd types: the records were not the runner's
-        return Verdict(status="error", reason="sandbox", error=f"unreadable result records ({type(exc).__name__})",
-                       calls=[CallVerdict(index=i, status="error", reason="sandbox", error="unreadable result records")
-                              for i in range(n_calls)],
-                       duration_s=raw.duration_s)  # fmt: skip
+        return SandboxResult(
+            status="error",
+            reason="sandbox",
+            error=f"unreadable result records ({type(exc).__name__})",
+            calls=[
+                CallResult(index=i, status="error", reason="sandbox", error="unreadable result records")
+                for i in range(n_calls)
+            ],
+            duration_s=raw.duration_s,
+        )
 
 
-def read_verdict(raw: RawOutcome, limits: SandboxLimits, n_calls: int) -> Verdict:
+def read_result(raw: RawOutcome, limits: SandboxLimits, n_calls: int) -> SandboxResult:
     observed = parent_observation(raw, limits)
     forged = tampering(raw.records, n_calls)
     status, reason, error = observed or (("error", "tampered", forged) if forged else child_report(raw))
     ready = next((r for r in raw.records if r.get("kind") == "ready"), {})
     if forged or reason == "tampered":  # the runner's own finding, or a record sequence not its own
-        calls = [CallVerdict(index=i, status="error", reason="tampered", error=error) for i in range(n_calls)]
+        calls = [CallResult(index=i, status="error", reason="tampered", error=error) for i in range(n_calls)]
     else:
-        calls = call_verdicts(raw, n_calls, status, reason, error)
-    return Verdict(
+        calls = call_results(raw, n_calls, status, reason, error)
+    return SandboxResult(
         status=status, reason=reason, error=error,
         stdout=text_of(raw.stdout), stderr=text_of(raw.stderr),
         stdout_truncated=raw.stdout.overflowed, stderr_truncated=raw.stderr.overflowed,

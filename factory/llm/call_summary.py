@@ -1,11 +1,33 @@
-"""Summaries of a run's call log (`factory calls RUN_DIR`)."""
+"""Summaries of a run's call log, `llm_calls` (`factory calls RUN_DIR`, `factory status`, the HTML report's totals).
+
+`call_totals` is the one query for the whole-log figures: the calls command's summary and the report's
+overview both read it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable
 
-from .store import Store
+from ..store import Store
+
+TOTALS = {  # figure -> its aggregate over llm_calls
+    "calls": "count(*)",
+    "ok": "count(*) FILTER (status = 'ok')",
+    "errors": "count(*) FILTER (status = 'error')",
+    "attempts": "coalesce(sum(attempts), 0)",
+    "cache_hits": "coalesce(sum(cache_hits), 0)",
+    "prompt_tokens": "coalesce(sum(prompt_tokens), 0)",
+    "completion_tokens": "coalesce(sum(completion_tokens), 0)",
+    "cost_usd": "sum(cost_usd)",
+    "priced_calls": "count(cost_usd)",
+    "p50": "quantile_cont(latency_s, 0.5)",
+    "p90": "quantile_cont(latency_s, 0.9)",
+    "p99": "quantile_cont(latency_s, 0.99)",
+    "mean": "avg(latency_s)",
+    "first_call": "min(started_at)",
+    "last_call": "max(finished_at)",
+}
+Query = Callable[[str, list[Any] | None], list[tuple]]  # a store's query, or a live run's own cursor's
 
 
 def summarize_calls(run_dir: str | Path, stage: str | None = None) -> dict[str, Any]:
@@ -20,9 +42,9 @@ def journal_backlog(store: Store) -> dict[str, int] | None:
     """What a killed run left in its call journal and DuckDB lacks (the next command whose LLM
     client opens the store writes it), or None when nothing waits. The journal still holds lines
     already flushed; an answer counts only where llm_calls lacks its row (the replay's own rule)."""
-    from .llm.journal import journal_path
-    from .llm.replay import read_journal
-    from .llm.rows import COLUMNS, as_table, merge_duplicates
+    from .journal import journal_path
+    from .replay import read_journal
+    from .rows import COLUMNS, as_table, merge_duplicates
 
     path = journal_path(store.path)
     if not path.is_file() or path.stat().st_size == 0:
@@ -37,20 +59,17 @@ def journal_backlog(store: Store) -> dict[str, int] | None:
     return {"answered": missing, "unanswered_attempts": attempts} if missing or attempts else None
 
 
-def summarize_query(query: Callable[[str, list[Any] | None], list[tuple]], stage: str | None = None) -> dict[str, Any]:
+def call_totals(query: Query, stage: str | None = None) -> dict[str, Any]:
+    """Every figure of TOTALS over the whole call log, or over one stage's calls."""
+    where, args = ("WHERE stage = ?", [stage]) if stage else ("", [])
+    row = query(f"SELECT {', '.join(TOTALS.values())} FROM llm_calls {where}", args)[0]
+    return dict(zip(TOTALS, row, strict=True))
+
+
+def summarize_query(query: Query, stage: str | None = None) -> dict[str, Any]:
     """The call summary through any query function (a store's, or a live run's own cursor)."""
     where, args = ("WHERE stage = ?", [stage]) if stage else ("", [])
-    (calls, ok, attempts, hits, prompt, completion, cost, priced, p50, p90, p99, mean) = query(
-        f"""
-        SELECT count(*), count(*) FILTER (status = 'ok'), coalesce(sum(attempts), 0),
-               coalesce(sum(cache_hits), 0), coalesce(sum(prompt_tokens), 0),
-               coalesce(sum(completion_tokens), 0), sum(cost_usd), count(cost_usd),
-               quantile_cont(latency_s, 0.5), quantile_cont(latency_s, 0.9),
-               quantile_cont(latency_s, 0.99), avg(latency_s)
-        FROM llm_calls {where}
-        """,
-        args,
-    )[0]
+    totals = call_totals(query, stage)
     errors = dict(
         query(
             f"SELECT error_kind, count(*) FROM llm_calls {where} {'AND' if where else 'WHERE'} status = 'error' "
@@ -63,10 +82,11 @@ def summarize_query(query: Callable[[str, list[Any] | None], list[tuple]], stage
         None,
     )
     return {
-        "calls": calls, "ok": ok, "errors": errors, "attempts": attempts, "cache_hits": hits,
-        "prompt_tokens": prompt, "completion_tokens": completion,
-        "cost_usd": cost if priced else None, "priced_calls": priced,
-        "latency_s": {"mean": mean, "p50": p50, "p90": p90, "p99": p99},
+        "calls": totals["calls"], "ok": totals["ok"], "errors": errors, "attempts": totals["attempts"],
+        "cache_hits": totals["cache_hits"], "prompt_tokens": totals["prompt_tokens"],
+        "completion_tokens": totals["completion_tokens"],
+        "cost_usd": totals["cost_usd"] if totals["priced_calls"] else None, "priced_calls": totals["priced_calls"],
+        "latency_s": {key: totals[key] for key in ("mean", "p50", "p90", "p99")},
         "by_stage": [{"stage": s, "model": m, "calls": c, "ok": k} for s, m, c, k in by_stage],
     }  # fmt: skip
 

@@ -29,7 +29,7 @@ from ..sandbox import (
     CODE_TASK_IMPORTS,
     CONTEST_PRELUDE,
     SandboxLimits,
-    Verdict,
+    SandboxResult,
     arun_function,
     arun_program,
     sandbox_refusal,
@@ -95,7 +95,7 @@ class CodeTests(Checker):
         return self._gates[loop]
 
 
-def stdin_outcome(verdict: Verdict, case: StdinCase) -> str | None:
+def stdin_outcome(verdict: SandboxResult, case: StdinCase) -> str | None:
     if not verdict.ok:
         return failed_run(verdict)
     if outputs_match(verdict.stdout, case.expected):
@@ -103,7 +103,7 @@ def stdin_outcome(verdict: Verdict, case: StdinCase) -> str | None:
     return f"wrong output: expected {clip(case.expected)!r}, got {clip(verdict.stdout)!r}"
 
 
-def call_outcome(verdict: Verdict, case: CallCase) -> str | None:
+def call_outcome(verdict: SandboxResult, case: CallCase) -> str | None:
     call = verdict.calls[0] if verdict.calls else None
     if not verdict.ok or call is None or not call.ok:
         return failed_run(call or verdict)
@@ -112,7 +112,7 @@ def call_outcome(verdict: Verdict, case: CallCase) -> str | None:
     return f"wrong value: expected {clip(repr(case.expected))}, got {clip(repr(call.value))}"
 
 
-def script_outcome(verdict: Verdict, case: ScriptCase) -> str | None:
+def script_outcome(verdict: SandboxResult, case: ScriptCase) -> str | None:
     call = verdict.calls[0] if verdict.calls else None
     if not verdict.ok or call is None or not call.ok:
         return failed_run(call or verdict)
