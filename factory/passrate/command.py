@@ -10,11 +10,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..coa.tasks import Task, select_tasks
 from ..config import validate_config
 from ..errors import ConfigError
 from ..report import format_call_summary, summarize_calls
 from ..run import open_run
+from ..tasks import Task, select_tasks
 from .config import PassrateConfig
 from .rates import summarize
 from .sampler import STAGE, ensure_rollouts
