@@ -19,8 +19,8 @@ from factory.checks import (
     last_boxed,
     python_code,
 )  # fmt: skip
-from factory.coa import load_tasks
 from factory.llm import LLMClient
+from factory.tasks import load_tasks
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"task files not found at {DATA}")

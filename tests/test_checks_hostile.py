@@ -173,7 +173,7 @@ def fenced(code: str) -> str:
 
 @pytest.fixture(scope="module")
 def tasks():
-    from factory.coa import load_tasks
+    from factory.tasks import load_tasks
 
     wanted = {"3610", "abc374_a", "abc375_b", "abc378_a"}
     found = {t.id.split("/")[-1]: t for t in load_tasks(LCB) if t.id.split("/")[-1] in wanted}

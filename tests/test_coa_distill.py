@@ -16,8 +16,8 @@ from afm_rows import code_rows, mas_rows
 from factory.coa import Event, ToolCall, Trace, coa_stats, distill, distill_prompt, record_trace
 from factory.coa.afm import TOOL_TAGS, parse_blocks, reflection_scores, validate_afm
 from factory.coa.store import failure_counts, load_trace, save_trace
-from factory.coa.tasks import Task
 from factory.store import Store
+from factory.tasks import Task
 
 GOOD = {"information_conflict": "good", "tool_effectiveness": "good", "trajectory_progress": "good"}
 POOR = {**GOOD, "tool_effectiveness": "poor"}

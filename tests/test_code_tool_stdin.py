@@ -49,7 +49,7 @@ def test_afm_layout_splits_program_and_stdin():
 
 @pytest.mark.skipif(not LCB.exists(), reason=f"task file not found at {LCB}")
 def test_an_agent_tests_a_contest_program_on_the_tasks_sample_inputs():
-    from factory.coa import load_tasks
+    from factory.tasks import load_tasks
 
     (task,) = [t for t in load_tasks(LCB) if t.id.endswith("/abc378_a")]
     for stdin, expected in zip(task.tests["stdin"], task.tests["expected_output"]):

@@ -24,12 +24,12 @@ import pytest
 from filter_rows import add_coa, add_rollouts, write_config
 
 from factory.coa.afm import make_blocks, render_multiturn, render_single
-from factory.coa.tasks import load_tasks
 from factory.export import ExportOptions, export_dataset
 from factory.export.verl import RLOptions
 from factory.filters import run_filters
 from factory.records import to_conversations
 from factory.store import Store
+from factory.tasks import load_tasks
 
 TASKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks"
 FILES = ["math500.parquet", "amc23.parquet", "livecodebench_v5.parquet", "nq_full.jsonl"]

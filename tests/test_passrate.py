@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from loopback_server import Action, ok
 
-from factory.coa.tasks import TaskError, load_tasks
 from factory.errors import ConfigError
 from factory.passrate import PassrateError, ensure_rollouts, pass_rates, summarize
 from factory.passrate.command import add_passrate_parser
 from factory.store import Store
+from factory.tasks import TaskError, load_tasks
 
 SHARED_TASKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks"
 DIVISORS = "How many positive whole-number divisors does 196 have?"  # MATH500/3, answer 9
@@ -235,7 +235,7 @@ def test_bad_settings_are_one_line_errors(fast_config, tmp_path):
 
 KILLED_RUN = """
 import json, sys
-from factory.coa.tasks import load_tasks
+from factory.tasks import load_tasks
 from factory.llm import LLMConfig
 from factory.passrate import ensure_rollouts
 from factory.store import Store

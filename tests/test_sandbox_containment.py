@@ -11,7 +11,6 @@ import pytest
 
 import factory.sandbox.api as api
 from factory.checks import CODE_LIMITS, CodeTests
-from factory.coa.tasks import Task
 from factory.coa.tools import CodeTool
 from factory.sandbox import (
     CODE_TASK_IMPORTS,
@@ -25,6 +24,7 @@ from factory.sandbox import (
     sandbox_refusal,
 )  # fmt: skip
 from factory.sandbox.child import seccomp
+from factory.tasks import Task
 
 CODE = SandboxLimits(cpu_s=5, wall_s=8, allowed_imports=CODE_TASK_IMPORTS)
 CAPS = sandbox_capabilities()

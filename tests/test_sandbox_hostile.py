@@ -290,8 +290,8 @@ def layer_held(layer: str, isolation: dict) -> bool:
 def test_the_code_tool_and_checker_answer_a_deep_record_with_a_failure(host, monkeypatch):
     """The same finding through the callers, with the code-task profile and its static check."""
     from factory.checks import CODE_LIMITS, CodeTests
-    from factory.coa.tasks import Task
     from factory.coa.tools import CodeTool
+    from factory.tasks import Task
 
     monkeypatch.delenv("FACTORY_SANDBOX_DISABLE", raising=False)
     tool = asyncio.run(CodeTool()(DEEP_THROUGH_SYS))

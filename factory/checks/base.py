@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ..coa.tasks import Task
 from ..errors import FactoryError
 from ..sandbox.api import run_sync  # asyncio.run, in a helper thread when a loop is already running
+from ..tasks import Task
 
 
 class CheckError(FactoryError):

@@ -1,6 +1,6 @@
 """livecodebench test cases: read from Task.tests, and how an output is compared.
 
-Two shapes come in `reward_model.ground_truth` (see factory.coa.tasks):
+Two shapes come in `reward_model.ground_truth` (see factory.tasks):
 - stdin style (AtCoder): {"stdin": [...], "expected_output": [...]}, one case a pair;
 - functional style (LeetCode): {"functional": "result = Solution().f(args)\\nassert
   result == expected, ...", "func_name": "f"}: each assign + assert pair is one case,

@@ -24,7 +24,6 @@ import asyncio
 import os
 import weakref
 
-from ..coa.tasks import Task
 from ..sandbox import (
     CODE_TASK_IMPORTS,
     CONTEST_PRELUDE,
@@ -34,6 +33,7 @@ from ..sandbox import (
     arun_program,
     sandbox_refusal,
 )  # fmt: skip
+from ..tasks import Task
 from .base import Checker, CheckResult, failure
 from .code_cases import CallCase, Case, StdinCase, as_json, cases_of, outputs_match
 from .code_script import PROBE_FUNCTION, ScriptCase, UncheckableCase

@@ -13,9 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..coa.tasks import Task
 from ..llm import LLMClient, Request, Result
 from ..prompts import load_prompt, render_prompt
+from ..tasks import Task
 from .base import Checker, CheckError, CheckResult, failure
 
 STAGE = "check"

@@ -20,7 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ..coa.tasks import Task
+from ..tasks import Task
 from .base import Checker, CheckError, CheckResult, failure
 from .extract import final_answer, last_boxed
 

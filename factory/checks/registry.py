@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..coa.tasks import Task
+from ..tasks import Task
 from .base import Checker, CheckError
 from .code_tests import CodeTests
 from .judge import LLMJudge

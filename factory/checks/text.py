@@ -6,7 +6,7 @@ import re
 import unicodedata
 from collections import Counter
 
-from ..coa.tasks import Task
+from ..tasks import Task
 from .base import Checker, CheckResult, failure
 from .extract import final_answer
 

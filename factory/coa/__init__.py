@@ -15,13 +15,11 @@ from .importers import AgentLogError, load_agent_log, openai_trace, smolagents_t
 from .mas import open_agents, run_mas
 from .stats import coa_stats
 from .store import coa_funnel, failure_counts, load_trace, save_trace
-from .tasks import Task, TaskError, TaskSet, load_tasks, read_tasks, sample_tasks
 from .trace import Event, LLMUsage, ToolCall, Trace
 
 __all__ = [
-    "AgentLogError", "CoaConfig", "CoaOutcome", "Distillation", "Event", "LLMUsage", "RoleModels", "Task",
-    "TaskError", "TaskSet", "ToolCall", "Trace", "coa_funnel", "coa_stats", "distill", "distill_prompt",
-    "failure_counts", "load_agent_log", "load_tasks", "load_trace", "open_agents", "openai_trace", "read_tasks",
-    "record_trace", "run_coa", "run_coa_async", "run_coa_import", "run_mas", "sample_tasks", "save_trace",
-    "smolagents_trace",
+    "AgentLogError", "CoaConfig", "CoaOutcome", "Distillation", "Event", "LLMUsage", "RoleModels", "ToolCall",
+    "Trace", "coa_funnel", "coa_stats", "distill", "distill_prompt", "failure_counts", "load_agent_log",
+    "load_trace", "open_agents", "openai_trace", "record_trace", "run_coa", "run_coa_async", "run_coa_import",
+    "run_mas", "save_trace", "smolagents_trace",
 ]  # fmt: skip

@@ -17,18 +17,19 @@ import asyncio
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 from tqdm.auto import tqdm
 
-from .. import checks  # a module, not its names: factory.checks imports factory.coa.tasks
+from ..checks import Checker, default_checker, get_checker
 from ..errors import FactoryError, StoreWriteError
 from ..llm.progress import CallCounter
 from ..records import Trajectory
 from ..run import open_run
 from ..sandbox import sandbox_refusal
 from ..store import Store
+from ..tasks import Task, select_tasks
 from .config import CoaConfig
 from .defaults import auto_chosen, coa_llm, describe_auto, resolve_coa
 from .distill import distill, distill_prompt
@@ -37,12 +38,8 @@ from .mas import Agents, choose_variant, offered_tools, open_agents, run_mas, te
 from .mas.voice import RULE as TEAM_TALK_RULE
 from .stats import coa_stats
 from .store import coa_funnel, failure_counts, finished_ids, save_distilled, save_failure, save_trace
-from .tasks import Task, select_tasks
 from .tools import ToolBox
 from .trace import Trace
-
-if TYPE_CHECKING:
-    from ..checks import Checker
 
 
 @dataclass
@@ -59,8 +56,8 @@ def choose_tasks(settings: CoaConfig) -> list[Task]:
 
 def checker_for(task: Task, settings: CoaConfig, agents: Agents) -> Checker:
     if settings.checker == "llm_judge":
-        return checks.get_checker("llm_judge", llm=agents.clients["verifier"])
-    return checks.get_checker(settings.checker) if settings.checker else checks.default_checker(task)
+        return get_checker("llm_judge", llm=agents.clients["verifier"])
+    return get_checker(settings.checker) if settings.checker else default_checker(task)
 
 
 async def record_trace(store: Store, trace: Trace, task: Task | None, checker: Checker | None) -> bool:

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from ..config import StrictModel
-from .tasks import Domain
+from ..tasks import Domain
 from .tools.config import ToolsConfig
 
 ROLES = ("planner", "search_agent", "code_agent", "reflector", "verifier", "answerer", "summarizer")

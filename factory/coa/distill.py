@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from ..checks.extract import BOXED, CODE_FENCE, PYTHON_FENCES, balanced, last_boxed
 from ..prompts import load_prompt, render_prompt
 from ..records import Turn
+from ..tasks import Task
 from .afm import (
     TOOL_TAGS,
     Block,
@@ -51,7 +52,6 @@ from .afm import (
     render_single,
     validate_afm,
 )
-from .tasks import Task
 from .trace import Event, Trace
 
 Pairs = list[tuple[str, str]]

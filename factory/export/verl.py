@@ -30,11 +30,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from ..coa.tasks import RowProblem, Task, TaskError, open_rows, row_to_task
 from ..config import StrictModel
 from ..passrate.prompting import rollout_messages
 from ..passrate.rates import rates_sql
 from ..store import Store
+from ..tasks import RowProblem, Task, TaskError, open_rows, row_to_task
 from .options import ExportError, ExportOptions
 from .selection import selection_sql
 from .writers import fresh_folder, replace_folder

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..coa.tasks import Task, select_tasks
 from ..llm import LLMConfig
 from ..run import open_run
+from ..tasks import Task, select_tasks
 from .config import PassrateConfig
 from .rates import summarize
 from .sampler import STAGE, ensure_rollouts

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..checks import final_answer, last_boxed, python_code
-from ..coa.tasks import Task
 from ..prompts import load_prompt, render_prompt
+from ..tasks import Task
 
 
 def rollout_messages(task: Task) -> list[dict[str, Any]]:

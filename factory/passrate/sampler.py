@@ -24,13 +24,13 @@ import duckdb
 from tqdm.auto import tqdm
 
 from .. import checks
-from ..coa.tasks import Task, load_tasks
 from ..config import validate_config
 from ..errors import FactoryError, StoreWriteError
 from ..llm import LLMClient, LLMConfig, Request
 from ..llm.progress import CallCounter
 from ..sandbox.api import run_sync  # asyncio.run, in a helper thread when a loop is already running
 from ..store import Store, utcnow
+from ..tasks import Task, load_tasks
 from .prompting import extracted_answer, rollout_messages
 from .rows import RolloutWriter, StoredSlots, Unchecked, count_rollouts, stored_slots
 

@@ -21,9 +21,9 @@ import time
 from datetime import timezone
 
 from ...store import utcnow
+from ...tasks import Task
 from ..config import CoaConfig
 from ..defaults import resolve_coa
-from ..tasks import Task
 from ..tools import Goal, ToolBox
 from ..trace import Event, Trace
 from .agents import Agents, RunState, Stop, usage_of

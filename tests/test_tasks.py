@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from factory.coa import Task, TaskError, load_tasks, read_tasks, sample_tasks
+from factory.tasks import Task, TaskError, load_tasks, read_tasks, sample_tasks
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"task files not found at {DATA}")
