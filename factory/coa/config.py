@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field
 
 from ..config import StrictModel
 from ..tasks import Domain
+from .defaults import reply_defaults
 from .tools.config import ToolsConfig
 
 ROLES = ("planner", "search_agent", "code_agent", "reflector", "verifier", "answerer", "summarizer")
@@ -53,8 +54,6 @@ class ReplyLimits(StrictModel):
 
     def resolved(self, embedded: bool) -> "ReplyLimits":
         """Every bound set: the auto ones for the embedded model or for any other."""
-        from .defaults import reply_defaults  # defaults.py imports this module
-
         return ReplyLimits(**{**reply_defaults(embedded), **self.model_dump(exclude_none=True)})
 
 

@@ -12,10 +12,12 @@ any other model keeps the paper-sized ones. An explicit value always wins.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..llm import LLMConfig
-from .config import CoaConfig
+
+if TYPE_CHECKING:  # annotations only: config.py reads the reply defaults from here
+    from .config import CoaConfig
 
 EMBEDDED = {"max_steps": 2, "max_replans": 1, "max_tokens": 512, "max_tokens_cap": 1024, "task_timeout_s": 600.0}
 OTHER = {"max_steps": 6, "max_replans": 2, "max_tokens": None, "max_tokens_cap": None, "task_timeout_s": 300.0}
