@@ -14,9 +14,10 @@ import re
 from afm_rows import code_rows, mas_rows
 
 from factory.coa import Event, ToolCall, Trace, coa_stats, distill, distill_prompt, record_trace
-from factory.coa.afm import TOOL_TAGS, parse_blocks, reflection_scores, validate_afm
+from factory.coa.afm import parse_blocks, reflection_scores, validate_afm
 from factory.coa.store import failure_counts, load_trace, save_trace
 from factory.coa.tasks import Task
+from factory.records import TOOL_TAGS
 from factory.store import Store
 
 GOOD = {"information_conflict": "good", "tool_effectiveness": "good", "trajectory_progress": "good"}
