@@ -114,10 +114,10 @@ def test_broken_distillations_name_the_rule():
 
 def test_stats_count_the_team_work():
     stats = coa_stats(trace("mas", MAS_EVENTS), correct=True)
-    assert stats["tool_calls_by_type"] == {"web_search": 1, "crawl_page": 1} and stats["replans"] == 2
-    assert stats["plans"] == 3 and stats["reflections"] == 2 and stats["poor_reflections"] == 1
-    assert stats["double_check_scores"] == [2, 4] and stats["low_double_check_corrected"] and stats["correct"]
-    assert not coa_stats(trace("mas", MAS_EVENTS[:8]))["low_double_check_corrected"]
+    assert stats.tool_calls_by_type == {"web_search": 1, "crawl_page": 1} and stats.replans == 2
+    assert stats.plans == 3 and stats.reflections == 2 and stats.poor_reflections == 1
+    assert stats.double_check_scores == [2, 4] and stats.low_double_check_corrected and stats.correct
+    assert not coa_stats(trace("mas", MAS_EVENTS[:8])).low_double_check_corrected
 
 
 def test_failures_are_stored_with_their_rule_and_valid_ones_as_trajectories(tmp_path):
