@@ -7,7 +7,6 @@ import pytest
 
 from factory.coa.afm import (
     RULES,
-    TOOL_TAGS,
     all_violations,
     double_check_score,
     double_check_text,
@@ -23,6 +22,7 @@ from factory.coa.afm import (
     validate_afm,
 )
 from factory.coa.afm.blocks import markup
+from factory.records import TOOL_TAGS
 
 TASKS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tasks"
 

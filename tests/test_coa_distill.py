@@ -14,8 +14,9 @@ import re
 from afm_rows import code_rows, mas_rows
 
 from factory.coa import Event, ToolCall, Trace, coa_stats, distill, distill_prompt, record_trace
-from factory.coa.afm import TOOL_TAGS, parse_blocks, reflection_scores, validate_afm
+from factory.coa.afm import parse_blocks, reflection_scores, validate_afm
 from factory.coa.store import failure_counts, load_trace, save_trace
+from factory.records import TOOL_TAGS
 from factory.store import Store
 from factory.tasks import Task
 
@@ -113,10 +114,10 @@ def test_broken_distillations_name_the_rule():
 
 def test_stats_count_the_team_work():
     stats = coa_stats(trace("mas", MAS_EVENTS), correct=True)
-    assert stats["tool_calls_by_type"] == {"web_search": 1, "crawl_page": 1} and stats["replans"] == 2
-    assert stats["plans"] == 3 and stats["reflections"] == 2 and stats["poor_reflections"] == 1
-    assert stats["double_check_scores"] == [2, 4] and stats["low_double_check_corrected"] and stats["correct"]
-    assert not coa_stats(trace("mas", MAS_EVENTS[:8]))["low_double_check_corrected"]
+    assert stats.tool_calls_by_type == {"web_search": 1, "crawl_page": 1} and stats.replans == 2
+    assert stats.plans == 3 and stats.reflections == 2 and stats.poor_reflections == 1
+    assert stats.double_check_scores == [2, 4] and stats.low_double_check_corrected and stats.correct
+    assert not coa_stats(trace("mas", MAS_EVENTS[:8])).low_double_check_corrected
 
 
 def test_failures_are_stored_with_their_rule_and_valid_ones_as_trajectories(tmp_path):

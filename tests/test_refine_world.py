@@ -188,8 +188,8 @@ def test_trajectory_stats_count_errors_and_corrections():
         Turn(role="assistant", content="take can", kind="thought_action", loss=True),
     ]
     stats = Trajectory(id="t", source="refine", turns=turns).stats()
-    assert stats["errors"] == 3 and stats["errors_by_type"] == {"parameter": 1, "logic": 2}
-    assert stats["corrections"] == 2 and stats["assistant_turns"] == 5
+    assert stats.errors == 3 and stats.errors_by_type == {"parameter": 1, "logic": 2}
+    assert stats.corrections == 2 and stats.assistant_turns == 5
 
 
 def test_items_in_hand_and_dropped():

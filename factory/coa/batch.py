@@ -79,7 +79,7 @@ async def record_trace(store: Store, trace: Trace, task: Task | None, checker: C
     stats = coa_stats(trace, check.correct if check else None)
     trajectory = Trajectory(
         id=trace.trace_id, source="coa" if trace.source == "mas" else "import", task_id=trace.task_id,
-        turns=distilled.turns, final_answer=trace.final_answer, correct=stats["correct"],
+        turns=distilled.turns, final_answer=trace.final_answer, correct=stats.correct,
         provenance={"agents": trace.agents, "variant": trace.variant, "trace_source": trace.source},
     )  # fmt: skip
     single = {

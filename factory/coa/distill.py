@@ -38,10 +38,9 @@ from dataclasses import dataclass, field
 
 from ..checks.extract import BOXED, CODE_FENCE, PYTHON_FENCES, balanced, last_boxed
 from ..prompts import load_prompt, render_prompt
-from ..records import Turn
+from ..records import TOOL_TAGS, Turn
 from ..tasks import Task
 from .afm import (
-    TOOL_TAGS,
     Block,
     RenderedSingle,
     double_check_text,

@@ -8,8 +8,8 @@ multi-agent work as the mas variant would.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
+from ..records import TrajectoryStats
 from .trace import Trace
 
 
@@ -23,25 +23,25 @@ def low_check_corrected(scores: list[int]) -> bool:
     return first_low is not None and any(score >= 3 for score in scores[first_low + 1 :])
 
 
-def coa_stats(trace: Trace, correct: bool | None = None) -> dict[str, Any]:
+def coa_stats(trace: Trace, correct: bool | None = None) -> TrajectoryStats:
     kinds = Counter(event.kind for event in trace.events)
     calls = trace.tool_calls()
     scores = double_check_scores(trace)
     prompt_tokens, completion_tokens = trace.tokens()
-    return {
-        "tool_calls": len(calls),
-        "tool_calls_by_type": dict(Counter(call.name for call in calls)),
-        "tool_failures": sum(1 for call in calls if not call.ok),
-        "plans": kinds["plan"],
-        "replans": trace.replans(),
-        "reflections": kinds["reflection"],
-        "poor_reflections": sum(1 for e in trace.events if e.kind == "reflection" and "poor" in e.scores.values()),
-        "double_checks": kinds["double_check"],
-        "double_check_scores": scores,
-        "low_double_check_corrected": low_check_corrected(scores),
-        "correct": correct,
-        "llm_calls": trace.llm_calls(),
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "duration_s": trace.duration_s,
-    }
+    return TrajectoryStats(
+        tool_calls=len(calls),
+        tool_calls_by_type=dict(Counter(call.name for call in calls)),
+        tool_failures=sum(1 for call in calls if not call.ok),
+        plans=kinds["plan"],
+        replans=trace.replans(),
+        reflections=kinds["reflection"],
+        poor_reflections=sum(1 for e in trace.events if e.kind == "reflection" and "poor" in e.scores.values()),
+        double_checks=kinds["double_check"],
+        double_check_scores=scores,
+        low_double_check_corrected=low_check_corrected(scores),
+        correct=correct,
+        llm_calls=trace.llm_calls(),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        duration_s=trace.duration_s,
+    )

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..records import Trajectory, to_conversations
+from ..records import Trajectory, TrajectoryStats
 from ..store import Store, utcnow
-from ..store.derived import upsert_trajectory
+from ..store.trajectories import write_trajectory
 from .trace import Trace
 
 
@@ -50,27 +50,25 @@ def trace_row(trace: Trace) -> dict[str, Any]:
         "trajectory_id": trace.trace_id, "trace_id": trace.trace_id, "task_id": trace.task_id,
         "source": "coa" if trace.source == "mas" else "import", "variant": trace.variant,
         "llm_calls": trace.llm_calls(), "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-        "cost_usd": trace.cost_usd(), "created_at": utcnow(),
+        "cost_usd": trace.cost_usd(),
     }  # fmt: skip
 
 
-def save_failure(store: Store, trace: Trace, rule: str, reason: str, stats: dict[str, Any] | None = None) -> None:
-    upsert_trajectory(store, {**trace_row(trace), "verified": False, "rule": rule, "reason": reason,
-                                   "stats": json.dumps(stats or {}), "final_answer": trace.final_answer})  # fmt: skip
+def save_failure(store: Store, trace: Trace, rule: str, reason: str, stats: TrajectoryStats | None = None) -> None:
+    row = {**trace_row(trace), "verified": False, "rule": rule, "reason": reason, "final_answer": trace.final_answer}
+    write_trajectory(store, row, None, stats)
 
 
 def save_distilled(store: Store, trace: Trace, trajectory: Trajectory, single: dict[str, Any],
-                   stats: dict[str, Any], check_detail: str | None) -> None:  # fmt: skip
+                   stats: TrajectoryStats, check_detail: str | None) -> None:  # fmt: skip
     """A grammar-valid trajectory: the multi-turn form (turns, conversations) and the single string."""
-    upsert_trajectory(store, {
+    row = {
         **trace_row(trace), "verified": True, "rule": None, "reason": None,
-        "turns": json.dumps([turn.model_dump() for turn in trajectory.turns]),
-        "conversations": json.dumps(to_conversations(trajectory.turns)),
         "prompt": single["prompt"], "completion": single["completion"],
         "observation_spans": json.dumps(single["observation_spans"]), "final_answer": trajectory.final_answer,
-        "correct": trajectory.correct, "check_detail": check_detail, "stats": json.dumps(stats),
-        "n_turns": len(trajectory.turns), "n_errors": stats["tool_failures"], "n_corrections": stats["replans"],
-    })  # fmt: skip
+        "correct": trajectory.correct, "check_detail": check_detail,
+    }  # fmt: skip
+    write_trajectory(store, row, trajectory, stats)
 
 
 def finished_ids(store: Store) -> set[str]:

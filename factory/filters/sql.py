@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ..records import TrajectoryStats
 from .config import FilterSpec
 
 # Stands for "which trajectories to judge" in a compiled statement: TRUE for a full
 # recompute, or "not judged yet / rewritten since" for an incremental run.
 ROWS = "/*ROWS*/"
 
-# The stats fields the built-ins read, with their types. Parsed into one struct per row (`stats_fields`):
-# one parse of the JSON per filter, where a json_extract per field and per mention parsed it once each.
-STATS_FIELDS = {
-    "tool_calls": "BIGINT", "assistant_turns": "BIGINT", "turns": "BIGINT", "reflections": "BIGINT",
-    "replans": "BIGINT", "corrections": "BIGINT", "low_double_check_corrected": "BOOLEAN",
-}  # fmt: skip
+# The stats fields the built-ins read (those TrajectoryStats marks `filtered`), with their SQL types. Parsed
+# into one struct per row (`stats_fields`): one parse of the JSON per filter, where a json_extract per field
+# and per mention parsed it once each.
+SQL_TYPES = {int: "BIGINT", bool: "BOOLEAN"}
+STATS_FIELDS = {name: SQL_TYPES[kind] for name, kind in TrajectoryStats.filtered_fields().items()}
 
 # try(): stats that are not valid JSON give NULL fields. A field of another type (a string where a number
 # belongs) is NULL too: from_json is not strict.
@@ -48,7 +48,7 @@ def quote(text: str) -> str:
 
 def stat(name: str, sql_type: str = "BIGINT") -> str:
     """One field of the trajectory's stats JSON, NULL when absent or of another type."""
-    assert STATS_FIELDS.get(name) == sql_type, f"add {name} ({sql_type}) to STATS_FIELDS"
+    assert STATS_FIELDS.get(name) == sql_type, f"mark {name} filtered in TrajectoryStats ({sql_type})"
     return f"t.stats_fields.{name}"
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..records import Trajectory, to_conversations
+from ..records import Trajectory
 from ..store import Store, utcnow
-from ..store.derived import upsert_trajectory
+from ..store.trajectories import write_trajectory
 from .script import Script
 from .verify import TrajectoryVerdict
 
@@ -35,18 +35,8 @@ def save_verdict(
 def save_trajectory(store: Store, row: dict[str, Any], trajectory: Trajectory | None) -> None:
     """One final row per trajectory id: verified with its turns, or failed with its reason."""
     # The provenance (judging mode, script source, calls) rides in the stats JSON: a dataset can keep or drop by it.
-    stats = {**trajectory.stats(), "provenance": trajectory.provenance} if trajectory else {}
-    values = {
-        **row,
-        "turns": json.dumps([t.model_dump() for t in trajectory.turns]) if trajectory else None,
-        "conversations": json.dumps(to_conversations(trajectory.turns)) if trajectory else None,
-        "stats": json.dumps(stats),
-        "n_turns": stats.get("turns"),
-        "n_errors": stats.get("errors"),
-        "n_corrections": stats.get("corrections"),
-        "created_at": utcnow(),
-    }
-    upsert_trajectory(store, values)
+    stats = trajectory.stats().model_copy(update={"provenance": trajectory.provenance}) if trajectory else None
+    write_trajectory(store, row, trajectory, stats)
 
 
 def finished_ids(store: Store) -> set[str]:

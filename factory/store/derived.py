@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..records import TOOL_TAGS
 from .db import Store
-
-TOOL_TAGS = ("web_search", "crawl_page", "code")  # the AFM tool tags (coa/afm/blocks.py; a test keeps them equal)
 
 # Splitting on the tags is twice as fast as one lazy regular expression over the whole completion; the
 # order of the inputs does not matter to the filters. Refine turns are parsed with one typed from_json

@@ -26,7 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-TOOL_TAGS = ("web_search", "crawl_page", "code")
+from factory.records import TOOL_TAGS
+
 TAGS = ("think", "plan", *TOOL_TAGS, "observation", "reflection", "suggested_answer", "double_check", "answer")
 SEPARATOR = "\n"  # between blocks in the canonical rendering
 AFTER_OBSERVATION = "\n\n"  # the blank line that closes AFM's masked span (part of the span)

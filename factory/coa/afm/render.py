@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from factory.coa.afm.blocks import AFTER_OBSERVATION, SEPARATOR, TOOL_TAGS, Block, markup
-from factory.records import Turn
+from factory.coa.afm.blocks import AFTER_OBSERVATION, SEPARATOR, Block, markup
+from factory.records import TOOL_TAGS, Turn
 
 
 @dataclass(frozen=True)

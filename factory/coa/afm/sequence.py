@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 
 from factory.checks.extract import BOXED, last_boxed
-from factory.coa.afm.blocks import TOOL_TAGS, Block, Violation
+from factory.coa.afm.blocks import Block, Violation
 from factory.coa.afm.scores import double_check_score, reflection_is_poor, reflection_scores
+from factory.records import TOOL_TAGS
 
 _NEEDS_THINK = {
     "mas": {"plan", *TOOL_TAGS, "reflection", "suggested_answer", "double_check"},
