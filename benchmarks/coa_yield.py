@@ -37,7 +37,7 @@ from results_file import per, report, timed_run
 from factory.coa import run_coa
 from factory.coa.afm import validate_afm
 from factory.coa.distill import answer_format
-from factory.settings import FactoryConfig
+from factory.run_config import FactoryConfig
 from factory.store import Store
 
 RESULTS = Path(__file__).parent / "results" / "coa_yield.json"

@@ -30,7 +30,7 @@ from loopback_server import Action, LoopbackServer  # noqa: E402
 from results_file import report  # noqa: E402
 
 from factory.llm.call_summary import summarize_query  # noqa: E402
-from factory.settings import FactoryConfig  # noqa: E402
+from factory.run_config import FactoryConfig  # noqa: E402
 from factory.smoke import run_smoke  # noqa: E402
 from factory.store import Store  # noqa: E402
 from factory.store.live import INTERVAL_ENV, StatusPublisher  # noqa: E402

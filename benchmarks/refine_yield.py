@@ -40,7 +40,7 @@ from results_file import per, report, timed_run
 
 from factory.refine.batch import run_refine
 from factory.refine.quality import refine_quality
-from factory.settings import FactoryConfig
+from factory.run_config import FactoryConfig
 from factory.store import Store
 
 RESULTS = Path(__file__).parent / "results" / "refine_yield.json"

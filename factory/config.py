@@ -1,6 +1,8 @@
-"""Config loading: pydantic models with extra="forbid", read from YAML.
+"""Config base: pydantic models with extra="forbid", read from YAML (the one YAML reader of the tree).
 
 A bad config fails with one line naming the file, the field and the problem.
+Every stage's config section derives from StrictModel and lives beside its stage;
+factory/run_config.py gathers them into the file a run reads.
 """
 
 from __future__ import annotations
@@ -64,11 +66,16 @@ def read_yaml_file(path: Path, what: str = "config") -> object:
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
 
 
-def load_yaml_config(model: type[M], path: str | Path) -> M:
-    path = Path(path)
-    data = read_yaml_file(path)
+def read_yaml_mapping(path: Path, what: str = "config") -> dict:
+    """The YAML mapping at the top of `path` (an empty file is an empty mapping); anything else is one line."""
+    data = read_yaml_file(path, what)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
-    return validate_config(model, data, str(path))
+    return data
+
+
+def load_yaml_config(model: type[M], path: str | Path) -> M:
+    path = Path(path)
+    return validate_config(model, read_yaml_mapping(path), str(path))

@@ -11,6 +11,8 @@ id, so a user can go from a count to `factory show`. Sections:
   rule), and answers the checker marked wrong;
 - calls: LLM calls that ended in an error (by kind);
 - filters: verified rows a filter dropped.
+
+A generation path's funnel, the line before its failures, is `funnel_line`.
 """
 
 from __future__ import annotations
@@ -164,3 +166,7 @@ def format_failures(run: str | Path | Store, stages: list[str] | None = None, to
         return format_sections(failure_sections(run, stages), top)
     with Store.open(run, read_only=True) as store:
         return format_sections(failure_sections(store, stages), top)
+
+
+def funnel_line(funnel: dict[str, int]) -> str:
+    return "funnel: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items())

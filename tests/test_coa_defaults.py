@@ -25,7 +25,7 @@ from factory.coa import CoaConfig, run_coa
 from factory.coa.batch import resolved_config
 from factory.coa.defaults import coa_llm, resolve_coa
 from factory.llm import LLMConfig
-from factory.settings import FactoryConfig
+from factory.run_config import FactoryConfig
 from factory.store import Store
 
 EMBEDDED_REPLY = {"think": 240, "code": 400, "answer": 120, "comment": 160}

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from factory.coa import run_coa
-from factory.settings import FactoryConfig
+from factory.run_config import FactoryConfig
 from factory.store import Store
 
 pytestmark = pytest.mark.local_model

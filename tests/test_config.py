@@ -4,7 +4,7 @@ import pytest
 
 from factory.config import load_yaml_config
 from factory.errors import ConfigError
-from factory.settings import FactoryConfig, load_factory_config
+from factory.run_config import FactoryConfig, load_factory_config
 
 
 def write(tmp_path, text):

@@ -16,6 +16,7 @@ from loopback_server import Action, ok
 from factory.errors import ConfigError
 from factory.passrate import PassrateError, ensure_rollouts, pass_rates, summarize
 from factory.passrate.command import add_passrate_parser
+from factory.run_config import config_from_args
 from factory.store import Store
 from factory.tasks import TaskError, load_tasks
 
@@ -201,7 +202,7 @@ def run_cli(argv):
     parser = argparse.ArgumentParser(prog="factory")
     add_passrate_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
-    return args.func(args)
+    return args.func(args, config_from_args(args))
 
 
 def test_command_prints_the_summary(server, tmp_path, capsys):

@@ -17,7 +17,7 @@ from refine_replay import ReplayServer, load_replay_set, write_personas
 
 from factory.cli import main
 from factory.pipeline.ledger import LEDGER_FILENAME
-from factory.settings import load_factory_config
+from factory.run_config import load_factory_config
 
 REPO = Path(__file__).resolve().parent.parent
 REPLAY_SET = REPO / "benchmarks" / "data" / "refine_replay" / "capable_v1"

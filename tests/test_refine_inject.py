@@ -20,6 +20,7 @@ from test_refine_world import GARDEN
 
 from factory.llm import LLMClient
 from factory.paths import prompts_dir
+from factory.refine.config import RefineConfig
 from factory.refine.grounding import state_after
 from factory.refine.inject import (
     candidate_positions,
@@ -38,7 +39,6 @@ from factory.refine.script import Script
 from factory.refine.solvable import shortest_plan
 from factory.refine.verify import verify_steps
 from factory.refine.world import WorldState, check_action, format_action, step
-from factory.settings import RefineConfig
 from factory.store import Store
 
 SCRIPT_MARK = "Write a script for an adventure"

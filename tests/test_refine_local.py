@@ -11,7 +11,7 @@ import json
 import pytest
 
 from factory.refine.batch import run_refine
-from factory.settings import FactoryConfig
+from factory.run_config import FactoryConfig
 from factory.store import Store
 
 pytestmark = pytest.mark.local_model

@@ -9,10 +9,10 @@ from test_refine_verify import GOOD, step
 from test_refine_world import GARDEN
 
 from factory.llm import LLMClient
+from factory.refine.config import RefineConfig
 from factory.refine.pipeline import refine_one
 from factory.refine.schemas import to_wire
 from factory.refine.store import refine_funnel, rule_losses
-from factory.settings import RefineConfig
 from factory.store import Store
 
 SCRIPT_MARK = "Write a script for an adventure"

@@ -4,15 +4,16 @@ import asyncio
 
 import pytest
 
-from factory.cli import _config_from, build_parser
+from factory.cli import build_parser
 from factory.personas import load_library
 from factory.refine.batch import script_source
+from factory.refine.config import RefineConfig
 from factory.refine.pipeline import Spend, write_script
 from factory.refine.procedural import build_script, persona_role, pick_theme
 from factory.refine.script import script_problems
 from factory.refine.solvable import shortest_plan, solvability_problems
 from factory.refine.store import save_script
-from factory.settings import FactoryConfig, RefineConfig
+from factory.run_config import FactoryConfig, config_from_args
 from factory.store import Store
 
 
@@ -59,8 +60,8 @@ def test_auto_is_procedural_only_on_the_embedded_model(model, scripts, expected)
 
 def test_the_cli_flag_sets_the_script_source():
     args = build_parser().parse_args(["refine", "--scripts", "procedural", "--run-dir", "/tmp/unused"])
-    assert _config_from(args).refine.scripts == "procedural"
-    assert _config_from(build_parser().parse_args(["refine"])).refine.scripts == "auto"
+    assert config_from_args(args).refine.scripts == "procedural"
+    assert config_from_args(build_parser().parse_args(["refine"])).refine.scripts == "auto"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["refine", "--scripts", "human"])
 

@@ -16,7 +16,7 @@ from refine_replay import ReplayServer, load_replay_set, request_stage, write_pe
 
 from factory.refine.batch import run_refine
 from factory.refine.quality import refine_quality
-from factory.settings import FactoryConfig
+from factory.run_config import FactoryConfig
 from factory.store import Store
 
 REPLAY_SET = Path(__file__).parent.parent / "benchmarks" / "data" / "refine_replay" / "capable_v1"

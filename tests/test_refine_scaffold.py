@@ -13,9 +13,10 @@ import pytest
 from loopback_server import ok
 from test_refine_world import GARDEN
 
-from factory.cli import _config_from, build_parser
+from factory.cli import build_parser
 from factory.llm import LLMClient
 from factory.refine.batch import trajectory_source
+from factory.refine.config import RefineConfig
 from factory.refine.inject import corrections_before
 from factory.refine.pipeline import refine_one
 from factory.refine.scaffold import planned_steps, tidy_thought, with_mistakes
@@ -23,7 +24,7 @@ from factory.refine.schemas import SCAFFOLD_KEYS, action_schema
 from factory.refine.script import Script
 from factory.refine.show import format_trajectory
 from factory.refine.verify import verify_steps
-from factory.settings import FactoryConfig, RefineConfig
+from factory.run_config import FactoryConfig, config_from_args
 from factory.store import Store
 
 SCRIPT_MARK = "Write a script for an adventure"
@@ -150,5 +151,5 @@ def test_auto_scaffolds_only_the_embedded_model(model, trajectories, expected):
 
 def test_the_cli_flag_sets_the_trajectory_source():
     args = build_parser().parse_args(["refine", "--trajectories", "scaffolded", "--run-dir", "/tmp/unused"])
-    assert _config_from(args).refine.trajectories == "scaffolded"
-    assert _config_from(build_parser().parse_args(["refine"])).refine.trajectories == "auto"
+    assert config_from_args(args).refine.trajectories == "scaffolded"
+    assert config_from_args(build_parser().parse_args(["refine"])).refine.trajectories == "auto"

@@ -23,8 +23,8 @@ from factory.reporting import write_report
 from factory.reporting.data_samples import PER_SIDE, samples
 from factory.reporting.sections_samples import TAG_COLORS
 from factory.reporting.sections_samples import samples as render_samples
-from factory.reporting.snapshot import open_snapshot
 from factory.store import Store, utcnow
+from factory.store.snapshot import open_snapshot
 
 PAYLOAD = "<script>document.documentElement.setAttribute('data-pwned', '1')</script>"
 SAMPLE_LIMIT = 20_000  # bytes of HTML per sample, however long the trajectory

@@ -17,7 +17,7 @@ from factory.llm.structured import output_spec
 from factory.personas.expand import RelatedPersonas
 from factory.refine.schemas import trajectory_schema
 from factory.refine.script import DeclarativeScriptDraft, Script, ScriptDraft
-from factory.smoke import ToolIdea
+from factory.smoke.job import ToolIdea
 
 
 def unbounded_strings(node, path=""):

@@ -18,11 +18,11 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field as F
 from pydantic import ValidationError, field_validator
 
-from factory.config import StrictModel, describe_validation_error
+from factory.cli_options import parse_overrides, set_dotted
+from factory.config import StrictModel, describe_validation_error, read_yaml_mapping
 from factory.errors import ConfigError
 
 # Fields that steer a run but not what it learns: changing them does not block a resume.
@@ -108,7 +108,7 @@ def config_hash(config: SFTConfig) -> str:
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> SFTConfig:
     """Read `path` and apply `--section.field value` overrides; errors name the file or the flag."""
-    data = read_mapping(Path(path))
+    data = read_yaml_mapping(Path(path))
     flags = parse_overrides(overrides or [])
     for key, value in flags.items():
         set_dotted(data, key, value)
@@ -118,50 +118,6 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> SFTConf
         first = ".".join(str(part) for part in exc.errors()[0]["loc"])
         flag = next((k for k in flags if first == k or first.startswith(k + ".")), None)
         raise ConfigError(describe_validation_error(exc, f"--{flag}" if flag else str(path))) from None
-
-
-def read_mapping(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
-    return data
-
-
-def parse_overrides(argv: list[str]) -> dict[str, Any]:
-    """`--a.b value` / `--a.b=value` pairs; values are YAML scalars or flow lists."""
-    flags: dict[str, Any] = {}
-    items = iter(argv)
-    for item in items:
-        if not item.startswith("--") or len(item) == 2:
-            raise ConfigError(f"override '{item}': expected --section.field value")
-        key, sep, text = item[2:].partition("=")
-        if not sep:
-            text = next(items, None)
-            if text is None:
-                raise ConfigError(f"override --{key}: missing a value")
-        try:
-            flags[key.replace("-", "_")] = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise ConfigError(f"override --{key}: value {text!r} is not valid YAML") from None
-    return flags
-
-
-def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    *parents, leaf = key.split(".")
-    node = data
-    for part in parents:
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise ConfigError(f"override --{key}: '{part}' is not a section")
-        node = child
-    node[leaf] = value
 
 
 def override_flags(model: type[StrictModel] = SFTConfig, prefix: str = "") -> list[str]:

@@ -1,21 +1,24 @@
 """`factory passrate RUN_DIR --tasks FILE --model M --n 32 [--base-url URL]`: rollouts and pass rates.
 
-factory/cli.py wires it in with `add_passrate_parser(commands)`; the LLM options
-and config come from the CLI's own `_add_llm_options` / `_config_from`.
+factory/cli.py wires it in with `add_passrate_parser(commands)` and hands `cmd_passrate` the run
+config (the -c file with the LLM options of factory/cli_options.py on top); the pass-rate
+flags then override its `passrate:` section.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import validate_config
-from ..errors import ConfigError
+from ..cli_options import add_llm_options, flag_overrides, with_overrides
 from ..llm.call_summary import format_call_summary, summarize_calls
 from .config import PassrateConfig
 from .job import format_passrate, run_passrate
 from .sampler import STAGE
+
+if TYPE_CHECKING:  # the run config gathers this package's section: a type here, not an import
+    from ..run_config import FactoryConfig
 
 # PassrateConfig field -> the argparse dest of its flag
 FLAGS = {"tasks": "tasks", "count": "count", "seed": "seed", "domain": "domain", "n": "samples",
@@ -24,11 +27,9 @@ FLAGS = {"tasks": "tasks", "count": "count", "seed": "seed", "domain": "domain",
 
 
 def add_passrate_parser(subparsers: Any) -> argparse.ArgumentParser:
-    from ..cli import _add_llm_options  # here, not at the top: the CLI imports this module to build its parser
-
     parser = subparsers.add_parser("passrate", help="sample N rollouts per task from a policy model; pass rates for RL")
     parser.add_argument("run_folder", nargs="?", metavar="RUN_DIR", help="run folder (default outputs/passrate)")
-    _add_llm_options(parser)
+    add_llm_options(parser)
     parser.add_argument("--tasks", help="JSONL/parquet task file or saved dataset (verl/AFM rows work as they are)")
     parser.add_argument("--count", type=int, help="tasks to sample from the file (default: all)")
     parser.add_argument("--seed", type=int, help="task sampling seed")
@@ -41,14 +42,11 @@ def add_passrate_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--threshold", type=float, help="pass rate at or below which a task is kept (default 0.3)")
     parser.add_argument("--no-retry-failures", action="store_true", help="leave samples whose request failed")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(func=cmd_passrate, run_dir_default="outputs/passrate")
+    parser.set_defaults(func=cmd_passrate, run_dir_default="outputs/passrate", takes_run_config=True)
     return parser
 
 
-def cmd_passrate(args: argparse.Namespace) -> int:
-    from ..cli import _config_from
-
-    config = _config_from(with_run_dir(args))
+def cmd_passrate(args: argparse.Namespace, config: FactoryConfig) -> int:
     settings = passrate_settings(args, getattr(config, "passrate", None) or PassrateConfig())
     outcome, summary = run_passrate(config, settings, config.llm, progress=not args.quiet)
     print(format_passrate(outcome, summary))
@@ -57,16 +55,8 @@ def cmd_passrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def with_run_dir(args: argparse.Namespace) -> argparse.Namespace:
-    """The positional RUN_DIR as the CLI's --run-dir (they are one setting)."""
-    if args.run_folder and args.run_dir and Path(args.run_folder) != Path(args.run_dir):
-        raise ConfigError(f"two run folders given: RUN_DIR {args.run_folder} and --run-dir {args.run_dir}")
-    return argparse.Namespace(**{**vars(args), "run_dir": args.run_dir or args.run_folder})
-
-
 def passrate_settings(args: argparse.Namespace, base: PassrateConfig) -> PassrateConfig:
-    data = base.model_dump()
-    data.update({field: getattr(args, dest) for field, dest in FLAGS.items() if getattr(args, dest, None) is not None})
+    overrides = flag_overrides(args, FLAGS)
     if getattr(args, "no_retry_failures", False):
-        data["retry_failures"] = False
-    return validate_config(PassrateConfig, data, "command line")
+        overrides["retry_failures"] = False
+    return with_overrides(base, overrides)

@@ -16,7 +16,7 @@ from .rates import summarize
 from .sampler import STAGE, ensure_rollouts
 
 if TYPE_CHECKING:
-    from ..settings import FactoryConfig
+    from ..run_config import FactoryConfig
 
 
 def run_passrate(

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
+from ..cli_options import add_llm_options
 from ..errors import FactoryError
 from ..prompts import prompts_override
 from .config import STAGES, check_inputs
 from .ledger import Ledger
 from .stages import Context, all_stages, stage_fingerprints
 
+if TYPE_CHECKING:  # the run config holds this package's section: a type here, not an import
+    from ..run_config import FactoryConfig
+
 
 def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from ..cli import _add_llm_options
-
     parser = subparsers.add_parser(
         "run",
         help="the whole job from one config: generate, passrate, filter, export, report, publish, train, eval (resumable)",
@@ -29,7 +32,7 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
         "of their inputs: a rerun skips them, a changed setting reruns that stage and the ones after it, and a "
         "failed stage is where the next run starts.",
     )
-    _add_llm_options(parser)  # the config's llm: section, overridable as in every generation command
+    add_llm_options(parser)  # the config's llm: section, overridable as in every generation command
     parser.add_argument("--force", action="store_true", help="rerun every stage, even those finished before")
     parser.add_argument(
         "--from",
@@ -40,16 +43,13 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     )
     parser.add_argument("--only", choices=STAGES, metavar="STAGE", help="run just this stage (the others untouched)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    parser.set_defaults(func=cmd_run, run_dir_default="outputs/run")
+    parser.set_defaults(func=cmd_run, run_dir_default="outputs/run", takes_run_config=True)
     return parser
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from ..cli import _config_from
-
+def cmd_run(args: argparse.Namespace, config: FactoryConfig) -> int:
     if not args.config:
         raise FactoryError("factory run needs a pipeline config: -c pipeline.yaml (e.g. examples/pipeline.yaml)")
-    config = _config_from(args)
     with prompts_override(config.prompts_dir):  # also for stages outside a run (the export's dataset card)
         return run_stages(Context(config, progress=not args.quiet), args)
 

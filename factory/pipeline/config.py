@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..config import StrictModel
+from ..config import StrictModel, read_yaml_mapping
 from ..errors import ConfigError
 from ..export.options import FORMATS, FormatName
 from ..llm.config import LLMConfig
@@ -132,9 +132,7 @@ def check_inputs(pipeline: PipelineConfig, passrate: PassrateConfig) -> None:
     if pipeline.filter is not None:
         load_filter_config(pipeline.filter)
     if pipeline.train is not None:
-        from train.config import read_mapping  # no torch: only the YAML is read here
-
-        read_mapping(Path(pipeline.train.config))
+        read_yaml_mapping(Path(pipeline.train.config))  # its fields are the trainer's to check
 
 
 def check_passrate_tasks(tasks: str | None) -> None:

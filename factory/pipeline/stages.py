@@ -12,15 +12,18 @@ import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import FactoryError, require_train_extra
+from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
 from ..llm.config import LLMConfig
 from ..prompts import prompts_dir_digest
-from ..settings import FactoryConfig
 from .config import PipelineConfig
 from .ledger import fingerprint
+
+if TYPE_CHECKING:  # the run config holds the pipeline section: a type here, not an import
+    from ..run_config import FactoryConfig
 
 
 @dataclass
@@ -57,10 +60,6 @@ class Stage:
         return any(not path.exists() for path in self.outputs(ctx))
 
 
-def funnel_line(funnel: dict[str, int]) -> str:
-    return "funnel: " + " -> ".join(f"{name.replace('_', ' ')} {n}" for name, n in funnel.items())
-
-
 def generation_inputs(section: str) -> Callable[[Context], list]:
     def inputs(ctx: Context) -> list:
         data = ctx.config.model_dump(mode="json", include={"llm", section, "prompts_dir"})
@@ -94,8 +93,6 @@ def run_coa_stage(ctx: Context) -> list[str]:
 
 
 def failure_lines(ctx: Context, stage: str) -> list[str]:
-    from ..failures import format_failures
-
     return format_failures(ctx.run_dir, [stage]).splitlines()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
@@ -12,11 +13,14 @@ from ..llm import LLMClient
 from ..llm.progress import CallCounter
 from ..personas import Persona, load_library, load_personas, sample_personas, save_personas
 from ..run import open_run
-from ..settings import FactoryConfig, RefineConfig
 from ..store import Store
+from .config import RefineConfig
 from .pipeline import refine_one
 from .store import finished_ids, refine_funnel, rule_losses, save_trajectory
 from .validation_code import SandboxCodeChecker
+
+if TYPE_CHECKING:  # the run config gathers this package's section: a type here, not an import
+    from ..run_config import FactoryConfig
 
 
 @dataclass

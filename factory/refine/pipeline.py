@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..llm import LLMClient
-from ..settings import RefineConfig
 from ..store import Store
+from .config import RefineConfig
 from .grounding import ground_steps
 from .inject import corrections_before, draw_target, fill_thoughts, inject_mistakes
 from .output import build_trajectory

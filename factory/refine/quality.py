@@ -15,15 +15,19 @@ the one that completes the task needs the script's world, so those rows are repl
   prefix on most mistakes.
 - diversity across environments: distinct task n-grams, action names and location names over the
   scripts of the verified rows.
+
+`run_quality(run_dir)` is the same read from a run folder, through a read-only snapshot.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from ..store import Store
+from ..store.snapshot import open_snapshot
 from .script import Script
 from .world import WorldState, goal_reached, step
 
@@ -268,3 +272,9 @@ def format_quality(q: dict[str, Any]) -> str:
             f"{div['location_names']['total']}",
         ]
     )
+
+
+def run_quality(run_dir: str | Path) -> dict:
+    """The quality figures of a run folder, read without writing to it (any schema version)."""
+    with open_snapshot(run_dir) as store:
+        return refine_quality(store)

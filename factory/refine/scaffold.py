@@ -21,8 +21,8 @@ import re
 from typing import Any
 
 from ..llm import LLMClient
-from ..settings import RefineConfig
 from ..store import Store
+from .config import RefineConfig
 from .grounding import accepted_feedback
 from .inject import draw_target, inject_mistakes
 from .roles import ThoughtWriter

@@ -5,6 +5,5 @@ inline SVG drawn in Python (`svg.py`), so the page needs no network and no scrip
 """
 
 from .build import REPORT_FILENAME, collect_report, render_report, write_report
-from .snapshot import open_snapshot
 
-__all__ = ["REPORT_FILENAME", "collect_report", "open_snapshot", "render_report", "write_report"]
+__all__ = ["REPORT_FILENAME", "collect_report", "render_report", "write_report"]

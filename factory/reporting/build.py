@@ -6,7 +6,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..errors import FactoryError
 from ..export.options import ExportOptions
 from ..export.selection import kept_counts
@@ -14,6 +13,8 @@ from ..failures import failure_sections
 from ..funnels import path_funnels
 from ..refine.quality import refine_quality
 from ..store import STORE_FILENAME, Store
+from ..store.snapshot import open_snapshot
+from ..version import __version__
 from . import (
     data_calls,
     data_paths,
@@ -25,7 +26,6 @@ from . import (
     sections_samples,
 )
 from .page import document
-from .snapshot import open_snapshot
 
 REPORT_FILENAME = "report.html"
 NAV = (

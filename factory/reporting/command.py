@@ -10,13 +10,12 @@ import duckdb
 
 from ..errors import FactoryError
 from ..export.options import export_options
-from ..refine.quality import format_quality, refine_quality
+from ..refine.quality import format_quality, run_quality
 from ..store import STORE_FILENAME, Store
 from ..store.integrity import StoreBusyError, classify
 from .build import REPORT_FILENAME, write_report
 from .data_samples import SEED
 from .live import describe, render_live_html
-from .snapshot import open_snapshot
 from .status_command import live_or_raise
 
 
@@ -69,12 +68,6 @@ def add_quality_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
     quality.add_argument("--json", action="store_true", help="machine-readable output")
     quality.set_defaults(func=cmd_quality)
     return quality
-
-
-def run_quality(run_dir: str | Path) -> dict:
-    """The quality figures of a run folder, read without writing to it (any schema version)."""
-    with open_snapshot(run_dir) as store:
-        return refine_quality(store)
 
 
 def cmd_quality(args: argparse.Namespace) -> int:

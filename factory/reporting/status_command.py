@@ -1,4 +1,4 @@
-"""`factory status RUN_DIR [--watch]`, and the live fallback of `factory calls` while a run writes its store."""
+"""`factory status RUN_DIR [--watch]`, and `factory calls RUN_DIR` (a live snapshot while a run writes its store)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FactoryError
-from ..llm.call_summary import format_call_summary, summarize_query
+from ..llm.call_summary import format_call_summary, summarize_calls, summarize_query
 from ..store import Store
 from ..store.integrity import StoreBusyError
 from .live import describe, format_live, load_live
@@ -23,6 +23,24 @@ def add_status_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(func=cmd_status)
     return status
+
+
+def add_calls_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    calls = subparsers.add_parser("calls", help="summarise a run's LLM call log")
+    calls.add_argument("run_dir", help="the run folder")
+    calls.add_argument("--stage", help="only this stage")
+    calls.add_argument("--json", action="store_true", help="machine-readable output")
+    calls.set_defaults(func=cmd_calls)
+    return calls
+
+
+def cmd_calls(args: argparse.Namespace) -> int:
+    try:
+        summary = summarize_calls(args.run_dir, args.stage)
+    except StoreBusyError as busy:  # a run is writing the store: show its live snapshot instead
+        return print_live_calls(args.run_dir, busy, args.json, args.stage)
+    print(json.dumps(summary, indent=2, default=str) if args.json else format_call_summary(summary))
+    return 0
 
 
 def live_or_raise(run_dir: str | Path, busy: StoreBusyError) -> dict[str, Any]:

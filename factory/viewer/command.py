@@ -1,11 +1,14 @@
-"""`factory ls RUN`: list a run's trajectories (and failed scripts) with their stats and reasons."""
+"""`factory ls RUN`: list a run's trajectories (and failed scripts) with their stats and reasons;
+`factory show RUN ID`: print one of them, mistakes marked."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import FactoryError
 from .listing import as_json, load_rows, sample, select
+from .pick import last_shown, pick_id, remember
 from .table import format_table
 
 DEFAULT_LIMIT = 50
@@ -90,3 +93,30 @@ def total_line(shown: int, picked: int, chosen: int, args: argparse.Namespace) -
     if shown < picked:
         line += "; --limit 0 lists all"
     return f"{line}; factory show {args.run_dir} ID"
+
+
+def add_show_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    show = subparsers.add_parser("show", help="print one trajectory, mistakes marked (find ids with factory ls)")
+    show.add_argument("run_dir", help="the run folder")
+    show.add_argument("id", nargs="?", help="trajectory id (refine:PERSONA, coa:TASK) or persona id")
+    show.add_argument("--random", action="store_true", help="a random trajectory instead of an ID")
+    show.add_argument(
+        "--next",
+        action="store_true",
+        help="the trajectory after the last one shown (in id order; the first one the first time)",
+    )
+    show.add_argument("--seed", type=int, help="seed of --random, to pick the same row again")
+    show.set_defaults(func=cmd_show)
+    return show
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from ..refine.show import format_trajectory, load_trajectory_row
+
+    last = last_shown(args.run_dir)
+    row = load_trajectory_row(args.run_dir, pick_id(args.run_dir, args.id, args.random, args.next, args.seed))
+    if args.next and last is not None and row["trajectory_id"] <= last:
+        print("(past the last trajectory: back to the first)", file=sys.stderr)
+    print(format_trajectory(row, color=sys.stdout.isatty()))
+    remember(args.run_dir, row["trajectory_id"])  # where --next goes on from
+    return 0

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from factory.config import StrictModel, load_yaml_config, validate_config
+from factory.cli_options import flag_overrides, with_overrides
+from factory.config import StrictModel, load_yaml_config
 from factory.errors import FactoryError
 from factory.run import open_run
 from factory.store import STORE_FILENAME
@@ -80,11 +81,10 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> EvalSettings:
     base = load_yaml_config(EvalSettings, args.config) if args.config else EvalSettings()
-    data = base.model_dump()
-    data.update({name: getattr(args, name) for name in FLAGS if getattr(args, name, None) is not None})
+    overrides = flag_overrides(args, FLAGS)
     if args.no_validation_code:
-        data["validation_code"] = False
-    return validate_config(EvalSettings, data, "command line")
+        overrides["validation_code"] = False
+    return with_overrides(base, overrides)
 
 
 def make_player(args: argparse.Namespace, settings: EvalSettings, store=None, run_id=None):

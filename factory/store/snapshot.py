@@ -1,6 +1,6 @@
 """Read a run store of any schema version without writing to it.
 
-The report opens an in-memory store with the current schema and points each of
+The report and `factory quality` open an in-memory store with the current schema and points each of
 its tables at the run's file, attached read-only. A store written by an older
 version reads as if migrated (missing tables are empty, missing columns NULL),
 and the run folder is never touched, even by a migration.
@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from ..errors import FactoryError
-from ..store import STORE_FILENAME, Store
+from .db import STORE_FILENAME, Store
 
 ATTACHED = "run"
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from .llm import LLMClient, Request, Result
-from .prompts import load_prompt, prompt_file, render_prompt
-from .run import open_run
-from .settings import FactoryConfig
+from ..llm import LLMClient, Request, Result
+from ..prompts import load_prompt, prompt_file, render_prompt
+from ..run import open_run
+
+if TYPE_CHECKING:  # the run config gathers this package's section: a type here, not an import
+    from ..run_config import FactoryConfig
 
 # Every string and list is bounded: under a schema, a small model otherwise
 # fills an open string until max_tokens cuts it off.

@@ -1,22 +1,12 @@
-"""The factory's top-level config file (YAML), one section per stage."""
+"""The `refine:` section of the factory config: personas, mistakes, budgets and who plays which part."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
 
-from .coa.config import CoaConfig
-from .config import StrictModel, load_yaml_config
-from .llm.config import LLMConfig
-from .passrate.config import PassrateConfig
-from .pipeline.config import PipelineConfig
-
-
-class SmokeConfig(StrictModel):
-    n: int = Field(4, ge=1, le=100_000, description="structured responses to generate")
-    stage: str = "smoke"
+from ..config import StrictModel
 
 
 class RefineConfig(StrictModel):
@@ -70,29 +60,3 @@ class RefineConfig(StrictModel):
         "shortest plan fixes each action and the DM's lines, the LLM writes the player's thoughts); "
         "auto: scaffolded for the embedded 'local' model, the LLM otherwise",
     )
-
-
-class FactoryConfig(StrictModel):
-    run_dir: Path = Path("outputs/smoke")
-    llm: LLMConfig = Field(default_factory=LLMConfig)
-    smoke: SmokeConfig = Field(default_factory=SmokeConfig)
-    refine: RefineConfig = Field(default_factory=RefineConfig)
-    coa: CoaConfig = Field(default_factory=CoaConfig)
-    passrate: PassrateConfig = Field(default_factory=PassrateConfig)
-    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="factory run's stages")
-    prompts_dir: Path | None = Field(
-        None,
-        description="a folder of prompt files (<name>.md, as under prompts/) that override the shipped ones "
-        "by the same relative name; the shipped prompts fill in the rest (relative to the working folder)",
-    )
-
-    @field_validator("prompts_dir")
-    @classmethod
-    def _prompts_dir_exists(cls, folder: Path | None) -> Path | None:
-        if folder is not None and not folder.is_dir():
-            raise ValueError(f"{folder} is not a folder (a folder of <name>.md prompt overrides)")
-        return folder
-
-
-def load_factory_config(path: str | Path | None) -> FactoryConfig:
-    return load_yaml_config(FactoryConfig, path) if path else FactoryConfig()

@@ -1,0 +1,88 @@
+"""The run config: the YAML file (`-c`) every generating command reads, one section per stage.
+
+FactoryConfig gathers the sections; each section's model lives beside its stage
+(factory/refine/config.py, factory/coa/config.py, ...). `config_from_args` is the
+config a command runs with: the file, then the command's flags on top.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pydantic import Field, field_validator
+
+from .cli_options import LLM_FLAGS, flag_overrides, with_overrides
+from .coa.config import CoaConfig
+from .config import StrictModel, load_yaml_config
+from .errors import ConfigError
+from .llm.config import LLMConfig
+from .passrate.config import PassrateConfig
+from .pipeline.config import PipelineConfig
+from .refine.config import RefineConfig
+from .smoke.config import SmokeConfig
+
+# A command's `section` default names the config section whose fields its flags are named after.
+SECTION_FLAGS = {
+    "refine": ("count", "seed", "personas", "min_corrections", "budget", "scripts", "trajectories"),
+    "coa": ("tasks", "count", "seed", "domain", "variant", "max_steps"),
+}
+
+
+class FactoryConfig(StrictModel):
+    run_dir: Path = Path("outputs/smoke")
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    smoke: SmokeConfig = Field(default_factory=SmokeConfig)
+    refine: RefineConfig = Field(default_factory=RefineConfig)
+    coa: CoaConfig = Field(default_factory=CoaConfig)
+    passrate: PassrateConfig = Field(default_factory=PassrateConfig)
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="factory run's stages")
+    prompts_dir: Path | None = Field(
+        None,
+        description="a folder of prompt files (<name>.md, as under prompts/) that override the shipped ones "
+        "by the same relative name; the shipped prompts fill in the rest (relative to the working folder)",
+    )
+
+    @field_validator("prompts_dir")
+    @classmethod
+    def _prompts_dir_exists(cls, folder: Path | None) -> Path | None:
+        if folder is not None and not folder.is_dir():
+            raise ValueError(f"{folder} is not a folder (a folder of <name>.md prompt overrides)")
+        return folder
+
+
+def load_factory_config(path: str | Path | None) -> FactoryConfig:
+    return load_yaml_config(FactoryConfig, path) if path else FactoryConfig()
+
+
+def config_from_args(args: argparse.Namespace) -> FactoryConfig:
+    """The -c file (or the defaults) with the command's flags set on top; a bad value is one line."""
+    config = load_factory_config(args.config)
+    overrides = flag_overrides(args, LLM_FLAGS, "llm.")
+    if args.no_cache:
+        overrides["llm.cache"] = False
+    run_dir = given_run_dir(args)
+    if run_dir:
+        overrides["run_dir"] = run_dir
+    elif "run_dir" not in config.model_fields_set and getattr(args, "run_dir_default", None):
+        overrides["run_dir"] = args.run_dir_default  # the command's own folder, unless the config names one
+    overrides.update(flag_overrides(args, {"smoke.n": "n"}))
+    section = getattr(args, "section", None)
+    overrides.update(flag_overrides(args, SECTION_FLAGS.get(section, ()), f"{section}."))
+    if getattr(args, "corpus", None):
+        overrides["coa.tools.web_search"] = {"enabled": True, "backend": "local", "local": {"path": args.corpus}}
+    if getattr(args, "no_code", False):
+        overrides["refine.with_code"] = False
+    if getattr(args, "no_injection", False):
+        overrides["refine.injection"] = False
+    if getattr(args, "dm", None):
+        overrides["refine.dm_evaluation"] = args.dm
+    return with_overrides(config, overrides)
+
+
+def given_run_dir(args: argparse.Namespace) -> str | None:
+    """--run-dir, or a command's positional RUN_DIR (`run_folder`, as in passrate): they are one setting."""
+    folder = getattr(args, "run_folder", None)
+    if folder and args.run_dir and Path(folder) != Path(args.run_dir):
+        raise ConfigError(f"two run folders given: RUN_DIR {folder} and --run-dir {args.run_dir}")
+    return args.run_dir or folder
