@@ -32,7 +32,7 @@ from pydantic import Field
 
 from ..coa.tasks import RowProblem, Task, TaskError, open_rows, row_to_task
 from ..config import StrictModel
-from ..passrate.prompting import rollout_messages
+from ..passrate.prompting import Policy
 from ..passrate.rates import rates_sql
 from ..store import Store
 from .options import ExportError, ExportOptions
@@ -153,7 +153,7 @@ def policy_prompt(task: Task, instruction: str | None) -> list[dict[str, str]]:
     elif instruction:
         messages = [{"role": "user", "content": instruction}]
     else:
-        messages = rollout_messages(task)
+        messages = Policy.messages(task)
     return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
 
 
