@@ -13,7 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..llm import LLMClient, Request, Result
+from ..llm import LLMClient, Request
+from ..llm.role import Role, chat
 from ..prompts import load_prompt, render_prompt
 from ..tasks import Task
 from .base import Checker, CheckError, CheckResult, failure
@@ -26,10 +27,10 @@ class JudgeVerdict(BaseModel):
     correct: Literal[0, 1]
 
 
-class JudgeRole:
-    """Template + response model + parse (DESIGN rule 6); no I/O."""
+class JudgeRole(Role):
+    """The judge's prompt, reply type and parse (factory.llm.role, DESIGN rule 6); no I/O."""
 
-    response_model = JudgeVerdict
+    name, reply_type = "judge", JudgeVerdict
 
     def __init__(self, max_question_chars: int = 4000, max_reply_chars: int = 8000):
         self.max_question_chars = max_question_chars
@@ -43,17 +44,10 @@ class JudgeRole:
             references=references,
             prediction=tail(prediction, self.max_reply_chars),
         )
-        messages = [
-            {"role": "system", "content": load_prompt("checks/judge_system")},
-            {"role": "user", "content": user},
-        ]
-        return Request(messages, self.response_model, stage=STAGE, tag=task.id)
+        return Request(chat(load_prompt("checks/judge_system"), user), self.reply_type, stage=STAGE, tag=task.id)
 
     @staticmethod
-    def parse(result: Result) -> CheckResult:
-        if not result.ok:
-            return failure(f"judge {result.error_kind}: {(result.error or '')[:160]}")
-        verdict: JudgeVerdict = result.parsed
+    def parse(verdict: JudgeVerdict) -> CheckResult:
         return CheckResult(correct=verdict.correct == 1, score=float(verdict.correct), detail=verdict.rationale[:300])
 
 
@@ -74,7 +68,10 @@ class LLMJudge(Checker):
         self.role = role or JudgeRole()
 
     async def acheck(self, prediction: str, task: Task) -> CheckResult:
-        return self.role.parse(await self.llm.run(self.role.request(prediction, task)))
+        result = await self.llm.run(self.role.request(prediction, task))
+        if not result.ok:
+            return failure(f"judge {result.error_kind}: {(result.error or '')[:160]}")
+        return self.role.parse(result.parsed)
 
     def check(self, prediction: str, task: Task) -> CheckResult:
         raise CheckError("llm_judge is async only: use `await judge.acheck(prediction, task)`")

@@ -1,4 +1,4 @@
-"""The LLM roles of the multi-agent system: template, response model, parse (no I/O, DESIGN rule 6).
+"""The LLM roles of the multi-agent system (factory.llm.role): prompt, reply type, parse (no I/O, DESIGN rule 6).
 
 Every role gets one system message (prompts/coa/<role>.md, then
 prompts/coa/voice.md) and one user message (prompts/coa/context.md: the
@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
 from ..llm import Request
+from ..llm.role import Role, chat
 from ..prompts import load_prompt, render_prompt
 from .config import ReplyLimits
 from .trace import Event, ToolCall
@@ -103,13 +104,13 @@ def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...]
     return create_model(base.__name__, __base__=base, **fields)
 
 
-class Role:
-    """One role: `request(context)` -> Request; `parse(reply, domain)` -> Event.
+class CoaRole(Role):
+    """One role of the system (factory.llm.role): `request(context)` -> Request; `parse(reply, domain)` -> Event.
 
     `tools`: the tools the run offers its tool agent (the search agent may choose
-    among them); `modules`: what the code tool lets a program import."""
+    among them); `modules`: what the code tool lets a program import. `response_model`:
+    `reply_type` bounded by the run's limits and narrowed to its tools (bounded_reply)."""
 
-    name: ClassVar[str]
     reply_type: ClassVar[type[Reply]]
 
     def __init__(self, limits: ReplyLimits | None = None, tools: tuple[str, ...] = (), modules: tuple[str, ...] = ()):
@@ -125,8 +126,7 @@ class Role:
             history=history or "(nothing yet)",
             answer_format=ANSWER_FORMATS[domain],
         )
-        messages = [{"role": "system", "content": self.system_prompt()}, {"role": "user", "content": user}]
-        return Request(messages, self.response_model, stage=f"coa_{self.name}", tag=tag)
+        return Request(chat(self.system_prompt(), user), self.response_model, stage=f"coa_{self.name}", tag=tag)
 
     def system_prompt(self) -> str:
         modules = ", ".join(self.modules) or "(none: the standard library is closed)"
@@ -134,11 +134,8 @@ class Role:
         role = render_prompt(f"coa/{self.name}", tools=tool_lines, tool_names=" or ".join(self.tools), modules=modules)
         return f"{role}\n{load_prompt('coa/voice')}"
 
-    def parse(self, reply: Reply, domain: str) -> Event:
-        raise NotImplementedError
 
-
-class Planner(Role):
+class Planner(CoaRole):
     name, reply_type = "planner", PlanReply
 
     def parse(self, reply: PlanReply, domain: str) -> Event:
@@ -146,7 +143,7 @@ class Planner(Role):
         return Event(agent=self.name, kind="plan", think=reply.think.strip(), content=steps)
 
 
-class SearchAgent(Role):
+class SearchAgent(CoaRole):
     name, reply_type = "search_agent", SearchReply
 
     def parse(self, reply: SearchReply, domain: str) -> Event:
@@ -154,7 +151,7 @@ class SearchAgent(Role):
         return Event(agent=self.name, kind="tool_call", think=reply.think.strip(), tool=call)
 
 
-class CodeAgent(Role):
+class CodeAgent(CoaRole):
     name, reply_type = "code_agent", CodeReply
 
     def parse(self, reply: CodeReply, domain: str) -> Event:
@@ -162,7 +159,7 @@ class CodeAgent(Role):
         return Event(agent=self.name, kind="tool_call", think=reply.think.strip(), tool=call)
 
 
-class Reflector(Role):
+class Reflector(CoaRole):
     name, reply_type = "reflector", ReflectionReply
 
     def parse(self, reply: ReflectionReply, domain: str) -> Event:
@@ -175,7 +172,7 @@ class Reflector(Role):
                      scores=scores, decision=decision)  # fmt: skip
 
 
-class Answerer(Role):
+class Answerer(CoaRole):
     name, reply_type = "answerer", AnswerReply
 
     def parse(self, reply: AnswerReply, domain: str) -> Event:
@@ -183,7 +180,7 @@ class Answerer(Role):
                      content=formatted_answer(reply.answer, domain))  # fmt: skip
 
 
-class Verifier(Role):
+class Verifier(CoaRole):
     name, reply_type = "verifier", CheckReply
 
     def parse(self, reply: CheckReply, domain: str) -> Event:
@@ -203,6 +200,6 @@ def formatted_answer(answer: str, domain: str) -> str:
     return text
 
 
-ROLE_TYPES: dict[str, type[Role]] = {
+ROLE_TYPES: dict[str, type[CoaRole]] = {
     role.name: role for role in (Planner, SearchAgent, CodeAgent, Reflector, Answerer, Verifier)
 }

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from ..config import StrictModel
-from ..passrate.prompting import rollout_messages
+from ..passrate.prompting import Policy
 from ..passrate.rates import rates_sql
 from ..store import Store
 from ..tasks import RowProblem, Task, TaskError, open_rows, row_to_task
@@ -153,7 +153,7 @@ def policy_prompt(task: Task, instruction: str | None) -> list[dict[str, str]]:
     elif instruction:
         messages = [{"role": "user", "content": instruction}]
     else:
-        messages = rollout_messages(task)
+        messages = Policy.messages(task)
     return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
 
 

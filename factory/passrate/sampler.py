@@ -26,15 +26,13 @@ from tqdm.auto import tqdm
 from .. import checks
 from ..config import validate_config
 from ..errors import FactoryError, StoreWriteError
-from ..llm import LLMClient, LLMConfig, Request
+from ..llm import LLMClient, LLMConfig
 from ..llm.progress import CallCounter
 from ..sandbox.api import run_sync  # asyncio.run, in a helper thread when a loop is already running
 from ..store import Store, utcnow
 from ..tasks import Task, load_tasks
-from .prompting import extracted_answer, rollout_messages
+from .prompting import STAGE, Policy
 from .rows import RolloutWriter, StoredSlots, Unchecked, count_rollouts, stored_slots
-
-STAGE = "passrate"
 
 
 class PassrateError(FactoryError):
@@ -177,8 +175,7 @@ class Sampler:
 
     async def sample(self, job: Job) -> dict[str, Any]:
         self.tally["requested"] += 1
-        messages, params = rollout_messages(job.task), self.params(job.index)
-        result = await self.llm.run(Request(messages, stage=STAGE, sample_index=job.index, params=params))
+        result = await self.llm.run(Policy().request(job.task, job.index, self.params(job.index)))
         cut_off = result.error_kind == "length" and result.text is not None
         if not (result.ok or cut_off):
             self.tally["llm_failures"] += 1
@@ -209,7 +206,7 @@ class Sampler:
 
     def row(self, job: Job, completion: str | None, request_hash: str | None, detail: str,
             correct: bool | None = None, score: float | None = None) -> dict[str, Any]:  # fmt: skip
-        answer = extracted_answer(completion, job.task.domain) if completion is not None else None
+        answer = Policy.parse(completion, job.task.domain) if completion is not None else None
         return {"task_id": job.task.id, "model": self.model, "sample_index": job.index, "completion": completion,
                 "answer": answer, "correct": correct, "score": score, "detail": detail,
                 "request_hash": request_hash, "created_at": utcnow()}  # fmt: skip

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from ..errors import FactoryError
 from ..llm import LLMClient, Request
+from ..llm.role import Role, chat
 from ..prompts import load_prompt, render_prompt
 from .dedup import NEAR_THRESHOLD, Dropped, dedup_personas
 from .model import Persona, text_id
@@ -46,14 +47,31 @@ class ExpansionOutcome:
         return len(self.failed)
 
 
-def expansion_request(seed: Persona, per_seed: int, stage: str, sample_index: int = 0) -> Request:
-    messages = [
-        {"role": "system", "content": load_prompt("personas/expand_system")},
-        {"role": "user", "content": render_prompt("personas/expand_user", persona=seed.text, count=per_seed)},
-    ]
-    # Room for per_seed personas of up to 300 characters each, plus the JSON around them.
-    params = {"max_tokens": 150 + 120 * per_seed}
-    return Request(messages, RelatedPersonas, stage=stage, sample_index=sample_index, params=params, tag=seed.id)
+class PersonaExpander(Role):
+    """A seed persona -> per_seed personas of the people close to it (factory.llm.role); no I/O."""
+
+    name, reply_type = "persona_expander", RelatedPersonas
+
+    def __init__(self, per_seed: int, stage: str):
+        self.per_seed = per_seed
+        self.stage = stage
+
+    def request(self, seed: Persona, sample_index: int = 0) -> Request:
+        user = render_prompt("personas/expand_user", persona=seed.text, count=self.per_seed)
+        # Room for per_seed personas of up to 300 characters each, plus the JSON around them.
+        params = {"max_tokens": 150 + 120 * self.per_seed}
+        messages = chat(load_prompt("personas/expand_system"), user)
+        return Request(
+            messages, self.reply_type, stage=self.stage, sample_index=sample_index, params=params, tag=seed.id
+        )
+
+    def parse(self, reply: RelatedPersonas, seed: Persona) -> list[Persona]:
+        # A model may write more than asked (the schema allows up to MAX_PER_SEED): keep the first per_seed.
+        return [
+            Persona(id=text_id(item.persona), text=item.persona, source=EXPAND_SOURCE, parent_id=seed.id,
+                    tags={"relation": item.relation})
+            for item in reply.personas[: self.per_seed]
+        ]  # fmt: skip
 
 
 async def expand_personas(
@@ -73,7 +91,8 @@ async def expand_personas(
     if not 1 <= per_seed <= MAX_PER_SEED:
         raise FactoryError(f"per_seed must be between 1 and {MAX_PER_SEED}, got {per_seed}")
     seeds = list(seeds)
-    requests = [expansion_request(seed, per_seed, stage, sample_index) for seed in seeds]
+    expander = PersonaExpander(per_seed, stage)
+    requests = [expander.request(seed, sample_index) for seed in seeds]
     results = await llm.complete_many(requests, progress=progress, desc="persona expand")
     outcome = ExpansionOutcome()
     candidates: list[Persona] = []
@@ -81,16 +100,7 @@ async def expand_personas(
         if not result.ok or result.parsed is None:
             outcome.failed.append((seed.id, result.error_kind or "empty"))
             continue
-        candidates.extend(_children(seed, result.parsed, per_seed))
+        candidates.extend(expander.parse(result.parsed, seed))
     deduped = dedup_personas(candidates, threshold, against=seeds)
     outcome.personas, outcome.dropped = deduped.kept, deduped.dropped
     return outcome
-
-
-def _children(seed: Persona, reply: RelatedPersonas, per_seed: int) -> list[Persona]:
-    # A model may write more than asked (the schema allows up to MAX_PER_SEED): keep the first per_seed.
-    return [
-        Persona(id=text_id(item.persona), text=item.persona, source=EXPAND_SOURCE, parent_id=seed.id,
-                tags={"relation": item.relation})
-        for item in reply.personas[:per_seed]
-    ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The two LLM roles of the AgentRefine path: templates, response models, parsing.
+"""The LLM roles of the AgentRefine path (factory.llm.role): prompts, reply types, parsing.
 
 Roles hold no I/O: they build requests and read results (DESIGN rule 6).
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..llm import Request
+from ..llm.role import Role, chat
 from ..prompts import load_prompt, prompt_file, render_prompt
 from .inject import open_slots
 from .narration import describe_goal, describe_rules, opening_observation
@@ -29,8 +30,10 @@ def _read_example(path: Path) -> Any:
     return json.loads(path.read_text())
 
 
-class ScriptWriter:
+class ScriptWriter(Role):
     """Persona → script (environment, task, actions), few-shot with three examples."""
+
+    name, reply_type = "script_writer", ScriptDraft
 
     def __init__(self, with_code: bool = True):
         self.with_code = with_code
@@ -45,15 +48,12 @@ class ScriptWriter:
         return render_prompt("refine/script_system", examples=shown, code_instruction=instruction)
 
     def request(self, persona_id: str, persona: str, attempt: int, feedback: list[str] | None = None) -> Request:
-        messages = [
-            {"role": "system", "content": self._system()},
-            {"role": "user", "content": render_prompt("refine/script_user", persona=persona)},
-        ]
+        users = [render_prompt("refine/script_user", persona=persona)]
         if feedback:
-            messages.append(
-                {"role": "user", "content": render_prompt("refine/script_feedback", problems="; ".join(feedback))}
-            )
-        return Request(messages, self.response_model, stage="script", sample_index=attempt, tag=persona_id)
+            users.append(render_prompt("refine/script_feedback", problems="; ".join(feedback)))
+        return Request(
+            chat(self._system(), *users), self.response_model, stage="script", sample_index=attempt, tag=persona_id
+        )
 
     @staticmethod
     def parse(draft: ScriptDraft, persona_id: str) -> Script:
@@ -92,8 +92,10 @@ def dm_rules(script: Script) -> str:
     return "\n".join([describe_rules(a) for a in script.actions] + [f"Goal: {describe_goal(script)}."])
 
 
-class TrajectorySimulator:
+class TrajectorySimulator(Role):
     """One call plays both the DM and the player; a verified prefix is continued."""
+
+    name, reply_type = "trajectory_simulator", dict  # the schema is built per request (trajectory_schema)
 
     def __init__(self, min_corrections: int = 2, min_steps: int = 2, max_steps: int = 10):
         self.min_corrections = min_corrections
@@ -119,8 +121,7 @@ class TrajectorySimulator:
             actions=describe_actions(script), rules=dm_rules(script), progress=progress,
         )  # fmt: skip
         schema = trajectory_schema(script, self.min_steps if not prefix else 1, self.max_steps, open_thoughts)
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        return Request(messages, schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)
+        return Request(chat(system, user), schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)
 
     @staticmethod
     def parse(parsed: dict) -> list[dict]:
@@ -140,9 +141,11 @@ def _shown(step: dict, number: int | None) -> dict:
     return wire
 
 
-class ThoughtWriter:
+class ThoughtWriter(Role):
     """The scaffolded trajectory's one LLM role (scaffold.py): the player's thoughts for moves the world
     already played, all steps in one call."""
+
+    name, reply_type = "thought_writer", dict  # the schema is built per request (scaffold_schema)
 
     def __init__(self, max_thought: int = 150):
         self.max_thought = max_thought
@@ -155,14 +158,11 @@ class ThoughtWriter:
             observation=opening_observation(script),
             count=len(steps),
         )
-        messages = [
-            {"role": "system", "content": load_prompt("refine/trajectory_scaffold_system")},
-            {"role": "user", "content": user},
-        ]
         calls = [format_action(s["action"]["name"], s["action"]["params"]) for s in steps]
         schema = scaffold_schema(calls, [s["observation"] for s in steps], max_thought=self.max_thought)
-        return Request(messages, schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)
+        system = load_prompt("refine/trajectory_scaffold_system")
+        return Request(chat(system, user), schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)
 
     @staticmethod
-    def thoughts(parsed: dict) -> list[str]:
+    def parse(parsed: dict) -> list[str]:
         return [step[SCAFFOLD_KEYS["thought"]] for step in parsed["steps"]]

@@ -108,7 +108,7 @@ async def scaffold_trajectory(llm: LLMClient, store: Store, trajectory_id: str, 
         steps = with_mistakes(script, plan, target, settings, random.Random(f"{settings.seed}:{persona_id}:{attempt}"))
         result = await llm.run(writer.request(script, steps, attempt, trajectory_id))
         spend.add(result)
-        filled = with_thoughts(steps, writer.thoughts(result.parsed)) if result.ok else None
+        filled = with_thoughts(steps, writer.parse(result.parsed)) if result.ok else None
         if filled is None:
             reason = (
                 f"llm {result.error_kind}: {result.error}"
