@@ -73,3 +73,30 @@ def test_the_coa_bar_shows_the_errors_and_tokens_of_its_calls(server, fast_confi
     run_coa(config, progress=True)
     bar = capsys.readouterr().err
     assert "coa: 100%" in bar and f"errors 1, tokens {4 * TOKENS_PER_REPLY}, cost ?" in bar
+
+
+def test_a_price_in_the_config_prices_a_model_litellm_does_not_know(server, fast_config, tmp_path):
+    from factory.llm.config import ModelPrice
+    from factory.store import Store
+
+    price = ModelPrice(input_usd_per_mtok=0.2, output_usd_per_mtok=0.6)
+    store = Store(tmp_path / "s.duckdb")
+    text, counts = asyncio.run(run_with_bar(fast_config(model="my-finetune", price=price), 3, store))
+    spent = 3 * (10 * 0.2 + 5 * 0.6) / 1e6
+    assert counts.priced == 3 and counts.unpriced == 0 and abs(counts.cost_usd - spent) < 1e-15
+    assert f"${spent:.6f}]" in text
+    [(rows, stored)] = store.query("SELECT count(*), sum(cost_usd) FROM llm_calls")
+    assert rows == 3 and abs(stored - spent) < 1e-15
+
+
+def test_the_configs_price_is_its_models_only():
+    from factory.coa.config import RoleModels
+    from factory.coa.mas.agents import role_configs
+    from factory.llm import LLMConfig
+    from factory.llm.cost import call_cost
+
+    base = LLMConfig(model="my-finetune", price={"input_usd_per_mtok": 1, "output_usd_per_mtok": 2})
+    roles = role_configs(base, RoleModels(planner="gpt-4o-mini", verifier="my-finetune"))
+    assert roles["verifier"].price == base.price and roles["planner"].price is None
+    assert call_cost("local", "local", 1_000_000, 0, base.price.per_token()) == 1.0  # the embedded model, priced
+    assert call_cost("local", "local", 1_000_000, 0) is None  # free unless the config says otherwise

@@ -53,6 +53,7 @@ class LLMClient:
         self.run_id = run_id
         self.endpoint: Endpoint | None = None
         self.keeper = LogKeeper()
+        self._price = self.config.price.per_token() if self.config.price else None
         self.sender: Sender | None = None
         self._mode = self.config.structured_mode
         self._semaphore = asyncio.Semaphore(self.config.concurrency)
@@ -259,7 +260,7 @@ class LLMClient:
             key, error_kind is None, reply.content if reply else None, parsed, error_kind, error,
             reply.finish_reason if reply else None, False, tally.attempts, tally.prompt_tokens,
             tally.completion_tokens, call_cost(self.endpoint.provider, self.endpoint.model,
-            tally.prompt_tokens, tally.completion_tokens), time.perf_counter() - clock, request.tag, notes,
+            tally.prompt_tokens, tally.completion_tokens, self._price), time.perf_counter() - clock, request.tag, notes,
         )  # fmt: skip
         self._record(request, spec, params, result, jsonable, started, fixed)
         return result

@@ -40,6 +40,16 @@ class LocalModelConfig(StrictModel):
     startup_timeout_s: float = Field(120, gt=0)
 
 
+class ModelPrice(StrictModel):
+    """What a model costs where litellm's price map does not know it (self-hosted, a new model, a negotiated rate)."""
+
+    input_usd_per_mtok: float = Field(ge=0, description="USD per million prompt tokens")
+    output_usd_per_mtok: float = Field(ge=0, description="USD per million completion tokens")
+
+    def per_token(self) -> tuple[float, float]:
+        return self.input_usd_per_mtok / 1e6, self.output_usd_per_mtok / 1e6
+
+
 class LLMConfig(StrictModel):
     model: str = Field(
         "local",
@@ -77,3 +87,6 @@ class LLMConfig(StrictModel):
     cache: bool = True
     cache_namespace: str = ""
     local: LocalModelConfig = Field(default_factory=LocalModelConfig)
+    price: ModelPrice | None = Field(
+        None, description="USD per million tokens, used instead of litellm's price map (e.g. a self-hosted model)"
+    )

@@ -34,11 +34,18 @@ def prices(provider: str, model: str) -> tuple[float, float] | None:
     return None
 
 
-def call_cost(provider: str, model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
-    """USD for one call; None when the price or the token counts are unknown."""
-    if provider == "local" or prompt_tokens is None:
+def call_cost(
+    provider: str,
+    model: str,
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+    price: tuple[float, float] | None = None,
+) -> float | None:
+    """USD for one call; None when the price or the token counts are unknown. `price` (USD per token, input and
+    output) is the config's own and wins over litellm's map, also for the embedded model."""
+    if prompt_tokens is None or (provider == "local" and price is None):
         return None
-    unit = prices(provider, model)
+    unit = price or prices(provider, model)
     if unit is None:
         return None
     return prompt_tokens * unit[0] + (completion_tokens or 0) * unit[1]

@@ -87,11 +87,16 @@ def usage_of(result: Result, model: str) -> LLMUsage:
 
 
 def role_configs(base: LLMConfig, models: RoleModels) -> dict[str, LLMConfig]:
-    """Each role's LLM config: the run's, with the role's model where one is set."""
+    """Each role's LLM config: the run's, with the role's model where one is set (the run's `price` is
+    `llm.model`'s, so another model is priced from litellm's map)."""
     return {
-        role: base if getattr(models, role) is None else base.model_copy(update={"model": getattr(models, role)})
+        role: base if getattr(models, role) in (None, base.model) else role_config(base, getattr(models, role))
         for role in ROLES
     }
+
+
+def role_config(base: LLMConfig, model: str) -> LLMConfig:
+    return base.model_copy(update={"model": model, "price": None})
 
 
 @asynccontextmanager
