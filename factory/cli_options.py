@@ -21,7 +21,13 @@ from .errors import ConfigError
 M = TypeVar("M", bound=StrictModel)
 
 # LLMConfig field -> the argparse dest of its flag (add_llm_options)
-LLM_FLAGS = {"model": "model", "base_url": "base_url", "api_key_env": "api_key_env", "concurrency": "concurrency"}
+LLM_FLAGS = {
+    "model": "model",
+    "base_url": "base_url",
+    "api_key_env": "api_key_env",
+    "concurrency": "concurrency",
+    "max_cost_usd": "max_cost_usd",
+}
 
 
 def add_llm_options(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +38,12 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key-env", help="environment variable holding the key for --base-url")
     parser.add_argument("--concurrency", type=int, help="requests in flight at once")
+    parser.add_argument(
+        "--max-cost-usd",
+        type=float,
+        help="stop sending once the run's recorded spend reaches this many USD (calls in flight finish; the same "
+        "command with a higher cap goes on)",
+    )
     parser.add_argument("--run-dir", help="run folder holding the DuckDB store")
     parser.add_argument("--no-cache", action="store_true", help="call the model even for requests already answered")
 

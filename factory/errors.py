@@ -13,9 +13,18 @@ class MissingKeyError(FactoryError):
     """A provider needs an API key that is not in the environment."""
 
 
-class StoreWriteError(FactoryError):
+class SendingStopped(FactoryError):
+    """The LLM client sends nothing more: the batch ends with this one line, keeping every answer it has
+    (a batch driver re-raises it instead of recording it as one task's failure)."""
+
+
+class StoreWriteError(SendingStopped):
     """The run store (or its call journal) could not be written, e.g. the disk is full.
     The LLM client stops sending: a batch that goes on would pay for answers it cannot keep."""
+
+
+class SpendCapReached(SendingStopped):
+    """The spend recorded in the run store reached `llm.max_cost_usd`; calls in flight finish and are kept."""
 
 
 class MissingExtraError(FactoryError):

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from ..checks import Checker, default_checker, get_checker
-from ..errors import FactoryError, StoreWriteError
+from ..errors import FactoryError, SendingStopped
 from ..llm.progress import CallCounter
 from ..records import Trajectory
 from ..run import open_run
@@ -104,7 +104,7 @@ async def coa_one(agents: Agents, toolbox: ToolBox, store: Store, task: Task, se
     try:
         trace = await run_mas(agents, toolbox, task, settings)
         await record_trace(store, trace, task, checker_for(task, settings, agents))
-    except StoreWriteError:
+    except SendingStopped:
         raise  # the store cannot be written: the batch stops (recording this task would fail too)
     except Exception as exc:  # one task's bug must not end the batch: record it
         broken = failed_trace(task, settings, trace, exc)

@@ -74,6 +74,7 @@ class CallLog:
         # Successful rows not yet in DuckDB, so a cache lookup sees them too.
         self._pending_ok: dict[str, dict[str, Any]] = {}
         self.ok_keys: set[str] = {r[0] for r in store.query("SELECT request_hash FROM llm_calls WHERE status = 'ok'")}
+        self.spent_usd = float(store.query("SELECT coalesce(sum(cost_usd), 0) FROM llm_calls")[0][0])
 
     def write_error(self, exc: BaseException) -> StoreWriteError:
         cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -106,6 +107,7 @@ class CallLog:
         key = row["request_hash"]
         with self._lock:
             self._rows.append(tuple(row[c] for c in COLUMNS))
+            self.spent_usd += row["cost_usd"] or 0.0  # this call's own cost: the spend cap reads it
             if row["status"] == "ok":
                 self._pending_ok[key] = {c: row[c] for c in CACHED_COLUMNS}
                 self.ok_keys.add(key)

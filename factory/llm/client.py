@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Iterable
 import orjson
 from tqdm.auto import tqdm
 
-from ..errors import StoreWriteError
+from ..errors import SendingStopped
 from ..store import Store, utcnow
 from .calllog import CallLog
 from .config import LLMConfig
@@ -33,6 +33,7 @@ from .progress import CallCounter, CallCounts
 from .providers import Endpoint, resolve_endpoint
 from .request import Request, Result, request_key
 from .sender import Sender, Tally
+from .spend import SpendCap
 from .structured import (
     OutputInvalid,
     OutputSpec,
@@ -54,6 +55,7 @@ class LLMClient:
         self.endpoint: Endpoint | None = None
         self.keeper = LogKeeper()
         self._price = self.config.price.per_token() if self.config.price else None
+        self.spend_cap = SpendCap(self.config.max_cost_usd, store.path if store is not None else None)
         self.sender: Sender | None = None
         self._mode = self.config.structured_mode
         self._semaphore = asyncio.Semaphore(self.config.concurrency)
@@ -81,6 +83,7 @@ class LLMClient:
             server = await asyncio.to_thread(local_server, self.config.model or "local", self.config.local)
             local_url = server.base_url
         self.endpoint = resolve_endpoint(self.config, local_url)
+        self.spend_cap.require_price(self.endpoint.provider, self.endpoint.model, self._price)
         self.sender = Sender(self._make_transport(self.endpoint), self.config, self.keeper.before_attempt,
                              self.keeper.attempt_sent)  # fmt: skip
         if self.endpoint.provider != "local":
@@ -146,8 +149,8 @@ class LLMClient:
             self.counts.add(result, self.endpoint.provider)
             future.set_result(result)
             return result
-        except StoreWriteError as exc:
-            future.set_exception(StoreWriteError(str(exc)))  # twins waiting on this call stop too
+        except SendingStopped as exc:
+            future.set_exception(type(exc)(str(exc)))  # twins waiting on this call stop too
             future.exception()  # retrieved: no "never retrieved" warning when nobody waits
             raise
         finally:
@@ -157,9 +160,10 @@ class LLMClient:
 
     async def _guarded_call(self, request: Request, spec, params: dict[str, Any], key: str) -> Result:
         try:
-            async with self._semaphore:
+            async with self._semaphore:  # the cap is checked with a slot in hand: at most `concurrency` calls past it
+                self.spend_cap.check(self.log.spent_usd if self.log is not None else self.counts.cost_usd)
                 return await self._call(request, spec, params, key)
-        except StoreWriteError:
+        except SendingStopped:
             raise  # not one request's failure: the batch must stop
         except Exception as exc:  # a bug must not take the batch down: record it
             result = Result(key, False, error_kind="internal", error=f"{type(exc).__name__}: {exc}", tag=request.tag)

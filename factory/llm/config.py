@@ -87,6 +87,9 @@ class LLMConfig(StrictModel):
     cache: bool = True
     cache_namespace: str = ""
     local: LocalModelConfig = Field(default_factory=LocalModelConfig)
+    max_cost_usd: float | None = Field(
+        None, ge=0, description="stop sending once the run store's recorded spend reaches this (USD; resumable)"
+    )
     price: ModelPrice | None = Field(
         None, description="USD per million tokens, used instead of litellm's price map (e.g. a self-hosted model)"
     )

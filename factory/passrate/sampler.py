@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from .. import checks
 from ..config import validate_config
-from ..errors import FactoryError, StoreWriteError
+from ..errors import FactoryError, SendingStopped, StoreWriteError
 from ..llm import LLMClient, LLMConfig
 from ..llm.progress import CallCounter
 from ..sandbox.api import run_sync  # asyncio.run, in a helper thread when a loop is already running
@@ -166,7 +166,7 @@ class Sampler:
     async def fill(self, job: Job) -> None:
         try:
             row = await (self.recheck(job) if job.unchecked else self.sample(job))
-        except StoreWriteError:
+        except SendingStopped:
             raise  # the store cannot be written: the batch stops, the slot stays unfilled for the rerun
         except Exception as exc:  # one slot's bug must not end the batch: record it
             completion = job.unchecked.completion if job.unchecked else None

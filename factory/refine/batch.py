@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from ..errors import StoreWriteError
+from ..errors import SendingStopped
 from ..llm import LLMClient
 from ..llm.progress import CallCounter
 from ..personas import Persona, load_library, load_personas, sample_personas, save_personas
@@ -42,7 +42,7 @@ def choose_personas(config: RefineConfig) -> tuple[list[Persona], list[str]]:
 async def _one(llm: LLMClient, store: Store, persona: Persona, settings: RefineConfig, checker) -> None:
     try:
         await refine_one(llm, store, persona.id, persona.text, settings, checker)
-    except StoreWriteError:
+    except SendingStopped:
         raise  # the store cannot keep answers: the batch must stop, not record a failure per persona
     except Exception as exc:  # one persona's bug must not end the batch: record it
         row = {"trajectory_id": f"refine:{persona.id}", "source": "refine", "persona_id": persona.id,
