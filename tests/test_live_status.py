@@ -113,6 +113,28 @@ def test_a_store_held_by_a_writer_without_a_snapshot_is_one_line(tmp_path):
     assert "publishes no live status" in result.stderr
 
 
+def test_a_finished_run_still_closing_its_store_shows_its_last_snapshot(server, tmp_path):
+    """Between a run's last snapshot ("done") and the lock going, a reader shows that snapshot, not an error."""
+    run_dir = tmp_path / "run"
+    script = (
+        "import factory; from factory.store import Store\n"
+        f"config = factory.FactoryConfig(run_dir=r'{run_dir}')\n"
+        f"config.llm.model, config.llm.base_url, config.smoke.n = 'm', '{server.base_url}', 3\n"
+        "factory.run_smoke(config, progress=False)\n"
+        f"store = Store(r'{run_dir / 'factory.duckdb'}')\n"  # the same process holds the lock again, as if closing
+        "print('holding', flush=True); input()\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "holding\n"
+        result = factory_cli("calls", str(run_dir), "--json")
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert result.returncode == 0, result.stderr
+    live = json.loads(result.stdout)
+    assert live["live"]["status"] == "done" and live["live"]["pid"] == holder.pid and live["calls"] == 3
+
+
 def test_a_snapshot_that_cannot_be_written_never_stops_the_run(server, tmp_path, caplog, monkeypatch):
     monkeypatch.setenv("FACTORY_STATUS_INTERVAL_S", "0.01")
     (tmp_path / "run" / STATUS_FILENAME).mkdir(parents=True)  # a folder in the way: every replace fails

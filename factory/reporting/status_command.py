@@ -46,8 +46,10 @@ def cmd_calls(args: argparse.Namespace) -> int:
 def live_or_raise(run_dir: str | Path, busy: StoreBusyError) -> dict[str, Any]:
     """The running run's snapshot, or the busy error saying why there is none."""
     snapshot = load_live(run_dir)
-    # A finished run's snapshot, or one whose process is gone, says nothing of whoever holds the lock now.
-    if snapshot is None or snapshot["status"] != "running" or snapshot["writer_alive"] is False:
+    # A snapshot whose process is gone says nothing of whoever holds the lock now. A finished run's process
+    # that is still alive is closing its store (its last snapshot is written just before the lock goes).
+    closing = snapshot is not None and snapshot["status"] != "running" and snapshot["writer_alive"] is True
+    if snapshot is None or snapshot["writer_alive"] is False or (snapshot["status"] != "running" and not closing):
         raise FactoryError(
             f"{busy}, and it publishes no live status (not a factory run, or an older factory): try again when it ends"
         )
