@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cli_options import add_llm_options
+from ..estimate.command import add_dry_run_options, print_dry_run
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
 
@@ -41,6 +42,7 @@ def add_refine_parser(commands: argparse._SubParsersAction) -> argparse.Argument
         help="who plays the trajectories: the LLM (the paper), scaffolded (the world's plan fixes "
         "the actions, the LLM writes the thoughts), or auto (default: scaffolded for 'local')",
     )
+    add_dry_run_options(refine)
     refine.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine", section="refine", takes_run_config=True)
     return refine
@@ -50,6 +52,8 @@ def cmd_refine(args: argparse.Namespace, config: FactoryConfig) -> int:
     from .batch import run_refine
     from .quality import format_quality, run_quality
 
+    if args.dry_run:
+        return print_dry_run(args, config, ["refine"])
     outcome = run_refine(config, progress=not args.quiet)
     print(funnel_line(outcome.funnel))
     print(format_failures(config.run_dir, ["refine"]))
