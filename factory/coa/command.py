@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_options import add_llm_options
-from ..estimate.command import add_dry_run_options, print_dry_run
+from ..cli_options import add_dry_run_options, add_llm_options
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
 from .batch import run_coa, run_coa_import
@@ -50,8 +49,6 @@ def add_coa_parsers(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_coa(args: argparse.Namespace, config: FactoryConfig) -> int:
-    if args.dry_run:
-        return print_dry_run(args, config, ["coa"])
     return print_coa(run_coa(config, progress=not args.quiet), config.run_dir)
 
 

@@ -18,16 +18,6 @@ if TYPE_CHECKING:
     from ..run_config import FactoryConfig
 
 
-def add_dry_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="send nothing: print per stage the requests, prompt and completion tokens and cost it would take, "
-        "from the real prompts (an existing run store is read, not written: what is done is not counted)",
-    )
-    parser.add_argument("--json", action="store_true", help="with --dry-run: the estimate as JSON")
-
-
 def estimate_stages(
     config: FactoryConfig, stages: list[str], passrate: tuple[PassrateConfig, LLMConfig] | None = None
 ) -> tuple[list[StageEstimate], list[str]]:
@@ -89,3 +79,31 @@ def print_dry_run(args: argparse.Namespace, config: FactoryConfig, stages: list[
     footer = [*(extra or []), *footer]
     print(as_json(estimates, footer) if getattr(args, "json", False) else format_estimates(estimates, footer))
     return 0
+
+
+def dry_run(args: argparse.Namespace, config: FactoryConfig) -> int:
+    """`factory refine|coa|passrate|run ... --dry-run`: the stages the command would run, estimated."""
+    if args.command == "passrate":
+        from ..passrate.command import passrate_settings
+        from ..passrate.config import PassrateConfig
+
+        settings = passrate_settings(args, getattr(config, "passrate", None) or PassrateConfig())
+        return print_dry_run(args, config, ["passrate"], (settings, config.llm))
+    if args.command == "run":
+        return pipeline_dry_run(args, config)
+    return print_dry_run(args, config, [args.command])
+
+
+def pipeline_dry_run(args: argparse.Namespace, config: FactoryConfig) -> int:
+    """The generation stages' estimate (the stages after them make no model calls)."""
+    from ..errors import FactoryError
+    from ..pipeline.stages import all_stages
+
+    if not args.config:
+        raise FactoryError("factory run needs a pipeline config: -c pipeline.yaml (e.g. examples/pipeline.yaml)")
+    pipeline = config.pipeline
+    stages = [*pipeline.generate, *(["passrate"] if pipeline.passrate is not None else [])]
+    policy = (pipeline.passrate.policy or config.llm) if pipeline.passrate is not None else None
+    later = [s.name for s in all_stages(pipeline) if s.name not in ("refine", "coa", "passrate")]
+    note = f"later stages ({', '.join(later)}) make no model calls"
+    return print_dry_run(args, config, stages, (config.passrate, policy) if policy else None, [note])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
+from ..errors import FactoryError
 from ..llm import LLMConfig
 from ..passrate.config import PassrateConfig
 from ..passrate.job import choose_tasks
@@ -50,5 +51,5 @@ def _stored(ctx: EstimateContext, label: str) -> StoredSlots:
         return StoredSlots(set(), {}, set())
     try:
         return stored_slots(ctx.store, label)
-    except duckdb.Error:  # a store from before the rollouts table
+    except (duckdb.Error, FactoryError):  # a store from before the rollouts table
         return StoredSlots(set(), {}, set())

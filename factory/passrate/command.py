@@ -11,8 +11,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cli_options import add_llm_options, flag_overrides, with_overrides
-from ..estimate.command import add_dry_run_options, print_dry_run
+from ..cli_options import add_dry_run_options, add_llm_options, flag_overrides, with_overrides
 from ..llm.call_summary import format_call_summary, summarize_calls
 from .config import PassrateConfig
 from .job import format_passrate, run_passrate
@@ -50,8 +49,6 @@ def add_passrate_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_passrate(args: argparse.Namespace, config: FactoryConfig) -> int:
     settings = passrate_settings(args, getattr(config, "passrate", None) or PassrateConfig())
-    if args.dry_run:
-        return print_dry_run(args, config, ["passrate"], (settings, config.llm))
     outcome, summary = run_passrate(config, settings, config.llm, progress=not args.quiet)
     print(format_passrate(outcome, summary))
     print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (table rollouts)")

@@ -12,9 +12,8 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
-from ..cli_options import add_llm_options
+from ..cli_options import add_dry_run_options, add_llm_options
 from ..errors import FactoryError
-from ..estimate.command import add_dry_run_options, print_dry_run
 from ..prompts import prompts_override
 from .config import STAGES, check_inputs
 from .ledger import Ledger
@@ -52,20 +51,8 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
 def cmd_run(args: argparse.Namespace, config: FactoryConfig) -> int:
     if not args.config:
         raise FactoryError("factory run needs a pipeline config: -c pipeline.yaml (e.g. examples/pipeline.yaml)")
-    if args.dry_run:
-        return dry_run(args, config)
     with prompts_override(config.prompts_dir):  # also for stages outside a run (the export's dataset card)
         return run_stages(Context(config, progress=not args.quiet), args)
-
-
-def dry_run(args: argparse.Namespace, config: FactoryConfig) -> int:
-    """The generation stages' estimate (the stages after them make no model calls)."""
-    pipeline = config.pipeline
-    stages = [*pipeline.generate, *(["passrate"] if pipeline.passrate is not None else [])]
-    policy = (pipeline.passrate.policy or config.llm) if pipeline.passrate is not None else None
-    later = [s.name for s in all_stages(pipeline) if s.name not in ("refine", "coa", "passrate")]
-    note = f"later stages ({', '.join(later)}) make no model calls"
-    return print_dry_run(args, config, stages, (config.passrate, policy) if policy else None, [note])
 
 
 def run_stages(context: Context, args: argparse.Namespace) -> int:

