@@ -48,10 +48,26 @@ def test_passrate_is_exact_sends_nothing_and_counts_only_what_is_left(server, tm
 
     server.default = Action(content="<answer>Paris</answer>")
     assert main(passrate_argv(server, tmp_path, tasks, 2)) == 0  # a real run answers 6 of the 12
-    sent = len(server.requests)
+    sent, before = len(server.requests), folder_state(tmp_path / "run")
     again = dry(capsys, *passrate_argv(server, tmp_path, tasks, 4))
     assert stage(again, "passrate")["total"]["requests"]["expected"] == 6 and len(server.requests) == sent
     assert "was read" in again["summary"][0]
+    assert folder_state(tmp_path / "run") == before  # the store was read, not written: no file changed or added
+
+
+def folder_state(folder):
+    return {path: (path.stat().st_size, path.stat().st_mtime_ns) for path in sorted(folder.rglob("*"))}
+
+
+def test_an_unknown_model_s_tokens_are_counted_at_the_ratio_its_logged_calls_show(server, tmp_path, tasks, capsys):
+    server.default = Action(content="<answer>Paris</answer>")
+    argv = ["passrate", str(tmp_path / "run"), "--tasks", str(tasks), "--model", "my-finetune", "--base-url",
+            server.base_url, "-q", "--n"]  # fmt: skip
+    assert stage(dry(capsys, *argv, "2"), "passrate")["token_method"].startswith("4.00 chars/token (default ratio")
+    assert main([*argv, "2"]) == 0  # the loopback server reports 10 prompt tokens a call
+    report = stage(dry(capsys, *argv, "3"), "passrate")
+    assert "calibrated on 6 logged calls" in report["token_method"]
+    assert report["total"]["prompt_tokens"]["expected"] == pytest.approx(3 * 10, abs=1)  # 3 left, 10 tokens each
 
 
 def test_the_prompt_estimate_matches_the_prompts_the_run_sent(server, tmp_path, tasks, capsys):
@@ -120,3 +136,24 @@ def test_the_embedded_model_is_counted_by_its_own_tokenizer_without_starting_it(
     assert report["token_method"].startswith("tokenizer of SmolLM2")
     assert [p["name"] for p in report["parts"]] == ["thoughts"]  # procedural worlds, scaffolded: no script call
     assert report["total"]["cost_usd"] == {"expected": 0.0, "most": 0.0} and not (tmp_path / "run").exists()
+
+
+def test_coa_after_a_real_run_counts_the_tasks_left_at_the_store_s_calls_per_task(server, tmp_path, capsys):
+    from test_coa_mas import write_tasks
+    from test_pipeline_coa import route_solutions
+
+    tasks = write_tasks(tmp_path / "math.jsonl", *[
+        {"id": i, "question": question, "answer": "42", "domain": "math"}
+        for i, question in enumerate(("What is 6 * 7?", "What is 7 * 6?"))])  # fmt: skip
+    argv = ["coa", "--tasks", tasks, "--model", "m", "--base-url", server.base_url, "--run-dir", str(tmp_path / "run")]
+    fresh = stage(dry(capsys, *argv, "--count", "2"), "coa")
+    assert (
+        fresh["total"]["requests"]["expected"] == 2 * 7
+    )  # the default: plan, 2 x (tool call, reflection), answer, check
+    route_solutions(server, tasks=1)
+    assert main([*argv, "--count", "1", "-q"]) == 0
+    sent = len(server.requests)
+    assert sent == 5  # plan, code, reflection, answer, check
+    left = stage(dry(capsys, *argv, "--count", "2"), "coa")
+    assert left["items"] == 1 and left["done_before"] == 1
+    assert left["total"]["requests"]["expected"] == 5 and len(server.requests) == sent  # the store's 5 calls per task

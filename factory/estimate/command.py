@@ -19,15 +19,19 @@ if TYPE_CHECKING:
 
 
 def estimate_stages(
-    config: FactoryConfig, stages: list[str], passrate: tuple[PassrateConfig, LLMConfig] | None = None
+    config: FactoryConfig,
+    stages: list[str],
+    passrate: tuple[PassrateConfig, LLMConfig] | None = None,
+    price_multiplier: float = 1.0,
 ) -> tuple[list[StageEstimate], list[str]]:
-    """The estimate of each stage named (refine, coa, passrate) and the summary lines under them."""
+    """The estimate of each stage named (refine, coa, passrate) and the summary lines under them.
+    `price_multiplier`: the share of the normal price the calls would cost (a batch API's discount)."""
     from .coa_stage import coa_estimate
     from .passrate_stage import passrate_estimate
     from .refine_stage import refine_estimate
 
     with open_existing(config.run_dir) as store:
-        ctx = EstimateContext(store)
+        ctx = EstimateContext(store, price_multiplier)
         estimates = []
         for stage in stages:
             if stage == "refine":

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..llm import LLMConfig, Request
 from ..store import Store
 from .history import answered_keys, cache_key, calibration, mean_completion
+from .pricing import Pricing, pricing_for
 from .tokens import TokenCounter, pick_counter
 
 # Completion tokens per call when the store has no history of the stage: a stated guess, never below what a
@@ -18,14 +19,17 @@ DEFAULT_COMPLETION = {"script": 1500, "trajectory": 1200, "thoughts": 500, "coa"
 @dataclass
 class EstimateContext:
     store: Store | None
+    price_multiplier: float = 1.0  # a discounted mode's share of the normal price (batch APIs: 0.5)
     _counters: dict[str, TokenCounter] = field(default_factory=dict)
     _answered: set[str] | None = None
-    notes: list[str] = field(default_factory=list)  # one line per default assumed, printed under the stage
 
     def counter(self, model: str) -> TokenCounter:
         if model not in self._counters:
             self._counters[model] = pick_counter(model, calibration(self.store, model))
         return self._counters[model]
+
+    def pricing(self, config: LLMConfig) -> Pricing:
+        return pricing_for(config, self.price_multiplier)
 
     def answered(self, config: LLMConfig, request: Request) -> bool:
         """True when the run would get this request's answer from its call log instead of the model."""
@@ -37,5 +41,8 @@ class EstimateContext:
         """(expected completion tokens per call, where the figure comes from)."""
         seen = mean_completion(self.store, model, stage_like)
         if seen is not None:
-            return min(seen, max_tokens), "the store's answered calls"
-        return min(DEFAULT_COMPLETION[kind], max_tokens), f"default {DEFAULT_COMPLETION[kind]} per call"
+            return min(seen, max_tokens), "mean of the store's answered calls"
+        default = DEFAULT_COMPLETION[kind]
+        return min(default, max_tokens), f"default {default}" + (
+            ", capped by max_tokens" if default > max_tokens else ""
+        )

@@ -14,7 +14,6 @@ from ..passrate.rows import StoredSlots, stored_slots
 from ..passrate.sampler import Sampler, plan_jobs, policy_config
 from .context import EstimateContext
 from .model import Part, Span, StageEstimate
-from .pricing import pricing_for
 
 
 def passrate_estimate(ctx: EstimateContext, settings: PassrateConfig, policy: LLMConfig) -> StageEstimate:
@@ -36,14 +35,14 @@ def passrate_estimate(ctx: EstimateContext, settings: PassrateConfig, policy: LL
         prompt += prompt_of[job.task.id]
     per_call, source = ctx.completion(config.model, STAGE, "passrate", settings.max_tokens)
     rollouts = Part("rollouts", Span(to_send, to_send), Span(prompt, prompt),
-                    Span(to_send * per_call, to_send * settings.max_tokens), pricing_for(config))  # fmt: skip
+                    Span(to_send * per_call, to_send * settings.max_tokens), ctx.pricing(config))  # fmt: skip
     notes = [
         f"{len(tasks)} tasks x n {settings.n} = {len(tasks) * settings.n} rollouts: {scored} already scored, "
         f"{cached} answered in the call log, {len(jobs) - to_send - cached} only to check again; requests are exact",
         f"completion tokens: expected {per_call:.0f} per rollout ({source}); most: max_tokens {settings.max_tokens}",
     ]
     return StageEstimate("passrate", config.model, to_send, "rollout", scored + cached, counter.method,
-                         pricing_for(config), [rollouts], notes)  # fmt: skip
+                         ctx.pricing(config), [rollouts], notes)  # fmt: skip
 
 
 def _stored(ctx: EstimateContext, label: str) -> StoredSlots:

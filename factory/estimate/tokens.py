@@ -48,8 +48,15 @@ def chars_of(messages: Messages) -> int:
     return sum(len(message_text(m)) for m in messages)
 
 
-def ratio_counter(chars_per_token: float, where: str) -> TokenCounter:
-    return TokenCounter(f"{chars_per_token:.2f} chars/token ({where})", lambda text: round(len(text) / chars_per_token))
+def ratio_counter(chars_per_token: float, where: str, calibrated: bool = False) -> TokenCounter:
+    """Characters over a ratio. A calibrated ratio (the store's message characters over the prompt tokens the
+    server reported) already holds the chat format's own tokens, so none are added to it."""
+
+    def count_text(text: str) -> int:
+        return round(len(text) / chars_per_token)
+
+    chat = (lambda messages: round(chars_of(messages) / chars_per_token)) if calibrated else None
+    return TokenCounter(f"{chars_per_token:.2f} chars/token ({where})", count_text, chat)
 
 
 def pick_counter(model: str, calibration: tuple[float, int] | None = None) -> TokenCounter:
@@ -60,7 +67,7 @@ def pick_counter(model: str, calibration: tuple[float, int] | None = None) -> To
         return counter
     if calibration is not None:
         ratio, calls = calibration
-        return ratio_counter(ratio, f"calibrated on {calls} logged calls of this model")
+        return ratio_counter(ratio, f"calibrated on {calls} logged calls of this model", calibrated=True)
     return ratio_counter(DEFAULT_CHARS_PER_TOKEN, "default ratio; no tokenizer for this model offline")
 
 
