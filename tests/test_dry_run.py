@@ -157,3 +157,21 @@ def test_coa_after_a_real_run_counts_the_tasks_left_at_the_store_s_calls_per_tas
     left = stage(dry(capsys, *argv, "--count", "2"), "coa")
     assert left["items"] == 1 and left["done_before"] == 1
     assert left["total"]["requests"]["expected"] == 5 and len(server.requests) == sent  # the store's 5 calls per task
+
+
+def test_refine_leaves_out_finished_personas_and_expects_the_store_s_calls_per_persona(server, tmp_path, capsys):
+    from factory.refine.batch import choose_personas
+    from factory.refine.config import RefineConfig
+    from factory.refine.store import save_trajectory
+
+    argv = ["refine", "--run-dir", str(tmp_path / "run"), "--model", "gpt-4o-mini", "--base-url", server.base_url,
+            "--count", "3", "--scripts", "procedural", "--trajectories", "llm"]  # fmt: skip
+    first = next(iter(choose_personas(RefineConfig(count=3))[0]))
+    with Store.open(tmp_path / "run") as store:  # a persona a real run gave up on after 3 calls
+        row = {"trajectory_id": f"refine:{first.id}", "source": "refine", "persona_id": first.id, "verified": False,
+               "reason": "budget exhausted", "llm_calls": 3}  # fmt: skip
+        save_trajectory(store, row, None)
+    report = stage(dry(capsys, *argv), "refine")
+    assert report["items"] == 2 and report["done_before"] == 1
+    assert report["total"]["requests"] == {"expected": 6, "most": 2 * 4}  # the store's 3 calls a persona; budget 4
+    assert "mean of 1 finished" in " ".join(report["notes"]) and not server.requests

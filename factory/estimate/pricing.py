@@ -12,13 +12,14 @@ from ..llm import LLMConfig
 from ..llm.cost import prices
 from ..llm.providers import resolve_endpoint
 
+EMBEDDED = "the embedded model"
 PRICE_HINT = "set llm.price (input_usd_per_mtok, output_usd_per_mtok) in the config to price it"
 
 
 @dataclass(frozen=True)
 class Pricing:
     per_token: tuple[float, float] | None  # USD per (prompt, completion) token; None: nobody knows
-    source: str  # "llm.price", "litellm's price map", "embedded model, free", "unknown"
+    source: str  # "llm.price", "litellm's price map", EMBEDDED (free), "unknown"
     multiplier: float = 1.0  # e.g. a batch discount (0.5)
 
     def cost(self, prompt_tokens: float, completion_tokens: float) -> float | None:
@@ -29,6 +30,8 @@ class Pricing:
     def describe(self) -> str:
         if self.per_token is None:
             return f"price unknown: {PRICE_HINT}"
+        if self.source == EMBEDDED:
+            return f"free ({EMBEDDED}: it runs on this machine; llm.price prices its calls if you count the hardware)"
         shown = f"${self.per_token[0] * 1e6:g} / ${self.per_token[1] * 1e6:g} per M tokens in / out"
         discount = f", x{self.multiplier:g}" if self.multiplier != 1.0 else ""
         return f"{shown} ({self.source}{discount})"
@@ -40,7 +43,7 @@ def pricing_for(config: LLMConfig, multiplier: float = 1.0) -> Pricing:
         return Pricing(config.price.per_token(), "llm.price", multiplier)
     provider, model = _provider_and_model(config)
     if provider == "local":
-        return Pricing((0.0, 0.0), "embedded model, free", multiplier)
+        return Pricing((0.0, 0.0), EMBEDDED, multiplier)
     unit = prices(provider, model)
     return Pricing(unit, "litellm's price map" if unit else "unknown", multiplier)
 
