@@ -175,3 +175,15 @@ def test_refine_leaves_out_finished_personas_and_expects_the_store_s_calls_per_p
     assert report["items"] == 2 and report["done_before"] == 1
     assert report["total"]["requests"] == {"expected": 6, "most": 2 * 4}  # the store's 3 calls a persona; budget 4
     assert "mean of 1 finished" in " ".join(report["notes"]) and not server.requests
+
+
+def test_requests_the_call_log_already_answered_are_not_counted(server, tmp_path, tasks, capsys):
+    """A run killed before its rollouts were written keeps its answers in the call log: a rerun sends none of them,
+    so the dry run (whose request keys are the client's) counts none of them."""
+    server.default = Action(content="<answer>Paris</answer>")
+    assert main(passrate_argv(server, tmp_path, tasks, 2)) == 0
+    with Store.open(tmp_path / "run") as store:
+        store.execute("DELETE FROM rollouts")  # as if killed before the rollouts batch was flushed
+    report = stage(dry(capsys, *passrate_argv(server, tmp_path, tasks, 3)), "passrate")
+    assert report["total"]["requests"]["expected"] == 3  # 9 slots, 6 answered in the log
+    assert "6 answered in the call log" in report["notes"][0]
