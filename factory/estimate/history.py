@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import orjson
 
 from ..errors import FactoryError
 from ..llm import LLMConfig, Request
@@ -20,6 +21,7 @@ from ..llm.request import request_key
 from ..llm.structured import output_spec
 from ..store import Store
 from ..store.db import STORE_FILENAME
+from .tokens import chars_of
 
 MIN_CALIBRATION_CALLS = 3
 
@@ -69,10 +71,6 @@ def calibration(store: Store | None, model: str) -> tuple[float, int] | None:
     rows = query(store, "SELECT messages, prompt_tokens FROM llm_calls WHERE model = ? AND prompt_tokens > 0", [model])
     if len(rows) < MIN_CALIBRATION_CALLS:
         return None
-    import orjson
-
-    from .tokens import chars_of
-
     chars = sum(chars_of(orjson.loads(messages)) for messages, _ in rows)
     return chars / sum(tokens for _, tokens in rows), len(rows)
 

@@ -59,7 +59,7 @@ class StageEstimate:
 
 
 def total_of(parts: list[Part], pricing: Pricing) -> Part:
-    """The parts summed; the cost is unknown when any part with tokens is unpriced."""
+    """The parts' requests and tokens summed (their cost: summed_cost, each part at its own price)."""
     requests, prompt, completion = Span(), Span(), Span()
     for part in parts:
         requests, prompt, completion = (
@@ -71,6 +71,7 @@ def total_of(parts: list[Part], pricing: Pricing) -> Part:
 
 
 def summed_cost(parts: list[Part]) -> tuple[float | None, float | None]:
+    """(expected, most) USD over the parts that send anything; unknown when one of them is unpriced."""
     costs = [part.cost() for part in parts if part.requests.most]
     if any(expected is None for expected, _ in costs):
         return None, None
