@@ -83,6 +83,10 @@ def _dispatch(argv: list[str]) -> int:
         if argv[:1] == ["train"]:  # the trainer parses its own `--section.field value` overrides
             return run_trainer(argv[1:])
         args = build_parser().parse_args(argv)
+        if getattr(args, "dry_run", False):  # what it would send, instead of sending it (issue 17)
+            from .estimate.command import dry_run
+
+            return dry_run(args, config_from_args(args))
         if getattr(args, "takes_run_config", False):  # a generating command: the -c file with its flags on top
             return args.func(args, config_from_args(args))
         return args.func(args)

@@ -48,6 +48,17 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="call the model even for requests already answered")
 
 
+def add_dry_run_options(parser: argparse.ArgumentParser) -> None:
+    """`--dry-run` (factory/cli.py hands such a command to factory.estimate instead of running it)."""
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="send nothing: print per stage the requests, prompt and completion tokens and cost it would take, "
+        "from the real prompts (an existing run store is read, not written: what is done is not counted)",
+    )
+    parser.add_argument("--json", action="store_true", help="with --dry-run: the estimate as JSON")
+
+
 def flag_overrides(args: argparse.Namespace, fields: Mapping[str, str] | Iterable[str], prefix: str = "") -> dict:
     """`{prefix + field: value}` for each flag given; `fields` maps field -> argparse dest, or names both."""
     pairs = fields.items() if isinstance(fields, Mapping) else ((name, name) for name in fields)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_options import add_llm_options
+from ..cli_options import add_dry_run_options, add_llm_options
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
 from .batch import run_coa, run_coa_import
@@ -25,6 +25,7 @@ def add_coa_parsers(commands: argparse._SubParsersAction) -> None:
     coa.add_argument("--variant", choices=["auto", "mas", "code"], help="web agents, the code agent, or by domain")
     coa.add_argument("--max-steps", type=int, help="tool calls per task")
     coa.add_argument("--corpus", help="JSONL/parquet corpus (id, title, text) for the local web_search backend")
+    add_dry_run_options(coa)
     coa.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     coa.set_defaults(func=cmd_coa, run_dir_default="outputs/coa", section="coa", takes_run_config=True)
 

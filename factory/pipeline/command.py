@@ -12,7 +12,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
-from ..cli_options import add_llm_options
+from ..cli_options import add_dry_run_options, add_llm_options
 from ..errors import FactoryError
 from ..prompts import prompts_override
 from .config import STAGES, check_inputs
@@ -42,6 +42,7 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
         help=f"rerun this stage and all after it ({', '.join(STAGES)}); the earlier ones are not run",
     )
     parser.add_argument("--only", choices=STAGES, metavar="STAGE", help="run just this stage (the others untouched)")
+    add_dry_run_options(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(func=cmd_run, run_dir_default="outputs/run", takes_run_config=True)
     return parser
