@@ -15,6 +15,7 @@ from loopback_server import Action, ok
 
 from factory.cli import main as factory_main
 from factory.llm import LLMClient, LLMConfig, Request
+from factory.llm.call_summary import format_call_summary, summarize_calls
 from factory.passrate import ensure_rollouts
 from factory.store import Store
 from factory.tasks import load_tasks
@@ -84,6 +85,8 @@ def test_passrate_in_batch_mode_equals_normal_mode_at_batch_price(server, batch_
         assert (status, attempts) == ("ok", 1)
         assert cost == pytest.approx(prompt * BATCH_PRICE[0] + completion * BATCH_PRICE[1])
     assert sum(row[4] for row in plain_calls) == pytest.approx(2 * sum(row[4] for row in batch_calls))
+    shown = format_call_summary(summarize_calls(tmp_path / "batch"))
+    assert "batch API: 1 batches (1 downloaded; the rest are followed by the next run), 6 calls answered" in shown
 
 
 async def run_prompts(config, store, prompts):
@@ -180,3 +183,44 @@ def test_a_run_killed_while_its_batch_runs_follows_that_batch_on_rerun(batch_ser
         [(downloaded,)] = store.query("SELECT downloaded_at FROM llm_batches")
     assert batch_server.creates == [first] and outcome["rollouts"] == 6 and downloaded is not None
     assert len(calls) == 6 and {(row[0], row[1], row[5]) for row in calls} == {("ok", 1, first)}
+
+
+def refine_personas(config, store, personas, settings):
+    import asyncio
+
+    from factory.refine.pipeline import refine_one
+
+    async def run():
+        async with LLMClient(config, store) as llm:
+            return await asyncio.gather(*(refine_one(llm, store, p, f"{p}, a gardener.", settings, None)
+                                          for p in personas))  # fmt: skip
+
+    return asyncio.run(run())
+
+
+def test_refine_in_batch_mode_runs_in_rounds_with_the_same_verdicts(server, batch_server, batch_config, tmp_path):
+    from test_refine_pipeline import PLAYED, SCRIPT_MARK, TRAJ_MARK, replies
+    from test_refine_verify import step
+    from test_refine_world import GARDEN
+
+    from factory.refine.config import RefineConfig
+
+    unflagged = step("water", {"litres": 2})  # at the kitchen: a location error the DM misses
+    for target in (server, batch_server):
+        target.route(SCRIPT_MARK, *[ok(GARDEN)] * 2)
+        target.route(TRAJ_MARK, *[replies([PLAYED[0], PLAYED[1], unflagged])] * 2, *[replies(PLAYED[2:])] * 2)
+    settings = RefineConfig(with_code=False, injection=False)
+    verdicts = "SELECT trajectory_id, attempt, ok, rule, failed_step FROM verdicts ORDER BY 1, 2"
+    with Store.open(tmp_path / "plain") as store:
+        refine_personas(LLMConfig(model="gpt-4o-mini", base_url=server.base_url, timeout_s=5), store, ["p1", "p2"],
+                        settings)  # fmt: skip
+        plain = store.query(verdicts)
+    with Store.open(tmp_path / "batch") as store:
+        assert all(refine_personas(batch_config(), store, ["p1", "p2"], settings))
+        batched, calls = store.query(verdicts), store.query("SELECT count(*), count(batch_id) FROM llm_calls")
+    assert batched == plain and [row[2] for row in batched if row[1] == 0] == [False, False]
+    assert {row[0] for row in batched if row[2]} == {"refine:p1", "refine:p2"}
+    # both personas' scripts in one batch; then each round of play (the two personas' plays are the same request,
+    # shared by the client) in a batch of its own, after the one before was verified
+    assert [len(batch_server.batches[b]["bodies"]) for b in batch_server.creates] == [2, 1, 1, 1]
+    assert calls == [(5, 5)]
