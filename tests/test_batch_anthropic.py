@@ -117,3 +117,15 @@ def test_coa_refuses_batch_mode_with_one_line(tmp_path):
     config = FactoryConfig(run_dir=str(tmp_path), llm={"model": "openai/gpt-4o-mini", "batch": {"enabled": True}})
     with pytest.raises(ConfigError, match="coa: batch mode .* is for single-shot stages"):
         run_coa(config, progress=False)
+
+
+def test_batch_mode_leaves_a_pipeline_stage_fingerprint_as_it_was():
+    from types import SimpleNamespace
+
+    from factory.pipeline.stages import generation_inputs
+    from factory.run_config import FactoryConfig
+
+    def inputs(**llm):
+        return generation_inputs("refine")(SimpleNamespace(config=FactoryConfig(llm={"model": "m", **llm})))
+
+    assert inputs(batch={"enabled": True, "poll_interval_s": 5}) == inputs()  # the same requests: no rerun

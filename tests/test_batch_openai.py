@@ -159,7 +159,8 @@ with Store.open(spec["run_dir"]) as store:
 """
 
 
-def test_a_run_killed_while_its_batch_runs_follows_that_batch_on_rerun(batch_server, batch_config, tmp_path):
+@pytest.mark.parametrize("forgotten", [False, True], ids=["followed", "forgotten-by-the-provider"])
+def test_a_run_killed_while_its_batch_runs_follows_that_batch_on_rerun(forgotten, batch_server, batch_config, tmp_path):
     script_answers(batch_server)
     batch_server.hold()
     config = batch_config()
@@ -176,13 +177,22 @@ def test_a_run_killed_while_its_batch_runs_follows_that_batch_on_rerun(batch_ser
         child.wait()
     [first] = batch_server.creates
     batch_server.release()
+    if forgotten:  # past the provider's retention, say: its id answers 404, so the requests go in a new batch
+        del batch_server.batches[first]
+        script_answers(batch_server)
     with Store.open(tmp_path / "run") as store:
         assert store.query("SELECT batch_id, state, downloaded_at FROM llm_batches") == [(first, "in_progress", None)]
         outcome = ensure_rollouts(store, load_tasks(spec["tasks"]), config, n=2)
         calls = call_rows(store)
-        [(downloaded,)] = store.query("SELECT downloaded_at FROM llm_batches")
-    assert batch_server.creates == [first] and outcome["rollouts"] == 6 and downloaded is not None
-    assert len(calls) == 6 and {(row[0], row[1], row[5]) for row in calls} == {("ok", 1, first)}
+        states = store.query("SELECT state, downloaded_at IS NOT NULL FROM llm_batches ORDER BY created_at")
+    assert outcome["rollouts"] == 6 and len(calls) == 6
+    if forgotten:
+        [second] = batch_server.creates[1:]
+        assert states == [("gone", False), ("completed", True)]
+        assert {(row[0], row[1], row[5]) for row in calls} == {("ok", 2, second)}  # the lost attempt still counts
+    else:
+        assert batch_server.creates == [first] and states == [("completed", True)]
+        assert {(row[0], row[1], row[5]) for row in calls} == {("ok", 1, first)}
 
 
 def refine_personas(config, store, personas, settings):

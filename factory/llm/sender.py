@@ -99,6 +99,7 @@ class Sender:
             else:
                 reply = await self.transport.chat(body, key)
         except TransportError as exc:
+            tally.attempts -= exc.resumed  # as for a resumed Reply (Tally.add): the earlier process counted it
             if exc.kind == "rate_limit":
                 self.cooldown.record_429(exc.retry_after)
             raise

@@ -57,6 +57,7 @@ class TransportError(Exception):
         self.kind = kind
         self.status = status
         self.retry_after = retry_after
+        self.resumed = False  # batch mode: from a batch an earlier process submitted (and counted as its attempt)
 
     @property
     def retryable(self) -> bool:

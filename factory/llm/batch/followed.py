@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from ..transport import Reply
+from ..transport import Reply, TransportError
 from .protocol import BatchState, Outcome, missing_result
 
 
@@ -38,6 +38,8 @@ class FollowedBatch:
         self.waiters.clear()
 
     def fail(self, exc: BaseException) -> None:
+        if isinstance(exc, TransportError):
+            exc.resumed = self.resumed
         for futures in self.waiters.values():
             for future in futures:
                 settle(future, exc)
@@ -49,6 +51,7 @@ class FollowedBatch:
             return missing_result(custom_id, self.state)
         if isinstance(outcome, Reply):
             return dataclasses.replace(outcome, batch_id=self.batch_id, resumed=self.resumed)
+        outcome.resumed = self.resumed
         return outcome
 
 

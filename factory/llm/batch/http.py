@@ -28,6 +28,10 @@ class BatchHTTP:
         try:
             async with self._get_session().request(method, url, **kwargs) as resp:
                 payload = await resp.read()
+                if (
+                    resp.status == 404
+                ):  # OpenAI labels a missing batch or file invalid_request_error: the status says it
+                    raise TransportError("not_found", f"HTTP 404 {method} {url}: {payload[:200]!r}", 404)
                 if resp.status not in OK_STATUSES:
                     raise classify_reply(resp.status, payload, resp.headers)
                 return payload

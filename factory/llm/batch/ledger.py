@@ -14,6 +14,7 @@ from ...store import Store, utcnow
 from .protocol import BatchState
 
 REFUSED = "failed"  # a batch the provider refused as a whole: it holds no answers
+GONE = "gone"  # our own state: the provider answers 404 for the batch (deleted, or past its retention)
 
 
 class BatchLedger:
@@ -27,9 +28,9 @@ class BatchLedger:
         rows = await asyncio.to_thread(
             self.store.query,
             "SELECT r.custom_id, b.batch_id FROM llm_batch_requests r JOIN llm_batches b USING (batch_id) "
-            "WHERE b.downloaded_at IS NULL AND b.provider = ? AND b.base_url = ? AND b.state <> ?"
+            "WHERE b.downloaded_at IS NULL AND b.provider = ? AND b.base_url = ? AND b.state NOT IN (?, ?)"
             " ORDER BY b.created_at",
-            [self.protocol, self.base_url, REFUSED],
+            [self.protocol, self.base_url, REFUSED, GONE],
         )
         return dict(rows)
 
@@ -67,3 +68,11 @@ class BatchLedger:
              state.files.get("results_url"), state.error, utcnow(), utcnow() if downloaded else None,
              state.batch_id],
         )  # fmt: skip
+
+    async def gone(self, batch_id: str, error: str) -> None:
+        if self.store is not None:
+            await asyncio.to_thread(
+                self.store.execute,
+                "UPDATE llm_batches SET state = ?, error = ?, updated_at = ? WHERE batch_id = ?",
+                [GONE, error, utcnow(), batch_id],
+            )

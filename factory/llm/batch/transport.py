@@ -153,6 +153,8 @@ class BatchTransport:
             await self._follow_to_end(followed, state)
         except SendingStopped as exc:
             self._stop(exc, followed)
+        except TransportError as exc:  # the provider no longer knows the batch
+            await self._lost(followed, exc)
         except Exception as exc:  # a bug: these requests fail (recorded as internal), the run goes on
             followed.fail(exc)
 
@@ -168,8 +170,20 @@ class BatchTransport:
             await self._follow_to_end(followed, await self._poll(followed.batch_id))
         except SendingStopped as exc:
             self._stop(exc, followed)
+        except TransportError as exc:
+            await self._lost(followed, exc)
         except Exception as exc:
             followed.fail(exc)
+
+    async def _lost(self, followed: FollowedBatch, exc: TransportError) -> None:
+        """A batch the provider answers 404 for (deleted, or past its retention): not followed again;
+        its callers get a retryable error, so their requests go into a new batch."""
+        try:
+            await self.ledger.gone(followed.batch_id, str(exc))
+        except SendingStopped as stop:
+            self._stop(stop, followed)
+            return
+        followed.fail(TransportError("server", f"batch {followed.batch_id} is unknown to the provider ({exc})"))
 
     async def _follow_to_end(self, followed: FollowedBatch, state: BatchState) -> None:
         while not state.done:
@@ -191,6 +205,8 @@ class BatchTransport:
             try:
                 return await call(arg)
             except TransportError as exc:
+                if exc.kind == "not_found":
+                    raise  # the batch is gone: see _lost
                 if not exc.retryable or failures == self.max_polls_failed:
                     raise BatchRefused(
                         f"cannot {what} ({exc}); it stays in the run store: run the same command again to resume it"
