@@ -3,7 +3,7 @@
 It checks what a real one checks: x-api-key and anthropic-version headers; each request's custom_id
 (^[a-zA-Z0-9_-]{1,64}$, unique) and params (model, an integer max_tokens, user/assistant messages,
 system only at the top level, temperature within 0..1, no OpenAI-only fields). Requests are answered
-by the scripted responder (batch_server_common.py) on an OpenAI-shaped view of the params, so one
+by the scripted routes (batch_server_common.py) on an OpenAI-shaped view of the params, so one
 script serves both protocols; results are JSONL lines of type succeeded, errored or expired.
 """
 
@@ -114,7 +114,7 @@ class AnthropicBatchServer(BatchServerBase):
             result = {"type": "errored", "error": {"type": "error", "error": {"type": kind, "message": "scripted"}}}
             return json.dumps({"custom_id": custom_id, "result": result})
         body = batch["bodies"][custom_id]
-        text = action.content if action.content is not None else self.responder.content(body)
+        text = action.content if action.content is not None else self.content(body)
         message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
                    "content": [{"type": "text", "text": text}], "stop_reason": STOP.get(action.finish_reason, "end_turn"),
                    "usage": {"input_tokens": 10, "output_tokens": 5}}  # fmt: skip

@@ -3,7 +3,7 @@
 It checks what a real one checks: the Bearer key, the multipart upload (purpose=batch, a file part),
 each JSONL line (custom_id unique, method POST, url /v1/chat/completions, a body with model and
 messages), and the create call's endpoint and completion window. Requests are answered by the
-scripted responder (batch_server_common.py): status 200 goes to the output file, other statuses and
+scripted routes (batch_server_common.py): status 200 goes to the output file, other statuses and
 expired requests (error code batch_expired) to the error file.
 """
 
@@ -113,9 +113,7 @@ class OpenAIBatchServer(BatchServerBase):
                 line["response"] = {"status_code": action.status, "request_id": "req", "body": body}
                 errors.append(json.dumps(line))
             else:
-                content = (
-                    action.content if action.content is not None else self.responder.content(batch["bodies"][custom_id])
-                )
+                content = action.content if action.content is not None else self.content(batch["bodies"][custom_id])
                 line["response"] = {"status_code": 200, "request_id": "req",
                                     "body": completion(content, action.finish_reason)}  # fmt: skip
                 output.append(json.dumps(line))

@@ -1,26 +1,27 @@
 """What the loopback batch servers (batch_openai_server.py, batch_anthropic_server.py) share.
 
-A real aiohttp server on 127.0.0.1 in a thread of its own. Each request of a batch is answered by a
-scripted LoopbackServer (its routes and default content), so a test scripts a batch's lines the way
-it scripts plain chat calls. A batch advances one state per poll; `hold()` keeps batches in progress
+A real aiohttp server on 127.0.0.1 in a thread of its own. Each request of a batch is answered the
+way LoopbackServer answers a chat call (its routes and default content), so a test scripts a batch's
+lines the way it scripts plain chat calls. A batch advances one state per poll; `hold()` keeps batches in progress
 until `release()`, `expire_next(k)` ends the next batch created after its first k requests.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from typing import Any
 
 from aiohttp import web
-from loopback_server import Action, LoopbackServer
+from loopback_server import LoopbackServer
 
 GARBLED = "<garbled>"  # Action(body=GARBLED): this request's output line is written cut short
 
 
-class BatchServerBase:
+class BatchServerBase(LoopbackServer):
+    """A LoopbackServer (its routes and default content answer each request of a batch, its thread
+    serves) whose app speaks a batch protocol instead of chat completions."""
+
     def __init__(self, api_key: str | None = None):
-        self.responder = LoopbackServer()  # never started: its routes pick each request's Action
+        super().__init__()
         self.api_key = api_key
         self.batches: dict[str, dict[str, Any]] = {}
         self.creates: list[str] = []  # batch ids, in the order they were created
@@ -29,13 +30,6 @@ class BatchServerBase:
         self.refuse_create: tuple[int, dict] | None = None  # (status, error body) for every create
         self.held = False
         self._expire: list[int] = []
-        self._lock = threading.Lock()
-        self.base_url: str | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-
-    def route(self, marker: str, *actions: Action) -> None:
-        self.responder.route(marker, *actions)
 
     def hold(self) -> None:
         self.held = True
@@ -66,37 +60,18 @@ class BatchServerBase:
             batch["results"] = {}
             for custom_id, body in ran:
                 self.answered.append(body)
-                batch["results"][custom_id] = self.responder._next_action(body)
+                batch["results"][custom_id] = self._next_action(body)
 
     def app(self) -> web.Application:
         raise NotImplementedError
 
-    async def start_async(self) -> str:
+    async def start_async(self, port: int = 0) -> str:
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", port)
         await site.start()
         self.base_url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
         return self.base_url
-
-    def start_in_thread(self) -> str:
-        ready = threading.Event()
-
-        def serve() -> None:
-            self._loop = asyncio.new_event_loop()
-            self._loop.run_until_complete(self.start_async())
-            ready.set()
-            self._loop.run_forever()
-
-        threading.Thread(target=serve, daemon=True).start()
-        if not ready.wait(10):
-            raise RuntimeError("batch server did not start")
-        return self.base_url
-
-    def stop(self) -> None:
-        if self._loop is not None and self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
 
 
 def bad_request(message: str, status: int = 400) -> web.Response:
