@@ -147,6 +147,43 @@ def test_an_auth_error_on_create_is_one_line_and_exit_2(batch_server, tmp_path, 
     assert batch_server.creates == [] and "Traceback" not in "".join(err)
 
 
+def test_the_spend_cap_counts_batch_answers_and_stops_the_next_round(batch_server, batch_config, tmp_path):
+    import asyncio
+
+    from factory.errors import SpendCapReached
+
+    capped = batch_config().model_copy(update={"max_cost_usd": 1e-6})
+    with Store.open(tmp_path) as store:
+        first = asyncio.run(run_prompts(capped, store, ["one", "two", "three"]))  # nothing spent yet: all go
+        with pytest.raises(SpendCapReached, match="spend cap reached"):
+            asyncio.run(run_prompts(capped, store, ["four"]))
+        [(spent,)] = store.query("SELECT sum(cost_usd) FROM llm_calls")
+    assert all(r.ok for r in first) and len(batch_server.creates) == 1
+    assert spent == pytest.approx(3 * (10 * BATCH_PRICE[0] + 5 * BATCH_PRICE[1]))
+
+
+def test_a_command_ending_on_an_error_leaves_its_running_batch_for_the_next_run(batch_server, batch_config, tmp_path):
+    import asyncio
+
+    batch_server.hold()
+
+    async def fail_while_the_batch_runs(store):
+        async with LLMClient(batch_config(), store) as llm:
+            calls = asyncio.ensure_future(llm.complete_many([Request([{"role": "user", "content": "slow"}])], False))
+            while len(batch_server.polls) < 2:
+                await asyncio.sleep(0.01)
+            raise RuntimeError("another task failed")
+        await calls
+
+    with Store.open(tmp_path) as store:
+        with pytest.raises(RuntimeError, match="another task failed"):
+            asyncio.run(fail_while_the_batch_runs(store))  # the close waits for no batch: the next run follows it
+        held = store.query("SELECT state, downloaded_at FROM llm_batches")
+        polls = len(batch_server.polls)
+        time.sleep(0.2)
+    assert held == [("in_progress", None)] and len(batch_server.polls) == polls  # nobody polls it any more
+
+
 KILLED_RUN = """
 import json, sys
 from factory.llm import LLMConfig

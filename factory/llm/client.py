@@ -110,7 +110,7 @@ class LLMClient:
     async def close(self, on_error: bool = False) -> None:
         """Flush and close; raises StoreWriteError when the call log could not be written.
         on_error: the batch is ending on an exception; its calls still on the wire finish first."""
-        await self.keeper.close(list(self._inflight.values()), self.config.timeout_s + 1, on_error)
+        await self.keeper.close(list(self._inflight.values()), self.config.close_wait_s(), on_error)
         if self.sender is not None:
             await self.sender.close()
         self._started = False

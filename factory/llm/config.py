@@ -100,3 +100,8 @@ class LLMConfig(StrictModel):
         """Requests the client lets wait at once: llm.concurrency, or in batch mode llm.batch.in_flight
         (a batch fills only with requests that are waiting)."""
         return self.batch.in_flight if self.batch.enabled else self.concurrency
+
+    def close_wait_s(self) -> float:
+        """How long a client closing on an error waits for calls on the wire: one request's timeout; in
+        batch mode none (a submitted batch is in the run store and the next run follows it)."""
+        return 0.0 if self.batch.enabled else self.timeout_s + 1

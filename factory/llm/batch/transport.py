@@ -217,14 +217,22 @@ class BatchTransport:
         """Nothing more is sent: every caller, waiting now or later, gets this one error."""
         self.failure = self.failure or exc
         followed.fail(exc)
-        for other in self.followed.values():
-            other.fail(exc)
-        for queued in self.queue.values():
-            for future in queued.futures:
-                settle(future, exc)
+        for future in self._waiting():
+            settle(future, exc)
+
+    def _waiting(self) -> list[asyncio.Future]:
+        """Every caller's future still open, queued or in a followed batch (the queue is emptied)."""
+        futures = [f for queued in self.queue.values() for f in queued.futures]
+        futures += [f for followed in self.followed.values() for fs in followed.waiters.values() for f in fs]
         self.queue.clear()
+        self.queued_bytes = 0
+        return [future for future in futures if not future.done()]
 
     async def close(self) -> None:
+        """Stop collecting and polling; callers still waiting end cancelled (their batches, if submitted, are in
+        the run store for the next run to follow)."""
+        for future in self._waiting():
+            future.cancel()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
