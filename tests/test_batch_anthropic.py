@@ -129,3 +129,13 @@ def test_batch_mode_leaves_a_pipeline_stage_fingerprint_as_it_was():
         return generation_inputs("refine")(SimpleNamespace(config=FactoryConfig(llm={"model": "m", **llm})))
 
     assert inputs(batch={"enabled": True, "poll_interval_s": 5}) == inputs()  # the same requests: no rerun
+
+
+def test_a_pipeline_with_a_coa_stage_refuses_batch_mode_before_any_stage(server, tmp_path, capsys):
+    from test_pipeline import REPO, run
+    from test_pipeline_coa import write_pipeline
+
+    config = write_pipeline(tmp_path, server, REPO / "examples" / "filters.yaml")
+    code, out, err = run(config, capsys, "--batch")
+    assert code == 2 and err.count("\n") == 1 and "coa: batch mode (--batch) is for single-shot stages" in err
+    assert "== 1/" not in out and server.requests == []
