@@ -27,6 +27,7 @@ LLM_FLAGS = {
     "api_key_env": "api_key_env",
     "concurrency": "concurrency",
     "max_cost_usd": "max_cost_usd",
+    "batch.enabled": "batch",
 }
 
 
@@ -43,6 +44,12 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="stop sending once the run's recorded spend reaches this many USD (calls in flight finish; the same "
         "command with a higher cap goes on)",
+    )
+    parser.add_argument(
+        "--batch",
+        action="store_const",
+        const=True,
+        help="send requests through the provider's batch API at batch prices (OpenAI, Anthropic; README: Batch mode)",
     )
     parser.add_argument("--run-dir", help="run folder holding the DuckDB store")
     parser.add_argument("--no-cache", action="store_true", help="call the model even for requests already answered")

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from ..checks import Checker, default_checker, get_checker
-from ..errors import FactoryError, SendingStopped
+from ..errors import ConfigError, FactoryError, SendingStopped
 from ..llm.progress import CallCounter
 from ..records import Trajectory
 from ..run import open_run
@@ -139,7 +139,17 @@ def resolved_config(config: Any) -> tuple[Any, CoaConfig]:
     return resolved, settings
 
 
+def refuse_batch_mode(llm: Any) -> None:
+    """Each agent turn waits on the one before: in batch mode every turn would wait a batch round (up to 24 h)."""
+    if llm.batch.enabled:
+        raise ConfigError(
+            "coa: batch mode (--batch) is for single-shot stages (refine, passrate, persona expansion, judges); a "
+            "multi-agent run's turns depend on each other and would wait a batch round each: drop --batch"
+        )
+
+
 async def run_coa_async(config: Any, progress: bool = True) -> CoaOutcome:
+    refuse_batch_mode(config.llm)
     tasks = choose_tasks(config.coa)
     check_tools(tasks, config.coa)
     config, settings = resolved_config(config)

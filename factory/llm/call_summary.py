@@ -35,7 +35,19 @@ def summarize_calls(run_dir: str | Path, stage: str | None = None) -> dict[str, 
     with Store.open(run_dir, read_only=True) as store:
         summary = summarize_query(store.query, stage)
         summary["journal"] = journal_backlog(store)
+        summary["batches"] = batch_counts(store)
         return summary
+
+
+def batch_counts(store: Store) -> dict[str, int] | None:
+    """Provider batches (batch mode) and the calls they answered, or None when the run used none
+    (a store made before batch mode, opened read-only, has not the tables)."""
+    if not store.query("SELECT 1 FROM duckdb_tables() WHERE table_name = 'llm_batches'"):
+        return None
+    [(batches, downloaded, calls)] = store.query(
+        "SELECT count(*), count(downloaded_at), (SELECT count(batch_id) FROM llm_calls) FROM llm_batches"
+    )
+    return {"batches": batches, "downloaded": downloaded, "calls": calls} if batches else None
 
 
 def journal_backlog(store: Store) -> dict[str, int] | None:
@@ -109,6 +121,12 @@ def format_call_summary(summary: dict[str, Any]) -> str:
     ]
     for row in summary["by_stage"]:
         lines.append(f"  stage {row['stage']!r} model {row['model']!r}: {row['calls']} calls, {row['ok']} ok")
+    if summary.get("batches"):
+        batches = summary["batches"]
+        lines.append(
+            f"batch API: {batches['batches']} batches ({batches['downloaded']} downloaded; the rest are followed "
+            f"by the next run), {batches['calls']} calls answered by a batch"
+        )
     if summary.get("journal"):
         waiting = summary["journal"]
         lines.append(

@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from ..errors import SendingStopped
 from ..store import Store, utcnow
+from .batch.setup import batch_endpoint, batch_transport
 from .calllog import CallLog
 from .config import LLMConfig
 from .cost import call_cost, price_map
@@ -58,7 +59,7 @@ class LLMClient:
         self.spend_cap = SpendCap(self.config.max_cost_usd, store.path if store is not None else None)
         self.sender: Sender | None = None
         self._mode = self.config.structured_mode
-        self._semaphore = asyncio.Semaphore(self.config.concurrency)
+        self._semaphore = asyncio.Semaphore(self.config.in_flight())
         self._inflight: dict[str, asyncio.Future] = {}
         self._started = False
         self._start_lock = asyncio.Lock()
@@ -79,10 +80,12 @@ class LLMClient:
 
     async def _start(self) -> None:
         local_url = None
-        if (self.config.model or "local").startswith("local"):
+        if self.config.batch.enabled:  # decided (or refused) before the embedded model could start
+            self.endpoint, self._price = batch_endpoint(self.config)
+        elif (self.config.model or "local").startswith("local"):
             server = await asyncio.to_thread(local_server, self.config.model or "local", self.config.local)
             local_url = server.base_url
-        self.endpoint = resolve_endpoint(self.config, local_url)
+        self.endpoint = self.endpoint if self.config.batch.enabled else resolve_endpoint(self.config, local_url)
         self.spend_cap.require_price(self.endpoint.provider, self.endpoint.model, self._price)
         self.sender = Sender(self._make_transport(self.endpoint), self.config, self.keeper.before_attempt,
                              self.keeper.attempt_sent)  # fmt: skip
@@ -94,6 +97,8 @@ class LLMClient:
         self._started = True
 
     def _make_transport(self, endpoint: Endpoint):
+        if self.config.batch.enabled:
+            return batch_transport(endpoint, self.config, self.store)
         if endpoint.transport == "litellm":
             from .litellm_transport import LiteLLMTransport
 
@@ -105,7 +110,7 @@ class LLMClient:
     async def close(self, on_error: bool = False) -> None:
         """Flush and close; raises StoreWriteError when the call log could not be written.
         on_error: the batch is ending on an exception; its calls still on the wire finish first."""
-        await self.keeper.close(list(self._inflight.values()), self.config.timeout_s + 1, on_error)
+        await self.keeper.close(list(self._inflight.values()), self.config.close_wait_s(), on_error)
         if self.sender is not None:
             await self.sender.close()
         self._started = False
@@ -172,7 +177,7 @@ class LLMClient:
 
     async def iter_complete(self, requests: Iterable[Request]) -> AsyncIterator[tuple[int, Result]]:
         """Yield (index, result) as calls finish, keeping a bounded number in flight."""
-        async for item in iter_results(self.run, requests, self.config.concurrency * 2):
+        async for item in iter_results(self.run, requests, self.config.in_flight() * 2):
             yield item
 
     async def complete_many(
@@ -265,6 +270,7 @@ class LLMClient:
             reply.finish_reason if reply else None, False, tally.attempts, tally.prompt_tokens,
             tally.completion_tokens, call_cost(self.endpoint.provider, self.endpoint.model,
             tally.prompt_tokens, tally.completion_tokens, self._price), time.perf_counter() - clock, request.tag, notes,
+            tally.batch_id,
         )  # fmt: skip
         self._record(request, spec, params, result, jsonable, started, fixed)
         return result
@@ -288,7 +294,7 @@ class LLMClient:
             "parsed": orjson.dumps(jsonable).decode() if jsonable is not None else None,
             "finish_reason": result.finish_reason, "status": "ok" if result.ok else "error",
             "error_kind": result.error_kind, "error": result.error or "; ".join(result.notes) or None,
-            "attempts": result.attempts,
+            "attempts": result.attempts, "batch_id": result.batch_id,
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "cost_usd": result.cost_usd, "latency_s": result.latency_s, "finished_at": utcnow(),
         })  # fmt: skip

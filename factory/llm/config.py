@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 
 from ..config import StrictModel
+from .batch.config import BatchConfig
 
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 
@@ -93,3 +94,14 @@ class LLMConfig(StrictModel):
     price: ModelPrice | None = Field(
         None, description="USD per million tokens, used instead of litellm's price map (e.g. a self-hosted model)"
     )
+    batch: BatchConfig = Field(default_factory=BatchConfig, description="provider batch APIs (see README: Batch mode)")
+
+    def in_flight(self) -> int:
+        """Requests the client lets wait at once: llm.concurrency, or in batch mode llm.batch.in_flight
+        (a batch fills only with requests that are waiting)."""
+        return self.batch.in_flight if self.batch.enabled else self.concurrency
+
+    def close_wait_s(self) -> float:
+        """How long a client closing on an error waits for calls on the wire: one request's timeout; in
+        batch mode none (a submitted batch is in the run store and the next run follows it)."""
+        return 0.0 if self.batch.enabled else self.timeout_s + 1

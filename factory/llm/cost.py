@@ -24,13 +24,16 @@ def price_map() -> dict:
 
 
 @lru_cache(maxsize=1024)
-def prices(provider: str, model: str) -> tuple[float, float] | None:
-    """(input, output) USD per token, or None when the model is not priced."""
+def prices(provider: str, model: str, suffix: str = "") -> tuple[float, float] | None:
+    """(input, output) USD per token, or None when the model is not priced. suffix "_batches": the
+    provider's batch API prices, where the map has them."""
     table = price_map()
     for key in (f"{provider}/{model}", model, model.split("/", 1)[-1]):
         entry = table.get(key)
-        if isinstance(entry, dict) and "input_cost_per_token" in entry:
-            return float(entry["input_cost_per_token"]), float(entry.get("output_cost_per_token") or 0.0)
+        if isinstance(entry, dict) and f"input_cost_per_token{suffix}" in entry:
+            return float(entry[f"input_cost_per_token{suffix}"]), float(
+                entry.get(f"output_cost_per_token{suffix}") or 0.0
+            )
     return None
 
 

@@ -37,6 +37,7 @@ class Result:
     latency_s: float | None = None
     tag: Any = None
     notes: tuple[str, ...] = ()  # what the reply's text needed to be read, e.g. LaTeX backslashes doubled
+    batch_id: str | None = None  # the provider batch that answered (batch mode)
 
 
 def request_key(

@@ -18,7 +18,7 @@ COLUMNS = (
     "request_hash", "run_id", "stage", "provider", "model", "namespace", "sample_index",
     "params", "messages", "response_schema", "response", "parsed", "finish_reason",
     "status", "error_kind", "error", "attempts", "prompt_tokens", "completion_tokens",
-    "cost_usd", "latency_s", "started_at", "finished_at",
+    "cost_usd", "latency_s", "started_at", "finished_at", "batch_id",
 )  # fmt: skip
 
 # Known when a call starts (the journal's `start` line); the rest come with its answer.

@@ -29,12 +29,16 @@ class Tally:
     attempts: int = 0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    batch_id: str | None = None  # the provider batch that gave the last reply (batch mode)
 
     def add(self, reply: Reply) -> None:
         if reply.prompt_tokens is not None:
             self.prompt_tokens = (self.prompt_tokens or 0) + reply.prompt_tokens
         if reply.completion_tokens is not None:
             self.completion_tokens = (self.completion_tokens or 0) + reply.completion_tokens
+        self.batch_id = reply.batch_id or self.batch_id
+        if reply.resumed:  # its batch was submitted by an earlier process, whose journal counted the attempt
+            self.attempts -= 1
 
 
 def _is_retryable(exc: BaseException) -> bool:
@@ -95,6 +99,7 @@ class Sender:
             else:
                 reply = await self.transport.chat(body, key)
         except TransportError as exc:
+            tally.attempts -= exc.resumed  # as for a resumed Reply (Tally.add): the earlier process counted it
             if exc.kind == "rate_limit":
                 self.cooldown.record_429(exc.retry_after)
             raise

@@ -29,6 +29,8 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     refusal: str | None = None
+    batch_id: str | None = None  # the provider batch that answered (batch mode)
+    resumed: bool = False  # from a batch an earlier process submitted (and counted as its attempt)
 
     def problem(self) -> tuple[str | None, str | None]:
         """(error kind, message) when the reply cannot be used as it is, else (None, None)."""
@@ -55,6 +57,7 @@ class TransportError(Exception):
         self.kind = kind
         self.status = status
         self.retry_after = retry_after
+        self.resumed = False  # batch mode: from a batch an earlier process submitted (and counted as its attempt)
 
     @property
     def retryable(self) -> bool:

@@ -78,7 +78,7 @@ async def aensure_rollouts(store: Store, tasks: Iterable[Task] | str | Path, llm
     disk_full = False
     try:
         async with LLMClient(config, store, run_id) if needs_model else contextlib.nullcontext() as sampler.llm:
-            await run_jobs(jobs, sampler.fill, workers=2 * concurrency, progress=progress, llm=sampler.llm)
+            await run_jobs(jobs, sampler.fill, workers=2 * config.in_flight(), progress=progress, llm=sampler.llm)
     except StoreWriteError:
         disk_full = True
         raise

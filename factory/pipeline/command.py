@@ -61,6 +61,10 @@ def run_stages(context: Context, args: argparse.Namespace) -> int:
     )  # a missing or broken file fails now, not after minutes of generation
     stages = all_stages(context.pipeline)
     chosen = chosen_stages([s.name for s in stages], args.from_stage, args.only)
+    if "coa" in chosen:  # refused now, not after hours of batched generation before it
+        from ..coa.batch import refuse_batch_mode
+
+        refuse_batch_mode(context.config.llm)
     ledger = Ledger.open(context.run_dir) if context.run_dir.is_dir() else None
     prints = stage_fingerprints(stages, context)
     forced = args.force or args.from_stage is not None or args.only is not None

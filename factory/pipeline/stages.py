@@ -64,6 +64,7 @@ def generation_inputs(section: str) -> Callable[[Context], list]:
     def inputs(ctx: Context) -> list:
         data = ctx.config.model_dump(mode="json", include={"llm", section, "prompts_dir"})
         data["llm"].pop("concurrency", None)  # how fast, not what: a rerun at another concurrency is the same run
+        data["llm"].pop("batch", None)  # batch mode too: the same requests, answered later and cheaper
         data["prompts_digest"] = prompts_dir_digest(ctx.config.prompts_dir)  # an edited prompt reruns generation
         return [data]
 
@@ -114,7 +115,7 @@ def passrate_policy(ctx: Context) -> LLMConfig:
 
 def passrate_inputs(ctx: Context) -> list:
     """The passrate: section, the policy (not its concurrency), the prompts and the task file's bytes."""
-    policy = passrate_policy(ctx).model_dump(mode="json", exclude={"concurrency"})
+    policy = passrate_policy(ctx).model_dump(mode="json", exclude={"concurrency", "batch"})
     return [*generation_inputs("passrate")(ctx), policy, Path(ctx.config.passrate.tasks)]
 
 

@@ -174,4 +174,23 @@ MIGRATIONS: list[tuple[str, str]] = [
         # count the tools their calls used (`Trace.offered_tools`).
         "ALTER TABLE coa_traces ADD COLUMN tools VARCHAR[]",
     ),
+    (
+        "0011_llm_batches",
+        # Provider batch APIs (factory/llm/batch): each batch the provider accepted, recorded before
+        # it is polled, and the custom ids it holds (a hash of the request key and the exact body), so a
+        # rerun follows a batch not yet downloaded instead of submitting its requests again.
+        # llm_calls.batch_id names the batch that answered a call (NULL: a plain HTTP call).
+        """
+        CREATE TABLE llm_batches (
+            batch_id VARCHAR PRIMARY KEY, provider VARCHAR, base_url VARCHAR, state VARCHAR, requests INTEGER,
+            completed INTEGER, failed INTEGER, input_file_id VARCHAR, output_file_id VARCHAR,
+            error_file_id VARCHAR, results_url VARCHAR, error VARCHAR, created_at TIMESTAMP,
+            updated_at TIMESTAMP, downloaded_at TIMESTAMP
+        );
+        CREATE TABLE llm_batch_requests (
+            batch_id VARCHAR, custom_id VARCHAR, request_hash VARCHAR, PRIMARY KEY (batch_id, custom_id)
+        );
+        ALTER TABLE llm_calls ADD COLUMN batch_id VARCHAR;
+        """,
+    ),
 ]
