@@ -98,6 +98,22 @@ def test_cost_uses_the_config_price_and_an_unpriced_model_says_unknown(server, t
     assert "unknown" in out and "set llm.price" in out and not server.requests
 
 
+def test_batch_mode_is_estimated_at_the_batch_discount_and_refused_where_the_run_would_be(server, tmp_path, tasks,
+                                                                                          capsys):  # fmt: skip
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({"llm": {"price": PRICE}}))
+    argv = ["passrate", str(tmp_path / "run"), "--tasks", str(tasks), "--model", "my-finetune", "--base-url",
+            server.base_url, "--n", "2", "-c", str(config)]  # fmt: skip
+    normal = stage(dry(capsys, *argv), "passrate")["total"]["cost_usd"]["expected"]
+    batch = stage(dry(capsys, *argv, "--batch"), "passrate")["total"]["cost_usd"]["expected"]
+    assert normal > 0 and batch == pytest.approx(normal * 0.5)  # llm.batch.discount's default
+
+    capsys.readouterr()
+    local = ["refine", "--run-dir", str(tmp_path / "local"), "--count", "1", "--batch", "--dry-run"]
+    assert main(local) == 2  # the embedded model has no batch API: the run's own one-line refusal
+    assert "batch mode" in capsys.readouterr().err and not (tmp_path / "local").exists()
+
+
 def test_refine_counts_one_script_call_per_persona_and_none_with_procedural_scripts(server, tmp_path, capsys):
     argv = ["refine", "--run-dir", str(tmp_path / "run"), "--model", "gpt-4o-mini", "--base-url", server.base_url,
             "--count", "3", "--budget", "5"]  # fmt: skip

@@ -38,7 +38,10 @@ class Pricing:
 
 
 def pricing_for(config: LLMConfig, multiplier: float = 1.0) -> Pricing:
-    """How the run would price `config.model`'s calls (as factory.llm.cost.call_cost does)."""
+    """How the run would price `config.model`'s calls (as factory.llm.cost.call_cost does; in batch mode as
+    factory.llm.batch.setup.batch_price does, refusing a model without a batch API as the run would)."""
+    if config.batch.enabled:
+        return batch_pricing(config, multiplier)
     if config.price is not None:
         return Pricing(config.price.per_token(), "llm.price", multiplier)
     provider, model = _provider_and_model(config)
@@ -55,3 +58,13 @@ def _provider_and_model(config: LLMConfig) -> tuple[str, str]:
     except FactoryError:
         model = (config.model or "local").strip()
         return (model.split("/", 1)[0] if "/" in model else "litellm"), model
+
+
+def batch_pricing(config: LLMConfig, multiplier: float) -> Pricing:
+    from ..llm.batch.setup import batch_price, batch_protocol
+
+    batch_protocol(config)  # the same one-line refusal as the run's, before anything is estimated
+    provider, model = _provider_and_model(config)
+    unit = batch_price(config, provider, model)
+    source = f"batch price: litellm's batch price, else x{config.batch.discount:g} of the normal one"
+    return Pricing(unit, source if unit else "unknown", multiplier)

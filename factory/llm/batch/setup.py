@@ -49,7 +49,7 @@ def batch_endpoint(config: LLMConfig) -> tuple[Endpoint, tuple[float, float] | N
         endpoint = dataclasses.replace(plain, transport="batch:openai")
     else:
         endpoint = anthropic_endpoint(config)
-    return endpoint, batch_price(config, endpoint)
+    return endpoint, batch_price(config, endpoint.provider, endpoint.model)
 
 
 def anthropic_endpoint(config: LLMConfig) -> Endpoint:
@@ -64,15 +64,15 @@ def anthropic_endpoint(config: LLMConfig) -> Endpoint:
     return Endpoint("anthropic", model_id.split("/", 1)[1], model_id, "batch:anthropic", base, key, False)
 
 
-def batch_price(config: LLMConfig, endpoint: Endpoint) -> tuple[float, float] | None:
+def batch_price(config: LLMConfig, provider: str, model: str) -> tuple[float, float] | None:
     """The config's own price (llm.price) times the discount; else litellm's batch price for the model;
     else its normal price times the discount; None when nobody priced the model."""
     if config.price is not None:
         return tuple(unit * config.batch.discount for unit in config.price.per_token())  # type: ignore[return-value]
-    found = prices(endpoint.provider, endpoint.model, "_batches")
+    found = prices(provider, model, "_batches")
     if found is not None:
         return found
-    plain = prices(endpoint.provider, endpoint.model)
+    plain = prices(provider, model)
     return None if plain is None else (plain[0] * config.batch.discount, plain[1] * config.batch.discount)
 
 
