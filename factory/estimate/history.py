@@ -17,7 +17,7 @@ import orjson
 
 from ..errors import FactoryError
 from ..llm import LLMConfig, Request
-from ..llm.request import request_key
+from ..llm.request import call_params, request_key
 from ..llm.structured import output_spec
 from ..store import Store
 from ..store.db import STORE_FILENAME
@@ -52,7 +52,7 @@ def query(store: Store | None, sql: str, params: list[Any] | None = None) -> lis
 
 def cache_key(config: LLMConfig, request: Request) -> str:
     """The key the client would look `request` up by (client.run: the config's params under the request's)."""
-    params = {"temperature": config.temperature, "max_tokens": config.max_tokens, **config.params, **request.params}
+    params = call_params(config, request)
     spec = output_spec(request.response_model) if request.response_model is not None else None
     model_id = (config.model or "local").strip()
     return request_key(model_id, config.cache_namespace, request.messages, params,

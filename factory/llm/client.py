@@ -32,7 +32,7 @@ from .local import local_server
 from .many import iter_results
 from .progress import CallCounter, CallCounts
 from .providers import Endpoint, resolve_endpoint
-from .request import Request, Result, request_key
+from .request import Request, Result, call_params, request_key
 from .sender import Sender, Tally
 from .spend import SpendCap
 from .structured import (
@@ -135,9 +135,7 @@ class LLMClient:
         await self.start()
         self.keeper.check_can_send()
         spec = output_spec(request.response_model) if request.response_model is not None else None
-        params = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens}
-        params.update(self.config.params)
-        params.update(request.params)
+        params = call_params(self.config, request)
         key = request_key(
             self.endpoint.model_id, self.config.cache_namespace, request.messages, params,
             spec.schema_json if spec else None, request.sample_index,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from .config import LLMConfig
 
 
 @dataclass
@@ -38,6 +41,11 @@ class Result:
     tag: Any = None
     notes: tuple[str, ...] = ()  # what the reply's text needed to be read, e.g. LaTeX backslashes doubled
     batch_id: str | None = None  # the provider batch that answered (batch mode)
+
+
+def call_params(config: LLMConfig, request: Request) -> dict[str, Any]:
+    """The sampling parameters a request is sent with: the config's, then the request's own on top."""
+    return {"temperature": config.temperature, "max_tokens": config.max_tokens, **config.params, **request.params}
 
 
 def request_key(
