@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cli_options import add_llm_options, flag_overrides, with_overrides
 from ..llm.call_summary import format_call_summary, summarize_calls
+from ..scale.options import add_ray_options
 from .config import PassrateConfig
 from .job import format_passrate, run_passrate
 from .sampler import STAGE
@@ -41,6 +42,7 @@ def add_passrate_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--checker", help="a checker name instead of the domain default (exact_match, f1, ...)")
     parser.add_argument("--threshold", type=float, help="pass rate at or below which a task is kept (default 0.3)")
     parser.add_argument("--no-retry-failures", action="store_true", help="leave samples whose request failed")
+    add_ray_options(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=cmd_passrate, run_dir_default="outputs/passrate", takes_run_config=True)
     return parser
