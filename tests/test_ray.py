@@ -185,3 +185,73 @@ def test_a_node_that_does_not_see_the_run_folder_fails_with_one_line(cluster, tm
     assert results == [] and len(failures) == 1 and "\n" not in failures[0]
     assert failures[0].startswith(f"shard passrate-0: run folder {tmp_path} is not the driver's on node ")
     assert "every Ray node mounts at the same path" in failures[0]
+
+
+# Without a cluster: the flags, the merge, and the single-process path that never imports ray.
+
+
+def test_a_normal_run_never_imports_ray(tasks_file, tmp_path):
+    script = f"""
+import sys
+from loopback_server import LoopbackServer
+from factory.cli import main
+server = LoopbackServer()
+server.start_in_thread()
+code = main(["passrate", {str(tmp_path)!r}, "--tasks", {str(tasks_file)!r}, "--model", "loopback",
+             "--base-url", server.base_url, "-n", "1", "-q"])
+print(code, "ray" in sys.modules)
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.splitlines()[-1] == "0 False", done.stderr[-2000:]
+
+
+def test_the_ray_flags_and_section_become_the_run_config(tmp_path):
+    from factory.cli import build_parser
+    from factory.errors import ConfigError
+    from factory.run_config import config_from_args
+
+    def config(*argv):
+        return config_from_args(build_parser().parse_args(["passrate", str(tmp_path), *argv])).ray
+
+    assert not config().enabled
+    assert (config("--ray").enabled, config("--ray").address) == (True, None)
+    assert (config("--ray", "10.0.0.1:6379", "--shards", "4").address, config("--shards", "4").shards) == (
+        "10.0.0.1:6379",
+        4,
+    )
+    (tmp_path / "run.yaml").write_text("ray: {enabled: true, shards: 8, max_retries: 1}\n")
+    from_file = config("-c", str(tmp_path / "run.yaml"))
+    assert (from_file.enabled, from_file.shards, from_file.max_retries) == (True, 8, 1)
+    with pytest.raises(ConfigError, match="ray.shards"):
+        config("--shards", "0")
+    for command in ("refine", "coa", "run"):
+        assert build_parser().parse_args([command, "--ray", "--shards", "2"]).shards == 2
+
+
+def test_merging_a_shard_twice_adds_nothing_and_takes_its_latest_rows(tmp_path):
+    from factory.scale.merge import merge_shard
+
+    with Store.open(tmp_path / "shard") as shard:
+        shard.execute("INSERT INTO rollouts (task_id, model, sample_index, correct) VALUES ('t', 'm', 0, true), "
+                      "('t', 'm', 1, NULL)")  # fmt: skip
+        shard.execute("INSERT INTO llm_calls (request_hash, stage, status) VALUES ('h', 'passrate', 'error')")
+        shard.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep) VALUES ('x', 'f', true)")
+    path = tmp_path / "shard" / "factory.duckdb"
+    with Store.open(tmp_path / "main") as main_store:
+        assert {k: v for k, v in merge_shard(main_store, path).items() if v} == {
+            "rollouts": 2,
+            "llm_calls": 1,
+            "filter_verdicts": 1,
+        }
+        assert not any(merge_shard(main_store, path).values())
+    with Store.open(tmp_path / "shard") as shard:  # a rerun of the shard retried the failed request and sample
+        shard.execute(
+            "INSERT OR REPLACE INTO rollouts (task_id, model, sample_index, correct) VALUES ('t', 'm', 1, false)"
+        )
+        shard.execute("INSERT OR REPLACE INTO llm_calls (request_hash, stage, status) VALUES ('h', 'passrate', 'ok')")
+    with Store.open(tmp_path / "main") as main_store:
+        assert not any(merge_shard(main_store, path).values())
+        assert main_store.query("SELECT sample_index, correct FROM rollouts ORDER BY 1") == [(0, True), (1, False)]
+        assert main_store.query("SELECT status FROM llm_calls") == [("ok",)]
+        assert main_store.query("SELECT count(*) FROM filter_verdicts") == [(1,)]

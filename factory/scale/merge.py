@@ -1,10 +1,10 @@
 """A shard's store into the run's store: every row of every run table, once.
 
-Each shard store is ATTACHed read-only and copied in one transaction. A table with a primary
-key takes the shard's rows with INSERT OR REPLACE (the shard is where its keys' work happens,
-so its row is the latest: a request failed and later retried, a rollout checked again); a table
-without one is merged by its natural key (NATURAL_KEYS): those keys' rows are replaced. Either
-way a second merge of the same shard changes nothing, so a rerun after a partial merge is safe.
+Each shard store is ATTACHed read-only and copied in one transaction, table by table, by key (the
+primary key, or NATURAL_KEYS for a table without one): keys the run's store lacks are inserted,
+and a key whose row differs takes the shard's row (the shard is where its keys' work happens, so
+its row is the latest: a request failed and later retried, a rollout checked again). A second
+merge of the same shard changes nothing, so a rerun after a partial merge is safe.
 `llm_calls` comes along, so a later single-process run on RUN_DIR answers from the cache.
 """
 
@@ -26,6 +26,7 @@ ALIAS = "shard_store"
 def merge_shard(store: Store, shard_path: Path) -> dict[str, int]:
     """Copy the shard store's rows into `store`; returns {table: rows the run's store gained}."""
     try:
+        store.execute("SET enable_progress_bar = false")  # a long merge must not draw DuckDB's bar into the output
         store.execute(f"ATTACH '{_quoted(shard_path)}' AS {ALIAS} (READ_ONLY)")
     except (duckdb.Error, FactoryError) as exc:
         raise FactoryError(f"cannot read shard store {shard_path} to merge it: {first_line(exc)}") from None
@@ -41,18 +42,34 @@ def merge_shard(store: Store, shard_path: Path) -> dict[str, int]:
 
 
 def _merge_table(con: duckdb.DuckDBPyConnection, store: Store, table: str) -> None:
-    columns = ", ".join(f'"{name}"' for name in _columns(con, ALIAS, table))
-    if _primary_key(con, _main(store), table):
-        con.execute(f"INSERT OR REPLACE INTO {table} ({columns}) SELECT {columns} FROM {ALIAS}.{table}")
-        return
-    key = NATURAL_KEYS.get(table)
-    if key is None:
+    """Rows whose key the run's store has but with other values are replaced, then the missing keys are
+    inserted: a second merge of an unchanged shard only compares (a shard's rerun re-merges everything)."""
+    names = _columns(con, ALIAS, table)
+    key = _primary_key(con, _main(store), table) or NATURAL_KEYS.get(table)
+    if not key:
         raise FactoryError(
             f"table {table} has no key to merge shards by: add it to factory/scale/merge.py NATURAL_KEYS"
         )
-    names = ", ".join(key)
-    con.execute(f"DELETE FROM {table} WHERE ({names}) IN (SELECT ({names}) FROM {ALIAS}.{table})")
-    con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {ALIAS}.{table}")
+    columns = ", ".join(f'"{name}"' for name in names)
+    same_key = " AND ".join(f'n."{name}" = t."{name}"' for name in key)
+    changed = (f"FROM {ALIAS}.{table} n JOIN {table} t ON {same_key} WHERE "
+               f"ROW({', '.join(f'n.{c}' for c in _quoted_names(names))}) IS DISTINCT FROM "
+               f"ROW({', '.join(f't.{c}' for c in _quoted_names(names))})")  # fmt: skip
+    if table in NATURAL_KEYS:  # no index: drop the changed rows, then they are missing ones
+        key_list = ", ".join(f'"{name}"' for name in key)
+        con.execute(f"DELETE FROM {table} WHERE ({key_list}) IN (SELECT ({_prefixed('n', key)}) {changed})")
+    else:
+        con.execute(f"INSERT OR REPLACE INTO {table} ({columns}) SELECT {_prefixed('n', names)} {changed}")
+    con.execute(f"INSERT INTO {table} ({columns}) SELECT {_prefixed('n', names)} FROM {ALIAS}.{table} n "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {same_key})")  # fmt: skip
+
+
+def _quoted_names(names: list[str]) -> list[str]:
+    return [f'"{name}"' for name in names]
+
+
+def _prefixed(alias: str, names: list[str]) -> str:
+    return ", ".join(f'{alias}."{name}"' for name in names)
 
 
 def _main(store: Store) -> str:
@@ -69,10 +86,11 @@ def _columns(con: duckdb.DuckDBPyConnection, database: str, table: str) -> list[
     return [row[0] for row in con.execute(sql, [database, table]).fetchall()]
 
 
-def _primary_key(con: duckdb.DuckDBPyConnection, database: str, table: str) -> bool:
-    sql = ("SELECT count(*) FROM duckdb_constraints() WHERE database_name = ? AND table_name = ? "
+def _primary_key(con: duckdb.DuckDBPyConnection, database: str, table: str) -> list[str]:
+    sql = ("SELECT constraint_column_names FROM duckdb_constraints() WHERE database_name = ? AND table_name = ? "
            "AND constraint_type = 'PRIMARY KEY'")  # fmt: skip
-    return con.execute(sql, [database, table]).fetchone()[0] > 0
+    row = con.execute(sql, [database, table]).fetchone()
+    return list(row[0]) if row else []
 
 
 def _count(store: Store, table: str) -> int:

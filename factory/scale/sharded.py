@@ -11,6 +11,7 @@ RUN_DIR/shards/last.json keeps each shard's counts, node, CPU and wall seconds o
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,12 +38,14 @@ def run_on_ray(config: Any, stage: str, key: str, work: Callable[..., dict], arg
     jobs = [ShardJob(stage, index, count, run_dir, token, Path.cwd(), config, work, args) for index in range(count)]
     with open_run(run_dir, stage, config) as run:
         results, failures = cluster.run_shards(jobs, config.ray.max_retries, progress)
+        merging = time.monotonic()
         merge_shards(run, stage, count)  # a failed shard's answers come home too: nothing answered is lost
+        merge_s = round(time.monotonic() - merging, 3)
         if failures:
             more = f" (and {len(failures) - 1} more failed shards)" if len(failures) > 1 else ""
             raise FactoryError(f"{failures[0]}{more}; the rest are merged: rerun the same command to resume")
         results.sort(key=lambda result: result["index"])
-        write_json(shards_folder(run_dir) / "last.json", {"stage": stage, "shards": results})
+        write_json(shards_folder(run_dir) / "last.json", {"stage": stage, "merge_s": merge_s, "shards": results})
         return finish(config, run, results)
 
 
