@@ -44,7 +44,7 @@ from factory.store import Store  # noqa: E402
 RESULTS = Path(__file__).parent / "results" / "ray_passrate.json"
 CODE_TASKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks" / "livecodebench_v5.parquet"
 # About 40 ms of a core per test case before it answers (wrongly: every test still runs).
-PROGRAM = "<answer>\n```py\nimport sys\ntotal = 0\nfor i in range(400000):\n    total += i\nprint(sys.stdin.read()[:0] or 'No')\n```\n</answer>"  # fmt: skip
+PROGRAM = "<answer>\n```py\nimport sys\ntotal = 0\nfor i in range(400000):\n    total += i\nprint(sys.stdin.read()[:0] or 'No')\n```\n</answer>"
 
 
 def parse_args() -> argparse.Namespace:
@@ -95,11 +95,26 @@ def merge_rate(rows: int) -> dict:
     text = "x" * 1000
     with Store.open(folder / "shard") as shard:
         hashes = [f"h{i:09d}" for i in range(rows)]
-        shard.insert_rows("llm_calls", {"request_hash": hashes, "stage": ["passrate"] * rows, "status": ["ok"] * rows,
-                                        "messages": [text] * rows, "response": [text] * rows})  # fmt: skip
-        shard.insert_rows("rollouts", {"task_id": [f"t{i // 32}" for i in range(rows)], "model": ["m"] * rows,
-                                       "sample_index": [i % 32 for i in range(rows)], "completion": [text] * rows,
-                                       "request_hash": hashes})  # fmt: skip
+        shard.insert_rows(
+            "llm_calls",
+            {
+                "request_hash": hashes,
+                "stage": ["passrate"] * rows,
+                "status": ["ok"] * rows,
+                "messages": [text] * rows,
+                "response": [text] * rows,
+            },
+        )
+        shard.insert_rows(
+            "rollouts",
+            {
+                "task_id": [f"t{i // 32}" for i in range(rows)],
+                "model": ["m"] * rows,
+                "sample_index": [i % 32 for i in range(rows)],
+                "completion": [text] * rows,
+                "request_hash": hashes,
+            },
+        )
     timings = []
     with Store.open(folder / "main") as main_store:
         for _ in range(2):

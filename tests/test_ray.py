@@ -40,10 +40,23 @@ def free_port() -> int:
 
 
 def start_node(args: list[str], log: Path, env: dict) -> subprocess.Popen:
-    common = ["--num-cpus", "1", "--block", "--disable-usage-stats", "--node-ip-address", "127.0.0.1",
-              "--dashboard-agent-listen-port", str(free_port())]  # fmt: skip
-    return subprocess.Popen([str(RAY), "start", *args, *common], stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True)  # fmt: skip
+    common = [
+        "--num-cpus",
+        "1",
+        "--block",
+        "--disable-usage-stats",
+        "--node-ip-address",
+        "127.0.0.1",
+        "--dashboard-agent-listen-port",
+        str(free_port()),
+    ]
+    return subprocess.Popen(
+        [str(RAY), "start", *args, *common],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def wait_for(predicate, seconds: float, what: str) -> None:
@@ -63,8 +76,13 @@ def cluster():
     os.environ["RAY_AUTH_MODE"] = "disabled"  # a loopback test cluster; the driver below must match it
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     port = free_port()
-    nodes = [start_node(["--head", "--port", str(port), "--include-dashboard=false", "--temp-dir", str(temp)],
-                        temp / "head.log", env)]  # fmt: skip
+    nodes = [
+        start_node(
+            ["--head", "--port", str(port), "--include-dashboard=false", "--temp-dir", str(temp)],
+            temp / "head.log",
+            env,
+        )
+    ]
     try:
         wait_for(lambda: "Ray runtime started" in (temp / "head.log").read_text(), 90, "the Ray head")
         nodes.append(start_node(["--address", f"127.0.0.1:{port}"], temp / "node.log", env))
@@ -108,8 +126,22 @@ def model(tasks_file):
 
 
 def passrate(run_dir: Path, tasks_file: Path, server: LoopbackServer, *extra: str) -> int:
-    return main(["passrate", str(run_dir), "--tasks", str(tasks_file), "--model", "loopback", "--base-url",
-                 server.base_url, "-n", str(N), "-q", *extra])  # fmt: skip
+    return main(
+        [
+            "passrate",
+            str(run_dir),
+            "--tasks",
+            str(tasks_file),
+            "--model",
+            "loopback",
+            "--base-url",
+            server.base_url,
+            "-n",
+            str(N),
+            "-q",
+            *extra,
+        ]
+    )
 
 
 def table(run_dir: Path, sql: str) -> list[tuple]:
@@ -137,8 +169,7 @@ def test_a_run_on_two_workers_merges_into_the_store_a_single_process_run_writes(
         assert len(table(tmp_path / "ray" / "shards" / f"passrate-{index}", ROLLOUTS)) == [2, 6][index] * N
 
 
-def test_a_killed_worker_is_rerun_by_ray_and_sends_nothing_answered_twice(cluster, tasks_file, model, tmp_path,
-                                                                          capsys):  # fmt: skip
+def test_a_killed_worker_is_rerun_by_ray_and_sends_nothing_answered_twice(cluster, tasks_file, model, tmp_path, capsys):
     run_dir = tmp_path / "run"
     hung = load_tasks(tasks_file)[0]  # in shard 1: its worker is killed while this task's request hangs
     assert shard_of(hung.id, 2) == 1
@@ -151,8 +182,9 @@ def test_a_killed_worker_is_rerun_by_ray_and_sends_nothing_answered_twice(cluste
     command.start()
     wait_for(lambda: len(model.requests) - first >= 8 * N, 60, "every request to arrive")
     time.sleep(1.0)  # the answered calls reach the shard's store (flushed every 0.25 s)
-    answered = {r["hash"] for r in model.requests[first:]} - {r["hash"] for r in model.requests[first:]
-                                                             if hung.question in json.dumps(r["body"])}  # fmt: skip
+    answered = {r["hash"] for r in model.requests[first:]} - {
+        r["hash"] for r in model.requests[first:] if hung.question in json.dumps(r["body"])
+    }
     killed_at = len(model.requests)
     pid = int((run_dir / "shards" / "passrate-1" / "worker.pid").read_text())
     os.kill(pid, signal.SIGKILL)
@@ -185,6 +217,60 @@ def test_a_node_that_does_not_see_the_run_folder_fails_with_one_line(cluster, tm
     assert results == [] and len(failures) == 1 and "\n" not in failures[0]
     assert failures[0].startswith(f"shard passrate-0: run folder {tmp_path} is not the driver's on node ")
     assert "every Ray node mounts at the same path" in failures[0]
+
+
+REPLAY_SET = REPO / "benchmarks" / "data" / "refine_replay" / "capable_v1"
+TRAJECTORIES = (
+    "SELECT trajectory_id, persona_id, script_id, verified, reason, steps, n_turns, n_errors, "
+    "n_corrections FROM trajectories ORDER BY 1"
+)
+
+
+def test_refine_sharded_by_persona_merges_into_the_single_process_store(cluster, tmp_path):
+    from refine_replay import ReplayServer, load_replay_set, write_personas
+
+    every = load_replay_set(REPLAY_SET)
+    by_shard = {k: [r for r in every if shard_of(r["persona_id"], 2) == k][:2] for k in (0, 1)}
+    recordings = by_shard[0] + by_shard[1]
+    personas = write_personas(recordings, tmp_path / "personas.jsonl")
+    for name, ray_flags in (("single", []), ("ray", ["--ray", cluster, "--shards", "2"])):
+        server = ReplayServer(recordings)  # its attempt counters start again for each run
+        base_url = server.start_in_thread()
+        try:
+            argv = [
+                "refine",
+                "--run-dir",
+                str(tmp_path / name),
+                "--model",
+                "replay",
+                "--base-url",
+                base_url,
+                "--personas",
+                str(personas),
+                "--count",
+                "4",
+                "--no-code",
+                "--dm",
+                "llm",
+                "-q",
+                *ray_flags,
+            ]
+            assert main(argv) == 0
+        finally:
+            server.stop()
+    for sql in (
+        TRAJECTORIES,
+        "SELECT script_id, persona_id, attempt, verified FROM scripts ORDER BY 1",
+        "SELECT trajectory_id, attempt, ok, rule FROM verdicts ORDER BY 1, 2",
+        "SELECT persona_id, text FROM personas ORDER BY 1",
+        "SELECT request_hash, status FROM llm_calls ORDER BY 1",
+    ):
+        assert table(tmp_path / "ray", sql) == table(tmp_path / "single", sql), sql
+    assert len(table(tmp_path / "ray", TRAJECTORIES)) == 4
+    shards = [
+        table(tmp_path / "ray" / "shards" / f"refine-{k}", "SELECT count(*) FROM trajectories")[0][0] for k in (0, 1)
+    ]
+    assert shards == [2, 2]
 
 
 # Without a cluster: the flags, the merge, and the single-process path that never imports ray.
@@ -233,8 +319,10 @@ def test_merging_a_shard_twice_adds_nothing_and_takes_its_latest_rows(tmp_path):
     from factory.scale.merge import merge_shard
 
     with Store.open(tmp_path / "shard") as shard:
-        shard.execute("INSERT INTO rollouts (task_id, model, sample_index, correct) VALUES ('t', 'm', 0, true), "
-                      "('t', 'm', 1, NULL)")  # fmt: skip
+        shard.execute(
+            "INSERT INTO rollouts (task_id, model, sample_index, correct) VALUES ('t', 'm', 0, true), "
+            "('t', 'm', 1, NULL)"
+        )
         shard.execute("INSERT INTO llm_calls (request_hash, stage, status) VALUES ('h', 'passrate', 'error')")
         shard.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep) VALUES ('x', 'f', true)")
     path = tmp_path / "shard" / "factory.duckdb"

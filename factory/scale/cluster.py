@@ -41,8 +41,9 @@ def connect(address: str | None) -> int:
 
 
 def worker_env() -> dict[str, str]:
-    return {name: value for name, value in os.environ.items()
-            if name in FORWARDED_ENV or name.startswith(FORWARDED_PREFIX)}  # fmt: skip
+    return {
+        name: value for name, value in os.environ.items() if name in FORWARDED_ENV or name.startswith(FORWARDED_PREFIX)
+    }
 
 
 def run_shards(jobs: Iterable[ShardJob], max_retries: int, progress: bool) -> tuple[list[dict], list[str]]:

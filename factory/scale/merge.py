@@ -52,20 +52,19 @@ def _merge_table(con: duckdb.DuckDBPyConnection, store: Store, table: str) -> No
         )
     columns = ", ".join(f'"{name}"' for name in names)
     same_key = " AND ".join(f'n."{name}" = t."{name}"' for name in key)
-    changed = (f"FROM {ALIAS}.{table} n JOIN {table} t ON {same_key} WHERE "
-               f"ROW({', '.join(f'n.{c}' for c in _quoted_names(names))}) IS DISTINCT FROM "
-               f"ROW({', '.join(f't.{c}' for c in _quoted_names(names))})")  # fmt: skip
+    changed = (
+        f"FROM {ALIAS}.{table} n JOIN {table} t ON {same_key} "
+        f"WHERE ROW({_prefixed('n', names)}) IS DISTINCT FROM ROW({_prefixed('t', names)})"
+    )
     if table in NATURAL_KEYS:  # no index: drop the changed rows, then they are missing ones
         key_list = ", ".join(f'"{name}"' for name in key)
         con.execute(f"DELETE FROM {table} WHERE ({key_list}) IN (SELECT ({_prefixed('n', key)}) {changed})")
     else:
         con.execute(f"INSERT OR REPLACE INTO {table} ({columns}) SELECT {_prefixed('n', names)} {changed}")
-    con.execute(f"INSERT INTO {table} ({columns}) SELECT {_prefixed('n', names)} FROM {ALIAS}.{table} n "
-                f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {same_key})")  # fmt: skip
-
-
-def _quoted_names(names: list[str]) -> list[str]:
-    return [f'"{name}"' for name in names]
+    con.execute(
+        f"INSERT INTO {table} ({columns}) SELECT {_prefixed('n', names)} FROM {ALIAS}.{table} n "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {same_key})"
+    )
 
 
 def _prefixed(alias: str, names: list[str]) -> str:
@@ -87,8 +86,10 @@ def _columns(con: duckdb.DuckDBPyConnection, database: str, table: str) -> list[
 
 
 def _primary_key(con: duckdb.DuckDBPyConnection, database: str, table: str) -> list[str]:
-    sql = ("SELECT constraint_column_names FROM duckdb_constraints() WHERE database_name = ? AND table_name = ? "
-           "AND constraint_type = 'PRIMARY KEY'")  # fmt: skip
+    sql = (
+        "SELECT constraint_column_names FROM duckdb_constraints() WHERE database_name = ? AND table_name = ? "
+        "AND constraint_type = 'PRIMARY KEY'"
+    )
     row = con.execute(sql, [database, table]).fetchone()
     return list(row[0]) if row else []
 

@@ -32,16 +32,19 @@ def plan_path(run_dir: Path) -> Path:
     return shards_folder(run_dir) / "plan.json"
 
 
-def shard_count(run_dir: Path, stage: str, key: str, asked: int | None,
-                cluster_cpus: Callable[[], int]) -> tuple[int, str | None]:  # fmt: skip
+def shard_count(
+    run_dir: Path, stage: str, key: str, asked: int | None, cluster_cpus: Callable[[], int]
+) -> tuple[int, str | None]:
     """The stage's shard count and, when it differs from the one asked, a line saying the plan's is kept."""
     plans = read_plans(run_dir)
     recorded = plans.get(stage)
     if recorded is not None:
         count = int(recorded["count"])
         if asked is not None and asked != count:
-            return count, (f"shards: {plan_path(run_dir)} has {count} {stage} shards; keeping them, not the "
-                           f"{asked} asked (each shard's store holds the answers of its keys)")  # fmt: skip
+            return count, (
+                f"shards: {plan_path(run_dir)} has {count} {stage} shards; keeping them, not the "
+                f"{asked} asked (each shard's store holds the answers of its keys)"
+            )
         return count, None
     count = asked or max(1, cluster_cpus())
     plans[stage] = {"stage": stage, "count": count, "key": f"sha256({key}) mod {count}"}

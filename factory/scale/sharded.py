@@ -26,8 +26,15 @@ from .shard_task import ShardJob
 STORE_FILE = "factory.duckdb"
 
 
-def run_on_ray(config: Any, stage: str, key: str, work: Callable[..., dict], args: tuple,
-               finish: Callable[[Any, Run, list[dict]], Any], progress: bool = True) -> Any:  # fmt: skip
+def run_on_ray(
+    config: Any,
+    stage: str,
+    key: str,
+    work: Callable[..., dict],
+    args: tuple,
+    finish: Callable[[Any, Run, list[dict]], Any],
+    progress: bool = True,
+) -> Any:
     run_dir = Path(config.run_dir).resolve()  # the workers' working folder is not ours
     config = config.model_copy(update={"run_dir": run_dir})
     cpus = cluster.connect(config.ray.address)
