@@ -73,6 +73,7 @@ def cluster():
     if not RAY.exists():
         pytest.skip(f"no ray command at {RAY}")
     temp = Path(tempfile.mkdtemp(prefix="fray", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
+    auth_mode = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"  # a loopback test cluster; the driver below must match it
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     port = free_port()
@@ -96,6 +97,10 @@ def cluster():
         for node in nodes:
             node.wait(60)
         shutil.rmtree(temp, ignore_errors=True)
+        if auth_mode is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth_mode
 
 
 @pytest.fixture(scope="module")
@@ -271,6 +276,23 @@ def test_refine_sharded_by_persona_merges_into_the_single_process_store(cluster,
         table(tmp_path / "ray" / "shards" / f"refine-{k}", "SELECT count(*) FROM trajectories")[0][0] for k in (0, 1)
     ]
     assert shards == [2, 2]
+
+
+def test_the_pipeline_runs_its_passrate_stage_on_ray_and_the_filter_reads_the_merged_rollouts(
+    cluster, server, fast_config, tmp_path, capsys
+):
+    from filter_rows import verdicts
+    from test_pipeline import run
+    from test_pipeline_passrate import route_policy, seed_trajectories, write_pipeline
+
+    seed_trajectories(tmp_path)
+    route_policy(server)
+    code, out, err = run(write_pipeline(tmp_path, fast_config), capsys, "--ray", cluster, "--shards", "2")
+    assert code == 0, err
+    assert "model policy-a: 2 tasks x 4 rollouts; this run: 8 requested" in out and len(server.requests) == 8
+    assert verdicts(tmp_path / "run", "pr")["coa:m1"][:2] == (True, "pass rate: 0.25 (1/4)")
+    last = json.loads((tmp_path / "run" / "shards" / "last.json").read_text())
+    assert [shard["counts"]["tasks"] for shard in last["shards"]] == [0, 2]  # an empty shard ends cleanly
 
 
 # Without a cluster: the flags, the merge, and the single-process path that never imports ray.
