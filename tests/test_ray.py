@@ -295,6 +295,46 @@ def test_the_pipeline_runs_its_passrate_stage_on_ray_and_the_filter_reads_the_me
     assert [shard["counts"]["tasks"] for shard in last["shards"]] == [0, 2]  # an empty shard ends cleanly
 
 
+def test_coa_sharded_by_task_merges_into_the_single_process_store(cluster, server, tmp_path):
+    from test_coa_mas import write_tasks
+    from test_pipeline_coa import route_solutions
+
+    questions = ("What is 6 * 7?", "What is 7 * 6?")  # one scripted solution answers both
+    tasks = write_tasks(
+        tmp_path / "math.jsonl",
+        *[
+            {"id": i, "question": q, "answer": "42", "domain": "math", "data_source": "t"}
+            for i, q in enumerate(questions)
+        ],
+    )  # t/0 and t/1: one in each shard
+    route_solutions(server, tasks=4)  # two runs of two tasks
+    for name, ray_flags in (("single", []), ("ray", ["--ray", cluster, "--shards", "2"])):
+        argv = [
+            "coa",
+            "--run-dir",
+            str(tmp_path / name),
+            "--tasks",
+            tasks,
+            "--count",
+            "2",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "-q",
+            *ray_flags,
+        ]
+        assert main(argv) == 0
+    for sql in (
+        "SELECT trace_id, task_id, status, final_answer, n_tool_calls, n_replans FROM coa_traces ORDER BY 1",
+        "SELECT trajectory_id, task_id, rule, prompt, completion, correct FROM trajectories ORDER BY 1",
+    ):
+        assert table(tmp_path / "ray", sql) == table(tmp_path / "single", sql), sql
+    assert table(tmp_path / "ray", "SELECT count(*) FROM trajectories WHERE correct") == [(2,)]
+    for index in (0, 1):
+        assert table(tmp_path / "ray" / "shards" / f"coa-{index}", "SELECT count(*) FROM coa_traces") == [(1,)]
+
+
 # Without a cluster: the flags, the merge, and the single-process path that never imports ray.
 
 
