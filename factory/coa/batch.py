@@ -141,7 +141,7 @@ def resolved_config(config: Any) -> tuple[Any, CoaConfig]:
 
 
 async def run_coa_async(config: Any, progress: bool = True) -> CoaOutcome:
-    tasks = shard_subset(choose_tasks(config.coa), config, task_id)  # a Ray shard runs its slice (factory/scale/)
+    tasks = shard_subset(choose_tasks(config.coa), config)  # a Ray shard runs its slice (factory/scale/)
     check_tools(tasks, config.coa)
     config, settings = resolved_config(config)
     with open_run(config.run_dir, "coa", config if isinstance(config, BaseModel) else None) as run:
@@ -173,10 +173,6 @@ def run_coa(config: Any, progress: bool = True) -> CoaOutcome:
     if ray_enabled(config):
         return run_coa_on_ray(config, progress)
     return asyncio.run(run_coa_async(config, progress))
-
-
-def task_id(task: Task) -> str:
-    return task.id
 
 
 def coa_shard(config: Any) -> dict[str, int]:

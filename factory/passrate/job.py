@@ -30,7 +30,7 @@ def run_passrate(
     """
     if ray_enabled(config):
         return run_passrate_on_ray(config, settings, policy, progress)
-    tasks = shard_subset(choose_tasks(settings), config, task_id)
+    tasks = shard_subset(choose_tasks(settings), config)
     with open_run(config.run_dir, STAGE, config) as run:
         outcome = ensure_rollouts(
             run.store, tasks, policy, settings.n, settings.label, policy.concurrency, settings.temperature,
@@ -57,10 +57,6 @@ def run_passrate_on_ray(
         return outcome, summarize(run.store, outcome["model"], settings.threshold, task_ids, settings.n)
 
     return run_on_ray(config, STAGE, "task id", passrate_shard, (settings, policy), finish, progress)
-
-
-def task_id(task: Task) -> str:
-    return task.id
 
 
 def choose_tasks(settings: PassrateConfig) -> list[Task]:

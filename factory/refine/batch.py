@@ -69,7 +69,7 @@ def trajectory_source(config: FactoryConfig) -> str:
 
 async def run_refine_async(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
     personas, skipped = choose_personas(config.refine)
-    personas = shard_subset(personas, config, persona_id)  # a Ray shard runs its slice (factory/scale/)
+    personas = shard_subset(personas, config)  # a Ray shard runs its slice (factory/scale/)
     settings = config.refine.model_copy(
         update={"scripts": script_source(config), "trajectories": trajectory_source(config)}
     )
@@ -92,10 +92,6 @@ def run_refine(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
     if ray_enabled(config):
         return run_refine_on_ray(config, progress)
     return asyncio.run(run_refine_async(config, progress))
-
-
-def persona_id(persona: Persona) -> str:
-    return persona.id
 
 
 def refine_shard(config: FactoryConfig) -> dict[str, int]:

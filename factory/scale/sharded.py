@@ -18,12 +18,11 @@ from typing import Any
 
 from ..errors import FactoryError
 from ..run import Run, open_run
+from ..store import STORE_FILENAME
 from . import cluster
 from .merge import merge_shard
 from .plan import shard_count, shard_folder, shards_folder, write_json, write_probe
 from .shard_task import ShardJob
-
-STORE_FILE = "factory.duckdb"
 
 
 def run_on_ray(
@@ -58,7 +57,7 @@ def run_on_ray(
 
 def merge_shards(run: Run, stage: str, count: int) -> None:
     for index in range(count):
-        path = shard_folder(run.run_dir, stage, index) / STORE_FILE
+        path = shard_folder(run.run_dir, stage, index) / STORE_FILENAME
         if path.exists():
             merge_shard(run.store, path)
 
