@@ -2,8 +2,9 @@
 
 The cluster is started once for the file with `ray start --block` in a temp dir of its own and free
 ports, and stopped by signalling the two processes this file started (never `ray stop`, which would
-stop every Ray instance on the machine). The stage under test is `factory passrate` on QA tasks:
-cheap to check, and its sharding, merge and resume are the ones refine and coa use (factory/scale/).
+stop every Ray instance on the machine). Each stage is checked against a single-process run of the
+same work: `passrate` on QA tasks (also killed mid-run and resumed), `refine` on the recorded replay
+set, `coa` on scripted replies, and `factory run` with a passrate stage.
 """
 
 import hashlib
