@@ -20,6 +20,8 @@ from .llm.config import LLMConfig
 from .passrate.config import PassrateConfig
 from .pipeline.config import PipelineConfig
 from .refine.config import RefineConfig
+from .scale.config import RayConfig
+from .scale.options import ray_overrides
 from .smoke.config import SmokeConfig
 
 # A command's `section` default names the config section whose fields its flags are named after.
@@ -37,6 +39,7 @@ class FactoryConfig(StrictModel):
     coa: CoaConfig = Field(default_factory=CoaConfig)
     passrate: PassrateConfig = Field(default_factory=PassrateConfig)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="factory run's stages")
+    ray: RayConfig = Field(default_factory=RayConfig, description="sharding generation over Ray (--ray)")
     prompts_dir: Path | None = Field(
         None,
         description="a folder of prompt files (<name>.md, as under prompts/) that override the shipped ones "
@@ -75,6 +78,7 @@ def config_from_args(args: argparse.Namespace) -> FactoryConfig:
         overrides["refine.with_code"] = False
     if getattr(args, "no_injection", False):
         overrides["refine.injection"] = False
+    overrides.update(ray_overrides(args))
     if getattr(args, "dm", None):
         overrides["refine.dm_evaluation"] = args.dm
     return with_overrides(config, overrides)

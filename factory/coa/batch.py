@@ -26,8 +26,9 @@ from ..checks import Checker, default_checker, get_checker
 from ..errors import ConfigError, FactoryError, SendingStopped
 from ..llm.progress import CallCounter
 from ..records import Trajectory
-from ..run import open_run
+from ..run import Run, open_run
 from ..sandbox import sandbox_refusal
+from ..scale import ray_enabled, shard_subset
 from ..store import Store
 from ..tasks import Task, select_tasks
 from .config import CoaConfig
@@ -150,7 +151,7 @@ def refuse_batch_mode(llm: Any) -> None:
 
 async def run_coa_async(config: Any, progress: bool = True) -> CoaOutcome:
     refuse_batch_mode(config.llm)
-    tasks = choose_tasks(config.coa)
+    tasks = shard_subset(choose_tasks(config.coa), config)  # a Ray shard runs its slice (factory/scale/)
     check_tools(tasks, config.coa)
     config, settings = resolved_config(config)
     with open_run(config.run_dir, "coa", config if isinstance(config, BaseModel) else None) as run:
@@ -179,7 +180,26 @@ async def run_coa_async(config: Any, progress: bool = True) -> CoaOutcome:
 
 
 def run_coa(config: Any, progress: bool = True) -> CoaOutcome:
+    if ray_enabled(config):
+        return run_coa_on_ray(config, progress)
     return asyncio.run(run_coa_async(config, progress))
+
+
+def coa_shard(config: Any) -> dict[str, int]:
+    """One shard's work, in its Ray worker (the funnel is read again from the merged store)."""
+    return run_coa(config, progress=False).funnel
+
+
+def run_coa_on_ray(config: Any, progress: bool) -> CoaOutcome:
+    """The tasks sharded by id over Ray workers; the outcome read from the merged store."""
+    from ..scale.sharded import run_on_ray
+
+    check_tools(choose_tasks(config.coa), config.coa)  # here, before any worker starts
+
+    def finish(config: Any, run: Run, results: list[dict]) -> CoaOutcome:
+        return CoaOutcome(run.run_id, coa_funnel(run.store), failure_counts(run.store))
+
+    return run_on_ray(config, "coa", "task id", coa_shard, (), finish, progress)
 
 
 def run_coa_import(run_dir: str | Path, path: str | Path, variant: str = "mas", fmt: str = "auto",

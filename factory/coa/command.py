@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..cli_options import add_dry_run_options, add_llm_options
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
+from ..scale.options import add_ray_options
 from .batch import run_coa, run_coa_import
 
 if TYPE_CHECKING:  # the run config gathers this package's section: a type here, not an import
@@ -26,6 +27,7 @@ def add_coa_parsers(commands: argparse._SubParsersAction) -> None:
     coa.add_argument("--max-steps", type=int, help="tool calls per task")
     coa.add_argument("--corpus", help="JSONL/parquet corpus (id, title, text) for the local web_search backend")
     add_dry_run_options(coa)
+    add_ray_options(coa)
     coa.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     coa.set_defaults(func=cmd_coa, run_dir_default="outputs/coa", section="coa", takes_run_config=True)
 

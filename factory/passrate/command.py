@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cli_options import add_dry_run_options, add_llm_options, flag_overrides, with_overrides
 from ..llm.call_summary import format_call_summary, summarize_calls
+from ..scale.options import add_ray_options
 from .config import PassrateConfig
 from .job import format_passrate, run_passrate
 from .sampler import STAGE
@@ -42,6 +43,7 @@ def add_passrate_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--threshold", type=float, help="pass rate at or below which a task is kept (default 0.3)")
     parser.add_argument("--no-retry-failures", action="store_true", help="leave samples whose request failed")
     add_dry_run_options(parser)
+    add_ray_options(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=cmd_passrate, run_dir_default="outputs/passrate", takes_run_config=True)
     return parser

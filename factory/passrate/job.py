@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..llm import LLMConfig
-from ..run import open_run
+from ..run import Run, open_run
+from ..scale import ray_enabled, shard_subset
 from ..tasks import Task, select_tasks
 from .config import PassrateConfig
 from .rates import summarize
@@ -22,8 +23,14 @@ if TYPE_CHECKING:
 def run_passrate(
     config: FactoryConfig, settings: PassrateConfig, policy: LLMConfig, progress: bool
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Sample `settings.n` rollouts per task from `policy` into config.run_dir's store; (what it did, rates)."""
-    tasks = choose_tasks(settings)
+    """Sample `settings.n` rollouts per task from `policy` into config.run_dir's store; (what it did, rates).
+
+    With `ray.enabled` the tasks are sharded by id (all rollouts of a task in one shard), each shard
+    runs this function on its slice, and the rates are read from the merged store (factory/scale/).
+    """
+    if ray_enabled(config):
+        return run_passrate_on_ray(config, settings, policy, progress)
+    tasks = shard_subset(choose_tasks(settings), config)
     with open_run(config.run_dir, STAGE, config) as run:
         outcome = ensure_rollouts(
             run.store, tasks, policy, settings.n, settings.label, policy.concurrency, settings.temperature,
@@ -32,6 +39,24 @@ def run_passrate(
         )  # fmt: skip
         summary = summarize(run.store, outcome["model"], settings.threshold, [task.id for task in tasks], settings.n)
     return outcome, summary
+
+
+def passrate_shard(config: FactoryConfig, settings: PassrateConfig, policy: LLMConfig) -> dict[str, Any]:
+    """One shard's work, in its Ray worker: what it did (the shards' counts are summed)."""
+    return run_passrate(config, settings, policy, progress=False)[0]
+
+
+def run_passrate_on_ray(
+    config: FactoryConfig, settings: PassrateConfig, policy: LLMConfig, progress: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    from ..scale.sharded import run_on_ray, summed
+
+    def finish(config: FactoryConfig, run: Run, results: list[dict]) -> tuple[dict[str, Any], dict[str, Any]]:
+        outcome = summed(results, same=("n",))
+        task_ids = [task.id for task in choose_tasks(settings)]
+        return outcome, summarize(run.store, outcome["model"], settings.threshold, task_ids, settings.n)
+
+    return run_on_ray(config, STAGE, "task id", passrate_shard, (settings, policy), finish, progress)
 
 
 def choose_tasks(settings: PassrateConfig) -> list[Task]:

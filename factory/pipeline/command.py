@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..cli_options import add_dry_run_options, add_llm_options
 from ..errors import FactoryError
 from ..prompts import prompts_override
+from ..scale.options import add_ray_options
 from .config import STAGES, check_inputs
 from .ledger import Ledger
 from .stages import Context, all_stages, stage_fingerprints
@@ -43,6 +44,7 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     )
     parser.add_argument("--only", choices=STAGES, metavar="STAGE", help="run just this stage (the others untouched)")
     add_dry_run_options(parser)
+    add_ray_options(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(func=cmd_run, run_dir_default="outputs/run", takes_run_config=True)
     return parser

@@ -12,7 +12,8 @@ from ..errors import SendingStopped
 from ..llm import LLMClient
 from ..llm.progress import CallCounter
 from ..personas import Persona, load_library, load_personas, sample_personas, save_personas
-from ..run import open_run
+from ..run import Run, open_run
+from ..scale import ray_enabled, shard_subset
 from ..store import Store
 from .config import RefineConfig
 from .pipeline import refine_one
@@ -68,6 +69,7 @@ def trajectory_source(config: FactoryConfig) -> str:
 
 async def run_refine_async(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
     personas, skipped = choose_personas(config.refine)
+    personas = shard_subset(personas, config)  # a Ray shard runs its slice (factory/scale/)
     settings = config.refine.model_copy(
         update={"scripts": script_source(config), "trajectories": trajectory_source(config)}
     )
@@ -87,4 +89,22 @@ async def run_refine_async(config: FactoryConfig, progress: bool = True) -> Refi
 
 
 def run_refine(config: FactoryConfig, progress: bool = True) -> RefineOutcome:
+    if ray_enabled(config):
+        return run_refine_on_ray(config, progress)
     return asyncio.run(run_refine_async(config, progress))
+
+
+def refine_shard(config: FactoryConfig) -> dict[str, int]:
+    """One shard's work, in its Ray worker (the funnel is read again from the merged store)."""
+    return run_refine(config, progress=False).funnel
+
+
+def run_refine_on_ray(config: FactoryConfig, progress: bool) -> RefineOutcome:
+    """The personas sharded by id over Ray workers; the outcome read from the merged store."""
+    from ..scale.sharded import run_on_ray
+
+    def finish(config: FactoryConfig, run: Run, results: list[dict]) -> RefineOutcome:
+        skipped = choose_personas(config.refine)[1]
+        return RefineOutcome(run.run_id, refine_funnel(run.store), rule_losses(run.store), skipped)
+
+    return run_on_ray(config, "refine", "persona id", refine_shard, (), finish, progress)

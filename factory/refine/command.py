@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..cli_options import add_dry_run_options, add_llm_options
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
+from ..scale.options import add_ray_options
 
 if TYPE_CHECKING:  # the run config gathers this package's section: a type here, not an import
     from ..run_config import FactoryConfig
@@ -42,6 +43,7 @@ def add_refine_parser(commands: argparse._SubParsersAction) -> argparse.Argument
         "the actions, the LLM writes the thoughts), or auto (default: scaffolded for 'local')",
     )
     add_dry_run_options(refine)
+    add_ray_options(refine)
     refine.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine", section="refine", takes_run_config=True)
     return refine
