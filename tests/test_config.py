@@ -124,3 +124,12 @@ def test_an_http_search_endpoint_needs_a_host():
 
     with pytest.raises(ConfigError, match="field 'endpoint': 'https:///search' has no valid host"):
         validate_config(HttpSearchConfig, {"endpoint": "https:///search"}, "tools")
+
+
+def test_the_embedded_model_gets_no_more_requests_at_once_than_its_server_has_slots():
+    from factory.llm import LLMConfig
+
+    # past its n_parallel slots a request waits inside llama.cpp with its timeout running, and is sent again
+    assert LLMConfig(model="local", concurrency=8).in_flight() == 4
+    assert LLMConfig(model="local", concurrency=2, local={"n_parallel": 6}).in_flight() == 2
+    assert LLMConfig(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", concurrency=8).in_flight() == 8

@@ -98,8 +98,14 @@ class LLMConfig(StrictModel):
 
     def in_flight(self) -> int:
         """Requests the client lets wait at once: llm.concurrency, or in batch mode llm.batch.in_flight
-        (a batch fills only with requests that are waiting)."""
-        return self.batch.in_flight if self.batch.enabled else self.concurrency
+        (a batch fills only with requests that are waiting). The embedded model takes at most its
+        llm.local.n_parallel slots: a request past them would wait inside llama.cpp with its timeout
+        running, and be sent again when it ran out; waiting here costs nothing."""
+        if self.batch.enabled:
+            return self.batch.in_flight
+        if (self.model or "local").strip().startswith("local"):
+            return min(self.concurrency, self.local.n_parallel)
+        return self.concurrency
 
     def close_wait_s(self) -> float:
         """How long a client closing on an error waits for calls on the wire: one request's timeout; in
