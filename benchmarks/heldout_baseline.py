@@ -69,7 +69,8 @@ def measure(args: argparse.Namespace, run_dir: str, env: str) -> dict:
     results, path = run_eval(parsed)
     overall = results.overall
     figures = {key: round(overall[key], 3) if isinstance(overall[key], float) else overall[key] for key in KEPT}
-    return {**figures, "seconds": round(time.perf_counter() - started, 1), "results_file": str(path)}
+    figures["seconds"] = round(time.perf_counter() - started, 1)
+    return {**figures, "results_file": str(path)} if args.run_dir else figures  # a temporary folder is gone after
 
 
 def main() -> None:
