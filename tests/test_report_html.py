@@ -27,7 +27,19 @@ from factory.reporting.svg import COLORS
 from factory.store import MIGRATIONS, Store
 
 T0 = datetime(2025, 5, 1, 12, 0, 0)
-SECTIONS = ("overview", "funnel", "failures", "samples", "shape", "errors", "quality", "pass-rate", "usage", "latency")
+SECTIONS = (
+    "overview",
+    "funnel",
+    "failures",
+    "samples",
+    "shape",
+    "errors",
+    "quality",
+    "pass-rate",
+    "eval",
+    "usage",
+    "latency",
+)
 
 LOCAL, MINI = "local", "openai/gpt-4o-mini"
 CALL_KEYS = "request_hash stage model status error_kind prompt_tokens completion_tokens cost_usd latency_s"
@@ -320,7 +332,8 @@ def test_an_empty_store_says_so_in_every_section(tmp_path):
     html = (tmp_path / "out" / "r.html").read_text(encoding="utf-8")
     for message in ("no runs recorded", "no refine, coa or imported trajectories yet", "no filter verdicts",
                     "no trajectories with turns yet", "no player mistakes or lost coa tasks", "nothing failed", "no rollouts",
-                    "no LLM calls logged", "no latencies logged", "no verified refine trajectories"):  # fmt: skip
+                    "no LLM calls logged", "no latencies logged", "no verified refine trajectories",
+                    "no evaluation yet"):  # fmt: skip
         assert message in html
     assert page.charts == []
 

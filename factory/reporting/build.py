@@ -21,6 +21,7 @@ from . import (
     data_samples,
     sections_calls,
     sections_data,
+    sections_eval,
     sections_failures,
     sections_quality,
     sections_samples,
@@ -37,6 +38,7 @@ NAV = (
     ("errors", "Errors"),
     ("quality", "Refine quality"),
     ("pass-rate", "Pass rates"),
+    ("eval", "Held-out evaluation"),
     ("usage", "Tokens & cost"),
     ("latency", "Latency"),
 )
@@ -68,6 +70,7 @@ def render_report(data: dict[str, Any], run_dir: Path) -> str:
         sections_data.errors(data["errors"]),
         sections_quality.quality(data["quality"]),
         sections_data.pass_rates(data["pass_rates"]),
+        sections_eval.held_out(data.get("evals", [])),
         sections_calls.usage(data["usage"]),
         sections_calls.latency(data["latency"], data["error_kinds"], data["calls"]["calls"]),
     ]
@@ -84,7 +87,8 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, options: Ex
     `seed` picks the sample trajectories shown."""
     run_dir = Path(run_dir)
     with open_snapshot(run_dir) as store:
-        html = render_report(collect_report(store, options, seed), run_dir)
+        data = {**collect_report(store, options, seed), "evals": sections_eval.evaluations(run_dir)}
+        html = render_report(data, run_dir)
     target = Path(out) if out is not None else run_dir / REPORT_FILENAME
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

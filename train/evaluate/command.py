@@ -4,6 +4,7 @@
     factory eval outputs/refine --gguf model.Q4_K_M.gguf             # the embedded llama.cpp server
     factory eval outputs/refine --model openai/gpt-4o-mini           # any API model (factory.llm)
     factory eval outputs/refine --model qwen --base-url http://127.0.0.1:8000/v1 --exclude-train data/
+    factory eval outputs/heldout --env babyai --env textworld --gguf model.gguf    # real environments (envs/)
 
 Wired into factory/cli.py with `add_eval_parser(subparsers)`; `cmd_eval(args)` returns the exit code.
 """
@@ -22,6 +23,7 @@ from factory.run import open_run
 from factory.store import STORE_FILENAME
 
 from .environments import load_environments
+from .envs.command import add_env_arguments, run_env_eval
 from .loop import evaluate
 from .players import HFPlayer, LLMPlayer, llm_config
 from .results import format_results, write_results
@@ -48,7 +50,8 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
         "eval", help="play a model in held-out refine environments; report success and mistakes"
     )
     parser.add_argument(
-        "run_dir", help="run folder: its verified scripts are the environments, results go to RUN_DIR/eval/"
+        "run_dir",
+        help="run folder: its verified scripts are the environments (unless --env), results go to RUN_DIR/eval/",
     )
     parser.add_argument(
         "--model", help="a transformers checkpoint folder, a .gguf file, or a model string for factory.llm"
@@ -75,6 +78,7 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, help="HF checkpoints: turns generated together (default 8)")
     parser.add_argument("--limit", type=int, help="evaluate only the first N held-out environments")
     parser.add_argument("--no-validation-code", action="store_true", help="judge by the declarative rules only")
+    add_env_arguments(parser)
     parser.set_defaults(func=cmd_eval)
     return parser
 
@@ -115,6 +119,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace):
     """Play the held-out environments (the arguments as the `eval` parser gives them); (results, results path)."""
     settings = settings_from(args)
+    if getattr(args, "env", None):
+        return run_env_eval(args, settings, make_player)
     run_dir = Path(args.run_dir)
     if args.scripts is None and not (run_dir / STORE_FILENAME).exists():
         raise FactoryError(f"{run_dir}: no run store ({STORE_FILENAME}); give a refine run folder or --scripts FILE")

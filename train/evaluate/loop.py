@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from factory.refine.solvable import shortest_plan
 from factory.refine.validation_code import SandboxCodeChecker
@@ -104,33 +104,46 @@ def _result(env, state, status, error, transcript, format_errors, invalid, track
     )  # fmt: skip
 
 
-async def evaluate_async(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20,
-                         concurrency: int = 8, loop_k: int = 3,
-                         validation_code: bool = True) -> EvalResults:  # fmt: skip
-    """Play every environment once (`concurrency` at a time); episodes come back in env order."""
-    selection = envs if isinstance(envs, Selection) else Selection(list(envs))
+async def play_all(items: Sequence, play: Callable[[Any], Awaitable[EpisodeResult]],
+                   concurrency: int) -> list[EpisodeResult]:  # fmt: skip
+    """Play every item (`concurrency` at a time); results come back in item order."""
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(env: Environment) -> EpisodeResult:
+    async def one(item) -> EpisodeResult:
         async with gate:
-            return await play_episode(env, player, max_steps, loop_k, validation_code)
+            return await play(item)
 
-    episodes = await asyncio.gather(*(one(env) for env in selection.environments))
-    settings = {"max_steps": max_steps, "concurrency": concurrency, "loop_k": loop_k,
-                "validation_code": validation_code, **getattr(player, "settings", {})}  # fmt: skip
-    return EvalResults(player.name, settings, list(episodes), selection.to_dict())
+    return list(await asyncio.gather(*(one(item) for item in items)))
 
 
-def evaluate(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20, concurrency: int = 8,
-             loop_k: int = 3, validation_code: bool = True) -> EvalResults:  # fmt: skip
-    """The synchronous entry point: runs the episodes, then closes the player's connections."""
+def run_closing(player: Player, evaluation: Callable[[], Awaitable[EvalResults]]) -> EvalResults:
+    """Run an evaluation to the end on a fresh event loop, then close the player's connections."""
 
     async def run() -> EvalResults:
         try:
-            return await evaluate_async(envs, player, max_steps, concurrency, loop_k, validation_code)
+            return await evaluation()
         finally:
             close = getattr(player, "close", None)
             if close is not None:
                 await close()
 
     return asyncio.run(run())
+
+
+async def evaluate_async(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20,
+                         concurrency: int = 8, loop_k: int = 3,
+                         validation_code: bool = True) -> EvalResults:  # fmt: skip
+    """Play every environment once (`concurrency` at a time); episodes come back in env order."""
+    selection = envs if isinstance(envs, Selection) else Selection(list(envs))
+    episodes = await play_all(
+        selection.environments, lambda env: play_episode(env, player, max_steps, loop_k, validation_code), concurrency
+    )
+    settings = {"max_steps": max_steps, "concurrency": concurrency, "loop_k": loop_k,
+                "validation_code": validation_code, **getattr(player, "settings", {})}  # fmt: skip
+    return EvalResults(player.name, settings, episodes, selection.to_dict())
+
+
+def evaluate(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20, concurrency: int = 8,
+             loop_k: int = 3, validation_code: bool = True) -> EvalResults:  # fmt: skip
+    """The synchronous entry point: runs the episodes, then closes the player's connections."""
+    return run_closing(player, lambda: evaluate_async(envs, player, max_steps, concurrency, loop_k, validation_code))
