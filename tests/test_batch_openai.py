@@ -103,6 +103,16 @@ def test_a_queue_past_max_requests_is_split_into_batches(batch_server, batch_con
     assert [len(batch_server.batches[b]["bodies"]) for b in batch_server.creates] == [2, 2, 1]
 
 
+@pytest.mark.timeout(60)
+def test_the_synchronous_rate_limits_do_not_throttle_a_batch(batch_server, batch_config, tmp_path):
+    import asyncio
+
+    config = batch_config().model_copy(update={"rpm": 0.001, "tpm": 1.0})  # one request a day: a hang if applied
+    with Store.open(tmp_path) as store:
+        results = asyncio.run(run_prompts(config, store, [f"prompt {i}" for i in range(3)]))
+    assert all(r.ok for r in results) and [len(batch_server.batches[b]["bodies"]) for b in batch_server.creates] == [3]
+
+
 def test_failed_lines_are_retried_in_the_next_batch_and_a_400_is_a_failure_row(batch_server, batch_config, tmp_path):
     import asyncio
 

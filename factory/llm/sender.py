@@ -61,7 +61,9 @@ class Sender:
         # cannot say when the request left; attempt_sent(key, number) journals it when it can.
         self.before_attempt = before_attempt
         self.attempt_sent = attempt_sent if getattr(transport, "notices_sends", False) else None
-        self.limiter = RateLimiter(config.rpm, config.tpm)
+        # A batch API queues requests under its own limits (enqueued tokens per model), not the synchronous
+        # API's requests and tokens per minute: rpm/tpm would only slow the filling of the next batch.
+        self.limiter = RateLimiter(None, None) if config.batch.enabled else RateLimiter(config.rpm, config.tpm)
         self.cooldown = CoolDown(config.cooldown_burst, config.cooldown_window_s, config.cooldown_s)
 
     async def send(self, body: dict[str, Any], tally: Tally, key: str) -> Reply:
