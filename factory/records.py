@@ -112,6 +112,16 @@ class TrajectoryStats(BaseModel):
     prompt_tokens: int | None = _stat("prompt tokens of those calls")
     completion_tokens: int | None = _stat("completion tokens of those calls")
     duration_s: float | None = _stat("wall-clock seconds of the run")
+    # coa: the plan's steps and what the answer rests on (coa/grounding.py)
+    plan_steps: int | None = _stat("steps of the last plan")
+    steps_done: int | None = _stat("plan steps marked done by a reflection")
+    steps_skipped: int | None = _stat("plan steps dropped with a stated reason")
+    claims: int | None = _stat("answer-bearing claims: the answer and each fact it cites", filtered=True)
+    grounded_claims: int | None = _stat("claims whose key terms appear in the observation they cite", filtered=True)
+    ungrounded_claims: list[str] | None = _stat("the claims no observation supports, as written")
+    answer_before_tool: bool | None = _stat(
+        "the final answer was written before the first observation (recalled, not found)", filtered=True
+    )
 
     def to_json(self) -> str:
         """The stored text: the fields the path set, in field order (json.dumps' default separators)."""

@@ -41,9 +41,10 @@ def test_auto_settings_are_small_on_the_embedded_model_and_paper_sized_otherwise
     assert (fewer.max_tokens, fewer.max_tokens_cap) == (384, 512)  # auto is a ceiling on the llm section's
 
     hosted = resolve_coa(CoaConfig(), LLMConfig(model="openai/gpt-4o-mini", max_tokens=2048, max_tokens_cap=4096))
-    assert (hosted.max_steps, hosted.max_replans, hosted.max_tokens, hosted.max_tokens_cap) == (6, 2, 2048, 4096)
+    assert (hosted.max_steps, hosted.max_replans, hosted.max_tokens, hosted.max_tokens_cap) == (20, 3, 2048, 4096)
     assert hosted.reply_chars.model_dump() == {"think": 800, "code": 3000, "answer": 4000, "comment": 600}
-    assert hosted.task_timeout_s == 300
+    assert (hosted.task_timeout_s, hosted.max_tokens_per_task, hosted.history_chars) == (900, 400_000, 24_000)
+    assert (local.max_tokens_per_task, local.history_chars) == (60_000, 6000)
 
 
 def test_explicit_values_win_over_auto_field_by_field():
@@ -78,7 +79,7 @@ def test_a_run_records_its_resolved_settings_and_sends_coa_max_tokens(server, fa
     )
     server.route(PLANNER, plan())
     server.route(CODE, code("print(2 + 2)"))
-    server.route(REFLECTOR, reflect(ready=True))
+    server.route(REFLECTOR, reflect())
     server.route(ANSWERER, answer("4"))
     server.route(VERIFIER, check(4))
     config = make_config(tmp_path, fast_config, tasks, max_tokens=333)
@@ -87,7 +88,7 @@ def test_a_run_records_its_resolved_settings_and_sends_coa_max_tokens(server, fa
     with Store.open(config.run_dir) as store:
         (recorded,) = store.query("SELECT config FROM runs WHERE command = 'coa'")[0]
     coa = json.loads(recorded)["coa"]
-    assert (coa["max_steps"], coa["max_replans"], coa["max_tokens"], coa["task_timeout_s"]) == (6, 2, 333, 300)
+    assert (coa["max_steps"], coa["max_replans"], coa["max_tokens"], coa["task_timeout_s"]) == (20, 3, 333, 900)
     assert coa["reply_chars"]["code"] == 3000
 
 
@@ -101,7 +102,7 @@ def test_a_task_past_its_time_limit_is_a_timeout_row_and_a_rerun_resumes_it(serv
     server.route("(slow)", plan("Multiply."), ok({"think": "Compute.", "code": "print(6*7)"}, delay_s=6))
     server.route(PLANNER, plan())
     server.route(CODE, code("print(2 + 2)"), code("print(6 * 7)"))
-    server.route(REFLECTOR, reflect(ready=True), reflect(ready=True))
+    server.route(REFLECTOR, reflect(), reflect())
     server.route(ANSWERER, answer("4"), answer("42"))
     server.route(VERIFIER, check(4), check(4))
     config = make_config(tmp_path, fast_config, two_math_tasks(tmp_path), task_timeout_s=2)

@@ -46,22 +46,24 @@ def search(argument, tool="web_search"):
     return ok({"think": "Look it up.", "tool": tool, "argument": argument})
 
 
-def reflect(ready=False, poor=None):
+def reflect(step="done", poor=None):
+    """A reflection on the call for the current plan step: done, retry, drop or replan (poor: replan)."""
     ratings = {
         name: "poor" if name == poor else "good"
-        for name in ("information_conflict", "tool_effectiveness", "trajectory_progress")
+        for name in ("consistency", "tool_effectiveness", "trajectory_progress")
     }
-    return ok(
-        {"think": "Judge the last result.", "comment": "The result is clear.", "ready_to_answer": ready, **ratings}
-    )
+    step = "replan" if poor else step
+    return ok({"think": "Judge the last result.", "comment": "The result is clear.", "step": step, **ratings})
 
 
-def answer(text):
-    return ok({"think": "The work shows it.", "answer": text})
+def answer(text, evidence=None):
+    evidence = evidence if evidence is not None else [{"claim": f"The result shows {text}.", "call": 1}]
+    return ok({"think": "The work shows it.", "answer": text, "evidence": evidence})
 
 
-def check(score):
-    return ok({"think": "Compare with the evidence.", "comment": "Checked against the results.", "score": score})
+def check(score, more=""):
+    comment = "Checked against the results."
+    return ok({"think": "Compare with the evidence.", "comment": comment, "score": score, "check": more})
 
 
 def summary(text):
@@ -106,9 +108,9 @@ def test_a_math_task_solved_with_the_code_tool_distils_and_checks_correct(server
         {"id": 1, "question": "What is 2^10 + 3?", "answer": "1027", "domain": "math", "data_source": "t"},
     )
     server.route(PLANNER, plan("Compute 2^10.", "Add 3."))
-    server.route(CODE, code("print(2**10 + 3)"))
-    server.route(REFLECTOR, reflect(ready=True))
-    server.route(ANSWERER, answer("1027"))
+    server.route(CODE, code("print(2**10)"), code("print(2**10 + 3)"))  # one run per plan step
+    server.route(REFLECTOR, reflect(), reflect())
+    server.route(ANSWERER, answer("1027", [{"claim": "2^10 + 3 printed 1027", "call": 2}]))
     server.route(VERIFIER, check(4))
     config = make_config(tmp_path, fast_config, tasks)
     outcome = run_coa(config, progress=False)
@@ -120,12 +122,14 @@ def test_a_math_task_solved_with_the_code_tool_distils_and_checks_correct(server
     ran = "[EXECUTED] Code exited with status 0.\n[STDOUT:BEGIN]\n1027\n[STDOUT:END]"  # the sandbox really ran it
     assert f"\n<observation>\n{ran}\n</observation>\n\n" in row["completion"]  # in AFM's words and layout
     turns = json.loads(row["turns"])
-    assert [t["loss"] for t in turns if t["kind"] == "observation"] == [False]
+    assert [t["loss"] for t in turns if t["kind"] == "observation"] == [False, False]
     assert "".join(t["content"] for t in turns[1:]) == row["completion"]
-    start, end = json.loads(row["observation_spans"])[0]
+    start, end = json.loads(row["observation_spans"])[-1]
     assert row["completion"][start:end].strip() == f"<observation>\n{ran}\n</observation>"
     stats = json.loads(row["stats"])
-    assert stats["tool_calls_by_type"] == {"code": 1} and stats["replans"] == 0 and stats["double_checks"] == 1
+    assert stats["tool_calls_by_type"] == {"code": 2} and stats["replans"] == 0 and stats["double_checks"] == 1
+    assert (stats["plan_steps"], stats["steps_done"], stats["steps_skipped"]) == (2, 2, 0)
+    assert (stats["claims"], stats["grounded_claims"], stats["answer_before_tool"]) == (2, 2, False)
 
     sent = len(server.requests)
     again = run_coa(config, progress=False)  # resumable: the finished task sends nothing
@@ -135,7 +139,7 @@ def test_a_math_task_solved_with_the_code_tool_distils_and_checks_correct(server
 def test_a_poor_reflection_forces_a_replan(server, fast_config, tmp_path):
     server.route(PLANNER, plan("Search the city."), plan("Search the river by name."))
     server.route(SEARCH, search("capital of France"), search("Paris Seine river"))
-    server.route(REFLECTOR, reflect(poor="tool_effectiveness"), reflect(ready=True))
+    server.route(REFLECTOR, reflect(poor="tool_effectiveness"), reflect())
     server.route(ANSWERER, answer("Seine"))
     server.route(VERIFIER, check(4))
     config = make_config(tmp_path, fast_config, qa_task(tmp_path))
@@ -156,8 +160,8 @@ def test_a_low_double_check_forces_a_replan_and_counts_as_corrected(server, fast
     server.route(PLANNER, plan("Find the river."), plan("Read the Paris page."))
     server.route(SEARCH, search("longest river France"), search("corpus://seine", tool="crawl_page"))
     server.route(SUMMARY, summary("- Paris lies on the river Seine."))
-    server.route(REFLECTOR, reflect(ready=True), reflect(ready=True))
-    server.route(ANSWERER, answer("Loire"), answer("Seine"))
+    server.route(REFLECTOR, reflect(), reflect())
+    server.route(ANSWERER, answer("Loire"), answer("Seine", [{"claim": "Paris lies on the river Seine.", "call": 2}]))
     server.route(VERIFIER, check(2), check(4))
     config = make_config(tmp_path, fast_config, qa_task(tmp_path))
     run_coa(config, progress=False)
@@ -181,8 +185,8 @@ def test_a_tool_failure_is_an_observation_and_the_run_goes_on(server, fast_confi
     )
     server.route(PLANNER, plan("Multiply."))
     server.route(CODE, code("print(7 * 6 / 0)"), code("print(7 * 6)"))
-    server.route(REFLECTOR, reflect(), reflect(ready=True))
-    server.route(ANSWERER, answer("42"))
+    server.route(REFLECTOR, reflect("retry"), reflect())
+    server.route(ANSWERER, answer("42", [{"claim": "7 * 6 printed 42", "call": 2}]))
     server.route(VERIFIER, check(3))
     config = make_config(tmp_path, fast_config, tasks)
     run_coa(config, progress=False)
@@ -229,7 +233,7 @@ def test_factory_coa_from_the_command_line(server, tmp_path):
     )
     server.route(PLANNER, plan("Multiply."))
     server.route(CODE, code("print(6 * 7)"))
-    server.route(REFLECTOR, reflect(ready=True))
+    server.route(REFLECTOR, reflect())
     server.route(ANSWERER, answer("42"))
     server.route(VERIFIER, check(4))
     run_dir = tmp_path / "run"
@@ -247,7 +251,7 @@ def test_the_mas_tool_agent_may_run_code_and_the_distillation_keeps_it(server, f
     tasks = qa_task(tmp_path, question="How many letters are in the river that crosses Paris?", answers=("5",))
     server.route(PLANNER, plan("Find the river.", "Count its letters."))
     server.route(SEARCH, search("river Paris"), search("print(len('Seine'))", tool="code"))
-    server.route(REFLECTOR, reflect(), reflect(ready=True))
+    server.route(REFLECTOR, reflect(), reflect())
     server.route(ANSWERER, answer("5"))
     server.route(VERIFIER, check(4))
     config = make_config(tmp_path, fast_config, tasks, mas_code=True)
@@ -267,7 +271,7 @@ def test_reply_limits_reach_the_wire_schema_and_a_web_run_offers_no_code_by_defa
     limits = {"think": 120, "code": 400, "answer": 50, "comment": 90}
     server.route(PLANNER, plan("Search the river."))
     server.route(SEARCH, search("Paris river"))
-    server.route(REFLECTOR, reflect(ready=True))
+    server.route(REFLECTOR, reflect())
     server.route(ANSWERER, answer("Seine"))
     server.route(VERIFIER, check(4))
     config = make_config(tmp_path, fast_config, qa_task(tmp_path), reply_chars=limits)

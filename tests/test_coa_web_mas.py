@@ -81,7 +81,7 @@ def math_task(tmp_path):
 def script_web_run(server, think="I will look the river up."):
     server.route(PLANNER, ok({"think": think, "steps": ["Find the river of Paris."]}))
     server.route(SEARCH, search("Paris river"))
-    server.route(REFLECTOR, reflect(ready=True))
+    server.route(REFLECTOR, reflect())
     server.route(ANSWERER, answer("Seine"))
     server.route(VERIFIER, check(4))
 
@@ -92,7 +92,7 @@ def script_web_run(server, think="I will look the river up."):
 def test_a_code_run_names_no_web_tool_and_its_module_list_is_the_sandbox_allowlist(server, fast_config, tmp_path):
     server.route(PLANNER, plan("Compute 2^10 + 3."))
     server.route(CODE, code("print(2**10 + 3)"))
-    server.route(REFLECTOR, reflect(ready=True))
+    server.route(REFLECTOR, reflect())
     server.route(ANSWERER, answer("1027"))
     server.route(VERIFIER, check(4))
     config = make_config(tmp_path, fast_config, math_task(tmp_path))
@@ -201,7 +201,7 @@ def test_team_talk_is_found_in_every_kind_of_agent_text():
 def test_agents_read_exactly_the_observation_the_distillation_shows(server, fast_config, tmp_path):
     server.route(PLANNER, plan("Read the Seine page."))
     server.route(SEARCH, search("corpus://long", tool="crawl_page"))
-    server.route(REFLECTOR, reflect(ready=True))
+    server.route(REFLECTOR, reflect())
     server.route(ANSWERER, answer("Seine"))
     server.route(VERIFIER, check(4))
     tools = {"observation_chars": 1000, "crawl_page": {"summarize": False}}
@@ -224,7 +224,7 @@ def test_crawl_page_in_a_run_summarises_toward_the_search_and_the_think_before_i
     server.route(PLANNER, plan("Search the river.", "Read the page."))
     server.route(SEARCH, search("Paris river"), search("corpus://seine", tool="crawl_page"))
     server.route(SUMMARY, summary("- Paris lies on the river Seine."))
-    server.route(REFLECTOR, reflect(), reflect(ready=True))
+    server.route(REFLECTOR, reflect(), reflect())
     server.route(ANSWERER, answer("Seine"))
     server.route(VERIFIER, check(4))
     config = make_config(tmp_path, fast_config, qa_task(tmp_path))
@@ -233,7 +233,7 @@ def test_crawl_page_in_a_run_summarises_toward_the_search_and_the_think_before_i
     (prompt,) = [
         r["body"]["messages"][-1]["content"] for r in server.requests if SUMMARY in r["body"]["messages"][-1]["content"]
     ]
-    assert "Last web search query: Paris river" in prompt and "reasoning): Look it up." in prompt
+    assert "Last web search query: Paris river" in prompt and "Why the page was opened: Look it up." in prompt
     (row,) = rows(config)
     assert row["verified"] and "Page 1 [corpus://seine] Summary:\n- Paris lies on the river Seine." in row["completion"]
     first = trace_of(config, row["trace_id"]).tool_calls()[0].result
@@ -244,7 +244,7 @@ def test_the_code_agent_can_feed_stdin_as_its_prompt_says(server, fast_config, t
     program = "```py\nn = int(input())\nprint(2**n + 3)\n```\n```sh\n10\n```"
     server.route(PLANNER, plan("Compute 2^10 + 3."))
     server.route(CODE, code(program))
-    server.route(REFLECTOR, reflect(ready=True))
+    server.route(REFLECTOR, reflect())
     server.route(ANSWERER, answer("1027"))
     server.route(VERIFIER, check(4))
     config = make_config(tmp_path, fast_config, math_task(tmp_path))

@@ -22,7 +22,7 @@ def write_pipeline(tmp_path, server, filters, **stages):
 
 
 def route_solutions(server, tasks=2):
-    for marker, reply in ((PLANNER, plan("Multiply.")), (CODE, code("print(6 * 7)")), (REFLECTOR, reflect(ready=True)),
+    for marker, reply in ((PLANNER, plan("Multiply.")), (CODE, code("print(6 * 7)")), (REFLECTOR, reflect()),
                           (ANSWERER, answer("42")), (VERIFIER, check(4))):  # fmt: skip
         server.route(marker, *[reply] * tasks)  # each reply is taken once
 

@@ -65,7 +65,7 @@ def test_the_coa_bar_shows_the_errors_and_tokens_of_its_calls(server, fast_confi
     tasks = write_tasks(
         tmp_path / "m.jsonl", {"id": 1, "question": "2+2?", "answer": "4", "domain": "math", "data_source": "t"}
     )
-    for marker, reply in ((PLANNER, plan()), (CODE, code("print(2 + 2)")), (REFLECTOR, reflect(ready=True)),
+    for marker, reply in ((PLANNER, plan()), (CODE, code("print(2 + 2)")), (REFLECTOR, reflect()),
                           (ANSWERER, answer("4")), (VERIFIER, ok(status=500))):  # fmt: skip
         server.route(marker, reply)
     config = make_config(tmp_path, fast_config, tasks)

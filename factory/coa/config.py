@@ -69,9 +69,9 @@ class CoaConfig(StrictModel):
     models: RoleModels = Field(default_factory=RoleModels)
     # None: auto, resolved per run by whether llm.model is the embedded one (defaults.py, docs/coa_trace.md);
     # the figures read "embedded / any other". An explicit value always wins.
-    max_steps: int | None = Field(None, ge=1, le=50, description="tool calls per task (auto: 2 / 6)")
+    max_steps: int | None = Field(None, ge=1, le=60, description="tool calls per task (auto: 2 / 20)")
     max_replans: int | None = Field(
-        None, ge=0, le=10, description="re-plans per task after a poor reflection or low double check (auto: 1 / 2)"
+        None, ge=0, le=10, description="re-plans per task after a poor reflection or low double check (auto: 1 / 3)"
     )
     max_tokens: int | None = Field(
         None, ge=1, description="completion tokens per coa call (auto: at most 512 / the run's llm.max_tokens)"
@@ -86,12 +86,16 @@ class CoaConfig(StrictModel):
         None,
         gt=0,
         description="wall-clock seconds one task may run; past it the task is cancelled and "
-        "recorded as a `timeout` failure, retried by a rerun from its cached calls (auto: 600 / 300)",
+        "recorded as a `timeout` failure, retried by a rerun from its cached calls (auto: 600 / 900)",
     )
-    max_tokens_per_task: int = Field(60_000, ge=1000, description="prompt + completion tokens over all roles")
+    max_tokens_per_task: int | None = Field(
+        None, ge=1000, description="prompt + completion tokens over all roles (auto: 60000 / 400000)"
+    )
     checker: str | None = Field(None, description="correctness checker name (default: by the task's domain)")
     parallel_tasks: int = Field(8, ge=1, le=256, description="tasks run at the same time")
-    history_chars: int = Field(6000, ge=500, description="how much of the run so far each role sees")
+    history_chars: int | None = Field(
+        None, ge=500, description="how much of the run so far each role sees (auto: 6000 / 24000)"
+    )
     reply_chars: ReplyLimits = Field(default_factory=ReplyLimits, description="bounds of each role's text")
     mas_code: bool = Field(
         False,

@@ -19,8 +19,11 @@ from ..llm import LLMConfig
 if TYPE_CHECKING:  # annotations only: config.py reads the reply defaults from here
     from .config import CoaConfig
 
-EMBEDDED = {"max_steps": 2, "max_replans": 1, "max_tokens": 512, "max_tokens_cap": 1024, "task_timeout_s": 600.0}
-OTHER = {"max_steps": 6, "max_replans": 2, "max_tokens": None, "max_tokens_cap": None, "task_timeout_s": 300.0}
+EMBEDDED = {"max_steps": 2, "max_replans": 1, "max_tokens": 512, "max_tokens_cap": 1024, "task_timeout_s": 600.0,
+            "max_tokens_per_task": 60_000, "history_chars": 6000}  # fmt: skip
+# A hard task worked one plan step per call: 5-20 calls (AFM's trajectories), each prompt carrying the work so far.
+OTHER = {"max_steps": 20, "max_replans": 3, "max_tokens": None, "max_tokens_cap": None, "task_timeout_s": 900.0,
+         "max_tokens_per_task": 400_000, "history_chars": 24_000}  # fmt: skip
 EMBEDDED_REPLY = {"think": 240, "code": 400, "answer": 120, "comment": 160}
 OTHER_REPLY = {"think": 800, "code": 3000, "answer": 4000, "comment": 600}
 

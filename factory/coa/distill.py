@@ -13,9 +13,9 @@ in the conventions of `afm.scores`.
 The `code` variant (AFM's code agent) allows one plan and no suggested answer
 or double check (``plan, (think, code, observation, reflection)*N, think,
 answer``), so the multi-agent work those tags would carry is folded into the
-next `<think>`: a re-plan reads "Revised plan: ...", a rejected answer "A first
-answer ... did not hold up", and the accepted check is the reasoning
-before the answer. The code agent writes no scores: its reflection is the
+next `<think>`, in the agents' own words and nothing else: a re-plan is the
+planner's reasoning and its steps, a rejected answer the check's reasoning and
+comment, and the reasoning before the answer is the answerer's. The code agent writes no scores: its reflection is the
 reflector's reasoning and comment, without the web agent's score lines, and
 `\\boxed{}` appears only in the answer (a boxed value quoted in a think or
 reflection is written bare). Code is fenced as AFM writes it (```` ```py ````,
@@ -187,7 +187,7 @@ def code_pairs(events: list[Event], domain: str | None = None) -> Pairs:
         if event.kind == "plan" and not any(tag == "plan" for tag, _ in pairs):
             pairs.append(("plan", unboxed(event.content or "")))
         elif event.kind == "plan":
-            carried += [event.think or "", f"Revised plan:\n{event.content}"]
+            carried += [event.think or "", event.content or ""]  # the new plan, in the planner's own words
         elif event.kind == "tool_call" and event.tool is not None:
             call, observation = tool_blocks(event)
             pairs += with_think(unboxed(joined(carried, event.think)), call) + [observation]
@@ -205,13 +205,12 @@ def code_pairs(events: list[Event], domain: str | None = None) -> Pairs:
 
 
 def checked_answer_notes(suggested: Event | None, check: Event) -> list[str]:
-    """A double check folded into the code agent's next think, in its own words: AFM's code agent writes
-    no verifier scores (rule `think_scores`)."""
-    if suggested is None:
-        return [f"Checking: {check.content}"]
+    """A double check folded into the code agent's next think, in the agents' own words only: the accepted
+    answer's reasoning, or the check's reasoning when it rejected the answer (AFM's code agent writes no
+    verifier scores, rule `think_scores`, and no words of the distiller's own)."""
     if check.decision == "accept":
-        return [suggested.think or "", f"Checking it: {check.content}"]
-    return [f"A first answer, {suggested.content}, did not hold up: {check.content}"]
+        return [suggested.think or ""] if suggested is not None else []
+    return [check.think or "", check.content or ""]
 
 
 def joined(parts: list[str], last: str | None) -> str:

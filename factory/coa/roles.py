@@ -24,16 +24,22 @@ from ..llm import Request
 from ..llm.role import Role, chat
 from ..prompts import load_prompt, render_prompt
 from .config import ReplyLimits
-from .trace import Event, ToolCall
+from .trace import Event, Evidence, ToolCall
 
 Rating = Literal["good", "average", "poor"]
 Think = Annotated[str, StringConstraints(min_length=1, max_length=800)]
 Step = Annotated[str, StringConstraints(min_length=1, max_length=240)]
+Claim = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+MAX_PLAN_STEPS = 12  # a hard task's plan: a lookup, a page or a program per step, and the checks
 ANSWER_FORMATS = {  # what the answerer is told, by task domain
     "math": "the final answer only, as LaTeX inside \\boxed{...}",
     "code": "a complete Python program in one ```py block that reads stdin and prints the answer",
     "qa": "a short answer: a name, a number or a phrase of a few words",
 }
+# AFM's reflection line is `information_conflict: good` (good: no conflict). The agent is asked for
+# consistency instead, so that every scale reads one way (good is the best case); distill.py writes AFM's name.
+RATINGS = {"consistency": "information_conflict", "tool_effectiveness": "tool_effectiveness",
+           "trajectory_progress": "trajectory_progress"}  # fmt: skip
 
 
 class Reply(BaseModel):
@@ -42,7 +48,7 @@ class Reply(BaseModel):
 
 class PlanReply(Reply):
     think: Think
-    steps: list[Step] = Field(min_length=1, max_length=6)
+    steps: list[Step] = Field(min_length=1, max_length=MAX_PLAN_STEPS)
 
 
 class SearchReply(Reply):
@@ -58,22 +64,31 @@ class CodeReply(Reply):
 
 class ReflectionReply(Reply):
     think: Think
-    comment: str = Field(min_length=1, max_length=600)
-    information_conflict: Rating
+    comment: str = Field(min_length=1, max_length=600, description="what the result showed, with its names and values")
+    step: Literal["done", "retry", "drop", "replan"] = Field(description="what becomes of the step the call was for")
+    consistency: Rating
     tool_effectiveness: Rating
     trajectory_progress: Rating
-    ready_to_answer: bool
+
+
+class EvidenceItem(Reply):
+    claim: Claim
+    call: int = Field(ge=1, le=100, description="the number of the call whose result shows the claim")
 
 
 class AnswerReply(Reply):
     think: Think
     answer: str = Field(min_length=1, max_length=4000)
+    evidence: list[EvidenceItem] = Field(min_length=1, max_length=8)
 
 
 class CheckReply(Reply):
     think: Think
     comment: str = Field(min_length=1, max_length=600)
-    score: int = Field(ge=1, le=4, description="1: surely wrong ... 4: surely right")
+    score: int = Field(
+        ge=1, le=4, description="1 surely wrong, 2 not yet shown, 3 shown by the results, 4 cross-checked"
+    )
+    check: str = Field(max_length=300, description="with a score <= 2: one tool check that would settle it, or empty")
 
 
 SEARCH_ARGUMENT_CHARS = 300  # a query or a URL
@@ -118,20 +133,23 @@ class CoaRole(Role):
         self.modules = modules
         self.response_model = bounded_reply(self.reply_type, limits or ReplyLimits(), tools)
 
-    def request(self, question: str, plan: str, history: str, domain: str, tag: str) -> Request:
+    def request(self, question: str, plan: str, history: str, domain: str, tag: str, focus: str = "") -> Request:
+        """`focus`: the line naming the plan step this call is about (tool agents, reflector), else empty."""
         user = render_prompt(
             "coa/context",
             question=question,
             plan=plan or "(no plan yet)",
             history=history or "(nothing yet)",
             answer_format=ANSWER_FORMATS[domain],
+            focus=f"{focus}\n" if focus else "",
         )
         return Request(chat(self.system_prompt(), user), self.response_model, stage=f"coa_{self.name}", tag=tag)
 
     def system_prompt(self) -> str:
         modules = ", ".join(self.modules) or "(none: the standard library is closed)"
         tool_lines = "\n".join(render_prompt(f"coa/tools/{tool}", modules=modules) for tool in self.tools)
-        role = render_prompt(f"coa/{self.name}", tools=tool_lines, tool_names=" or ".join(self.tools), modules=modules)
+        role = render_prompt(f"coa/{self.name}", tools=tool_lines, tool_names=" or ".join(self.tools), modules=modules,
+                             max_plan_steps=MAX_PLAN_STEPS)  # fmt: skip
         return f"{role}\n{load_prompt('coa/voice')}"
 
 
@@ -139,7 +157,7 @@ class Planner(CoaRole):
     name, reply_type = "planner", PlanReply
 
     def parse(self, reply: PlanReply, domain: str) -> Event:
-        steps = "\n".join(f"{i}. {step.strip()}" for i, step in enumerate(reply.steps, 1))
+        steps = "\n".join(f"{i}. {' '.join(step.split())}" for i, step in enumerate(reply.steps, 1))
         return Event(agent=self.name, kind="plan", think=reply.think.strip(), content=steps)
 
 
@@ -163,11 +181,9 @@ class Reflector(CoaRole):
     name, reply_type = "reflector", ReflectionReply
 
     def parse(self, reply: ReflectionReply, domain: str) -> Event:
-        scores = {
-            name: getattr(reply, name) for name in ("information_conflict", "tool_effectiveness", "trajectory_progress")
-        }
-        poor = "poor" in scores.values()
-        decision = "replan" if poor else "answer" if reply.ready_to_answer else "continue"
+        scores = {afm: getattr(reply, ours) for ours, afm in RATINGS.items()}
+        # A poor rating asks for a new plan (AFM's rule), whatever the step's outcome says.
+        decision = "replan" if "poor" in scores.values() else reply.step
         return Event(agent=self.name, kind="reflection", think=reply.think.strip(), content=reply.comment.strip(),
                      scores=scores, decision=decision)  # fmt: skip
 
@@ -176,17 +192,19 @@ class Answerer(CoaRole):
     name, reply_type = "answerer", AnswerReply
 
     def parse(self, reply: AnswerReply, domain: str) -> Event:
+        evidence = [Evidence(claim=" ".join(item.claim.split()), call=item.call) for item in reply.evidence]
         return Event(agent=self.name, kind="suggested_answer", think=reply.think.strip(),
-                     content=formatted_answer(reply.answer, domain))  # fmt: skip
+                     content=formatted_answer(reply.answer, domain), evidence=evidence)  # fmt: skip
 
 
 class Verifier(CoaRole):
     name, reply_type = "verifier", CheckReply
 
     def parse(self, reply: CheckReply, domain: str) -> Event:
-        decision = "accept" if reply.score >= 3 else "replan"
+        check = " ".join(reply.check.split())
+        decision = "accept" if reply.score >= 3 else "check" if check else "replan"
         return Event(agent=self.name, kind="double_check", think=reply.think.strip(), content=reply.comment.strip(),
-                     scores={"score": reply.score}, decision=decision)  # fmt: skip
+                     scores={"score": reply.score}, decision=decision, check=check or None)  # fmt: skip
 
 
 def formatted_answer(answer: str, domain: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..records import TrajectoryStats
+from .grounding import grounding
 from .trace import Trace
 
 
@@ -44,4 +45,22 @@ def coa_stats(trace: Trace, correct: bool | None = None) -> TrajectoryStats:
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         duration_s=trace.duration_s,
+        **plan_counts(trace),
+        **grounding_fields(trace),
     )
+
+
+def plan_counts(trace: Trace) -> dict[str, int]:
+    """The last plan's steps and their states (Trace.steps); none for imports, which keep no plan state."""
+    if not trace.steps:
+        return {}
+    states = Counter(step.get("state") for step in trace.steps)
+    return {"plan_steps": len(trace.steps), "steps_done": states["done"], "steps_skipped": states["dropped"]}
+
+
+def grounding_fields(trace: Trace) -> dict:
+    found = grounding(trace)
+    if not found.claims:  # no accepted answer with evidence: nothing to say
+        return {}
+    return {"claims": found.claims, "grounded_claims": found.grounded, "ungrounded_claims": found.ungrounded,
+            "answer_before_tool": found.answer_before_tool}  # fmt: skip

@@ -45,6 +45,13 @@ class ToolCall(Record):
     llm: list[LLMUsage] = Field(default_factory=list)  # LLM calls the tool made (crawl_page's page summaries)
 
 
+class Evidence(Record):
+    """A fact a suggested answer rests on, and the tool call whose observation shows it (1-based)."""
+
+    claim: str
+    call: int | None = None
+
+
 class Event(Record):
     agent: str  # planner, search_agent, code_agent, reflector, verifier, answerer, tool; imported: assistant
     kind: EventKind
@@ -52,8 +59,12 @@ class Event(Record):
     content: str | None = None  # plan steps, reflection comment, (suggested) answer, check comment, error text
     tool: ToolCall | None = None
     scores: dict[str, str | int] = Field(default_factory=dict)  # reflection ratings, or {"score": 1-4}
-    decision: str | None = None  # continue | answer | replan | accept: what the event led to
+    # what the event led to: reflection done | retry | drop | replan; double check accept | check | replan
+    decision: str | None = None
     replan: bool = False  # a plan made after a poor reflection or a low double check
+    step: int | None = None  # tool call, reflection: the number of the plan step it works on
+    evidence: list[Evidence] = Field(default_factory=list)  # suggested answer: the facts it rests on
+    check: str | None = None  # double check: one more tool check it asked for before answering
     llm: LLMUsage | None = None
     messages: list[dict[str, Any]] | None = None  # imported logs keep their raw messages here
     started_s: float = 0.0  # offset from the trace's start
@@ -71,6 +82,7 @@ class Trace(Record):
     agents: dict[str, str] = Field(default_factory=dict)  # role -> model string
     tools: list[str] = Field(default_factory=list)  # the tools the tool agent was offered (imports: none listed)
     events: list[Event] = Field(default_factory=list)
+    steps: list[dict[str, Any]] = Field(default_factory=list)  # the last plan's steps: number, text, state, calls, note
     final_answer: str | None = None
     status: TraceStatus = "answered"
     reason: str | None = None  # why a run that is not `answered` ended

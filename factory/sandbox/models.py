@@ -34,7 +34,9 @@ CONTEST_PRELUDE: tuple[str, ...] = (
 # it contain the default profile, whose modules hand sys out as an attribute; the
 # kernel layers do, and a run needs them (containment.py). Prompts render this
 # constant as the code agent's module list.
-CODE_TASK_IMPORTS: tuple[str, ...] = tuple(dict.fromkeys((*CONTEST_PRELUDE, *DEFAULT_ALLOWED_IMPORTS)))
+# `time` too: a careful solution times itself on a large input (issue 25); its clocks and sleep are bounded
+# by the sandbox's own CPU and wall limits.
+CODE_TASK_IMPORTS: tuple[str, ...] = tuple(dict.fromkeys((*CONTEST_PRELUDE, *DEFAULT_ALLOWED_IMPORTS, "time")))
 
 
 class SandboxLimits(StrictModel):

@@ -15,6 +15,7 @@ from typing import AsyncIterator
 from ...llm import LLMClient, LLMConfig, Result
 from ...store import Store
 from ..config import ROLES, ReplyLimits, RoleModels
+from ..plan import Plan
 from ..roles import ROLE_TYPES
 from ..trace import Event, LLMUsage, Trace
 from .history import history_text
@@ -41,7 +42,8 @@ class RunState:
     started: float = field(default_factory=time.monotonic)
     steps: int = 0  # tool calls made
     replans: int = 0
-    plan: str = ""  # the current plan's steps, shown to every role
+    plan: Plan = field(default_factory=Plan)  # the current plan's steps and their states, shown to every role
+    tests_asked: int = 0  # times the final program was sent back to be run on the public samples
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self.started, 3)
@@ -57,13 +59,14 @@ class Agents:
         self.clients = clients
         self.models = models
 
-    async def ask(self, run: RunState, role_name: str) -> Event:
+    async def ask(self, run: RunState, role_name: str, focus: str = "") -> Event:
+        """One role's call as a trace event; `focus` names the plan step it is about."""
         if run.tokens() >= run.max_tokens:
             raise Stop("token_budget", f"{run.tokens()} tokens spent (limit {run.max_tokens}) before the {role_name}")
         role = ROLE_TYPES[role_name](run.limits, run.tools, run.modules)
         trace = run.trace
         history = history_text(trace.events, run.history_chars)
-        request = role.request(trace.question, run.plan, history, trace.domain or "qa", trace.trace_id)
+        request = role.request(trace.question, run.plan.text(), history, trace.domain or "qa", trace.trace_id, focus)
         started = run.elapsed()
         result = await self.clients[role_name].run(request)
         usage = usage_of(result, self.models[role_name])

@@ -1,8 +1,11 @@
 """The run so far as text, for the next role's prompt: newest work kept when it must be cut.
 
 A tool result is shown whole: it is already the observation (cut once by the
-toolbox), the same text the distilled trajectory shows. When the run outgrows
-`max_chars`, whole older entries are left out, never part of one.
+toolbox), the same text the distilled trajectory shows. Calls are numbered as
+the answerer cites them ("Call 3"), with the plan step they worked on. The
+current plan is not repeated here: the prompt shows it once, with each step's
+state; an earlier plan that a re-plan replaced is shown as such. When the run
+outgrows `max_chars`, whole older entries are left out, never part of one.
 """
 
 from __future__ import annotations
@@ -10,27 +13,31 @@ from __future__ import annotations
 from ..trace import Event
 
 
-def event_line(event: Event, step: int) -> str | None:
+def event_line(event: Event, call: int, current_plan: bool) -> str | None:
     if event.kind == "plan":
-        return f"{'New plan' if event.replan else 'Plan'}:\n{event.content}"
+        if current_plan:
+            return "I made the plan shown above." if not event.replan else "I planned again: the plan shown above."
+        return f"Earlier plan (replaced later):\n{event.content}"
     if event.kind == "tool_call" and event.tool is not None:
         status = "" if event.tool.ok else " (failed)"
-        return f"Step {step}: {event.tool.name}({event.tool.argument!r}){status}\nResult:\n{event.tool.result}"
+        step = f" for step {event.step}" if event.step else ""
+        return f"Call {call}{step}: {event.tool.name}({event.tool.argument!r}){status}\nResult:\n{event.tool.result}"
     if event.kind == "reflection":
-        ratings = ", ".join(f"{name}: {value}" for name, value in event.scores.items())
-        return f"Reflection: {event.content} ({ratings})"
+        return f"Reflection on call {call}: {event.content} (step: {event.decision})"
     if event.kind == "suggested_answer":
         return f"Suggested answer: {event.content}"
     if event.kind == "double_check":
-        return f"Double check: {event.content} (score {event.scores.get('score')}/4)"
+        asked = f" One more check: {event.check}" if event.check else ""
+        return f"Double check: {event.content} (score {event.scores.get('score')}/4).{asked}"
     return None  # errors and the final answer are not work to build on
 
 
 def history_text(events: list[Event], max_chars: int) -> str:
-    lines, step = [], 0
-    for event in events:
-        step += event.kind == "tool_call"
-        line = event_line(event, step)
+    last_plan = max((i for i, event in enumerate(events) if event.kind == "plan"), default=-1)
+    lines, call = [], 0
+    for i, event in enumerate(events):
+        call += event.kind == "tool_call"
+        line = event_line(event, call, i == last_plan)
         if line:
             lines.append(line)
     kept: list[str] = []

@@ -1,17 +1,19 @@
-"""One task through the multi-agent system: plan, act and reflect, answer and check, re-plan.
+"""One task through the multi-agent system: plan, work the plan one step per tool call, answer and check.
 
-    plan ─► (tool agent ─► tool ─► reflector)* ─► answerer ─► verifier ─► answer
-      ▲          any "poor" rating │                   score <= 2 │
-      └────────────────────────────┴──────────────────────────────┘
+    plan ─► (tool agent ─► tool ─► reflector)* per open step ─► answerer ─► verifier ─► answer
+      ▲          a reflection asks for a new plan │                 score <= 2 │
+      └──────────────────────────────────────────┴────────────────────────────┘
 
-The tool agent is the search agent in the `mas` variant (web_search and
-crawl_page, and code only with `coa.mas_code`) and the code agent in the
-`code` variant; every prompt names exactly the tools offered, which the trace
-records. A tool's answer is cut once, by the toolbox, into the observation
-that the agents read and the trace keeps. The reflector decides when there is enough to answer; at
-`max_steps` tool calls the answerer is asked anyway. A re-plan past
-`max_replans`, an LLM failure, the token budget or `task_timeout_s` ends the run early with its
-status; a tool failure is only an observation. Every step is a trace event.
+The plan is a list of steps with states (factory/coa/plan.py). The tool agent (the
+search agent in the `mas` variant, the code agent in the `code` variant) is told which
+step it works on and makes one call for it; the reflector judges that step: done,
+retry (another call for the same step), drop (with its reason) or re-plan. The answer
+waits until no step is open (or `max_steps` tool calls are spent). A code task's final
+program is run on the question's public samples before it goes to the double check
+(samples.py). The double check accepts (score >= 3) or sends the run back to the
+planner, naming one more check to make or none. A re-plan past `max_replans`, an LLM
+failure, the token budget or `task_timeout_s` ends the run early with its status; a
+tool failure is only an observation. Every step is a trace event.
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from ...store import utcnow
 from ...tasks import Task
 from ..config import CoaConfig
 from ..defaults import resolve_coa
+from ..plan import Plan, PlanStep
+from ..samples import public_samples, test_step, untested
 from ..tools import Goal, ToolBox
 from ..trace import Event, Trace
 from .agents import Agents, RunState, Stop, usage_of
 
 WEB_TOOLS = ("web_search", "crawl_page")
+MAX_TEST_ROUNDS = 2  # times a code answer is sent back to be run on the samples before the check sees it anyway
 
 
 def choose_variant(setting: str, domain: str) -> str:
@@ -77,22 +82,26 @@ def offered_tools(variant: str, settings: CoaConfig, toolbox: ToolBox) -> tuple[
 
 async def solve(agents: Agents, toolbox: ToolBox, run: RunState, settings: CoaConfig) -> None:
     while True:
-        if run.steps < settings.max_steps:
-            decision = await act(agents, toolbox, run)
-            if decision == "replan":
-                await replan(agents, run, settings, "a reflection rated the work poor")
-                continue
-            if decision == "continue":
-                continue
-        if await answer(agents, run):
-            return
+        step = run.plan.current()
+        if step is not None and run.steps < settings.max_steps:
+            if await act(agents, toolbox, run, step) == "replan":
+                await replan(agents, run, settings, "a reflection asked for a new plan")
+            continue
+        suggested = await agents.ask(run, "answerer")
+        if needs_sample_runs(run, suggested, settings):
+            continue
+        check = await agents.ask(run, "verifier")
+        if check.decision == "accept":
+            return accept(run, suggested)
         await replan(agents, run, settings, "the double check scored the suggested answer <= 2")
 
 
 async def make_plan(agents: Agents, run: RunState, replan: bool) -> None:
     event = await agents.ask(run, "planner")
     event.replan = replan
-    run.plan = event.content or ""
+    steps = [line.split(". ", 1)[-1] for line in (event.content or "").splitlines() if line.strip()]
+    run.plan = Plan.from_steps(steps)
+    run.trace.steps = run.plan.records()
 
 
 async def replan(agents: Agents, run: RunState, settings: CoaConfig, why: str) -> None:
@@ -102,10 +111,11 @@ async def replan(agents: Agents, run: RunState, settings: CoaConfig, why: str) -
     await make_plan(agents, run, replan=True)
 
 
-async def act(agents: Agents, toolbox: ToolBox, run: RunState) -> str:
-    """One tool call and its reflection; returns the reflector's decision."""
+async def act(agents: Agents, toolbox: ToolBox, run: RunState, step: PlanStep) -> str:
+    """One tool call for `step` and its reflection; returns the reflector's decision."""
     agent = "search_agent" if run.trace.variant == "mas" else "code_agent"
-    event = await agents.ask(run, agent)
+    event = await agents.ask(run, agent, focus=f"The plan step to work on now: step {step.number}: {step.text}")
+    event.step = step.number
     started = time.monotonic()
     result = await toolbox.call(event.tool.name, event.tool.argument, goal_of(run.trace, event))
     event.tool = event.tool.model_copy(update={
@@ -115,8 +125,29 @@ async def act(agents: Agents, toolbox: ToolBox, run: RunState) -> str:
     })  # fmt: skip
     event.duration_s = round(event.duration_s + event.tool.duration_s, 3)
     run.steps += 1
-    reflection = await agents.ask(run, "reflector")
+    step.calls.append(run.steps)
+    reflection = await agents.ask(
+        run, "reflector", focus=f"The plan step the call was for: step {step.number}: {step.text}"
+    )
+    reflection.step = step.number
+    run.plan.settle(step, reflection.decision, reflection.content or "")
+    run.trace.steps = run.plan.records()
     return reflection.decision
+
+
+def needs_sample_runs(run: RunState, suggested: Event, settings: CoaConfig) -> bool:
+    """A code task's program not yet run on every public sample goes back to the plan as one more step
+    (at most MAX_TEST_ROUNDS times, and while tool calls are left)."""
+    if run.trace.domain != "code" or run.trace.variant != "code" or run.tests_asked >= MAX_TEST_ROUNDS:
+        return False
+    samples = public_samples(run.trace.question)
+    missing = untested(run.trace, suggested.content or "", samples)
+    if not missing or run.steps >= settings.max_steps:
+        return False
+    run.tests_asked += 1
+    run.plan.add(test_step(samples, missing))
+    run.trace.steps = run.plan.records()
+    return True
 
 
 def goal_of(trace: Trace, event: Event) -> Goal:
@@ -126,14 +157,8 @@ def goal_of(trace: Trace, event: Event) -> Goal:
     return Goal(question=trace.question, query=queries[-1] if queries else "", clues=event.think or "")
 
 
-async def answer(agents: Agents, run: RunState) -> bool:
-    """Suggest an answer and check it; True when the check accepts it (score >= 3)."""
-    suggested = await agents.ask(run, "answerer")
-    check = await agents.ask(run, "verifier")
-    if check.decision != "accept":
-        return False
+def accept(run: RunState, suggested: Event) -> None:
     run.trace.final_answer = suggested.content
     run.trace.events.append(
         Event(agent="answerer", kind="answer", content=suggested.content, decision="accept", started_s=run.elapsed())
     )
-    return True
