@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 import string
 
-from factory.store.derived import ACTIONS, TOOL_INPUTS
+from factory.coa.tools import tool_tags
+from factory.store.derived import ACTIONS, tool_inputs_sql
 
 VOCAB_SIZE, SENTENCES, CHUNK = 20_000, 4_000, 100_000
 VERBS = ["go", "take", "open", "look", "use", "give", "talk", "mix", "read", "push"]
@@ -57,7 +58,7 @@ FROM (
     FROM (SELECT i, hash(i, 'copy') % 100 AS copy FROM range($start, $stop) r(i))), (SELECT $vocab::VARCHAR[] AS vocab))
 """
 # Tool inputs stored with each row, by the expressions the writers use (factory/store/derived.py).
-STORED_INPUTS = f"coalesce({TOOL_INPUTS}, [])"
+STORED_INPUTS = f"coalesce({tool_inputs_sql(tool_tags())}, [])"
 CALL_SEED = "CASE WHEN repeat_call AND t = 2 THEN 1 ELSE t END"  # the repeated call copies the first one
 
 TOOL_CALL = (

@@ -25,6 +25,7 @@ from .reporting.command import add_quality_parser, add_report_parser
 from .reporting.status_command import add_calls_parser, add_status_parser
 from .run_config import config_from_args
 from .smoke.command import add_smoke_parsers
+from .synth.command import add_synth_parsers
 from .version import __version__
 from .viewer.command import add_ls_parser, add_show_parser
 
@@ -33,6 +34,7 @@ COMMAND_PARSERS = (
     add_smoke_parsers,
     add_refine_parser,
     add_coa_parsers,
+    add_synth_parsers,
     add_show_parser,
     add_calls_parser,
     add_run_parser,

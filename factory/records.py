@@ -15,10 +15,6 @@ from pydantic import BaseModel, Field
 
 TurnRole = Literal["system", "user", "assistant", "tool"]
 
-# The AFM blocks whose body is a tool's input (the grammar in coa/afm/blocks.py; the tool_inputs column in
-# store/derived.py).
-TOOL_TAGS = ("web_search", "crawl_page", "code")
-
 
 class TurnError(BaseModel):
     type: str  # parameter, location, logic, format, ...

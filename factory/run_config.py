@@ -73,7 +73,10 @@ def config_from_args(args: argparse.Namespace) -> FactoryConfig:
     section = getattr(args, "section", None)
     overrides.update(flag_overrides(args, SECTION_FLAGS.get(section, ()), f"{section}."))
     if getattr(args, "corpus", None):
-        overrides["coa.tools.web_search"] = {"enabled": True, "backend": "local", "local": {"path": args.corpus}}
+        from .corpus import NAMES, resolve_corpus  # "--corpus geo": the built corpus (built on first use)
+
+        path = str(resolve_corpus(args.corpus)) if args.corpus in NAMES else args.corpus
+        overrides["coa.tools.web_search"] = {"enabled": True, "backend": "local", "local": {"path": path}}
     if getattr(args, "no_code", False):
         overrides["refine.with_code"] = False
     if getattr(args, "no_injection", False):

@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from factory.coa.tools import tool_tags
 from factory.store import Store
 from factory.store.derived import upsert_trajectory
 
@@ -78,7 +79,7 @@ def add_coa(
         "created_at": T0 + timedelta(minutes=minutes),
     }
     values.update(row)
-    upsert_trajectory(store, values)  # as the writers do: tool inputs stored with the row
+    upsert_trajectory(store, values, tool_tags())  # as the coa writer does: tool inputs stored with the row
 
 
 def add_refine(store: Store, persona: str, task: str, minutes: int, **row) -> None:

@@ -22,7 +22,7 @@ from factory.coa.afm import (
     validate_afm,
 )
 from factory.coa.afm.blocks import markup
-from factory.records import TOOL_TAGS
+from factory.coa.tools import tool_tags
 
 TASKS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tasks"
 
@@ -249,7 +249,7 @@ def random_mas(rng):
     rounds = rng.randint(1, 3)
     for round_ in range(rounds):
         for _ in range(rng.randint(0, 3)):
-            tool = rng.choice(TOOL_TAGS)
+            tool = rng.choice(tool_tags())
             pairs += [("think", "t"), (tool, "```py\nq\n```" if tool == "code" else "q"), ("observation", "o")]
         if rng.random() < 0.5:
             poor = rng.random() < 0.5
@@ -270,7 +270,7 @@ def random_code(rng):
 
 
 def _kind(tag):
-    return "tool" if tag in TOOL_TAGS else tag
+    return "tool" if tag in tool_tags() else tag
 
 
 @pytest.mark.parametrize("variant, generate", [("mas", random_mas), ("code", random_code)])

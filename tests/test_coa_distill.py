@@ -16,7 +16,7 @@ from afm_rows import code_rows, mas_rows
 from factory.coa import Event, ToolCall, Trace, coa_stats, distill, distill_prompt, record_trace
 from factory.coa.afm import parse_blocks, reflection_scores, validate_afm
 from factory.coa.store import failure_counts, load_trace, save_trace
-from factory.records import TOOL_TAGS
+from factory.coa.tools import tool_tags
 from factory.store import Store
 from factory.tasks import Task
 
@@ -154,7 +154,7 @@ def test_the_prompt_is_the_task_s_own_afm_prompt_when_it_has_one():
 
 def named_tools(prompt: str) -> set[str]:
     """The AFM tools an instruction names anywhere in its text."""
-    return {tool for tool in TOOL_TAGS if f"'{tool}'" in prompt or f"<{tool}>" in prompt}
+    return {tool for tool in tool_tags() if f"'{tool}'" in prompt or f"<{tool}>" in prompt}
 
 
 def test_the_web_instruction_lists_exactly_the_tools_the_run_offered():

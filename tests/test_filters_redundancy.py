@@ -89,12 +89,14 @@ def test_rows_are_written_with_their_tool_inputs(tmp_path: Path):
     assert stored["coa:q4"] == [] and stored["refine:p3"] == []  # failures: no text, nothing to parse
 
 
-def test_stored_tool_tags_are_the_afm_grammar_tags():
+def test_stored_tool_tags_are_the_afm_grammar_tags_and_the_declared_tools():
     from factory.coa.afm import blocks
-    from factory.records import TOOL_TAGS
+    from factory.coa.tools import specs, tool_tags
     from factory.store import derived
 
-    assert blocks.TOOL_TAGS is TOOL_TAGS and derived.TOOL_TAGS is TOOL_TAGS  # one definition, not equal copies
+    assert tool_tags() == tuple(spec.name for spec in specs()) == ("web_search", "crawl_page", "code")
+    assert [tag for tag in blocks.TAGS if tag in tool_tags()] == list(tool_tags())  # the grammar's tags
+    assert f"FOR tag IN {list(tool_tags())!r}" in derived.tool_inputs_sql(tool_tags())  # the stored inputs'
 
 
 def test_a_tie_names_the_earliest_repeat(tmp_path: Path):

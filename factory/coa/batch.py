@@ -40,6 +40,7 @@ from .mas.voice import RULE as TEAM_TALK_RULE
 from .stats import coa_stats
 from .store import coa_funnel, failure_counts, finished_ids, save_distilled, save_failure, save_trace
 from .tools import ToolBox
+from .tools.registry import offered_for
 from .trace import Trace
 
 
@@ -120,7 +121,7 @@ def check_tools(tasks: list[Task], settings: CoaConfig) -> None:
         for variant in sorted({choose_variant(settings.variant, task.domain) for task in tasks}):
             offered = offered_tools(variant, settings, toolbox)
             if not offered:
-                needs = "tools.web_search or tools.crawl_page" if variant == "mas" else "tools.code"
+                needs = " or ".join(f"tools.{name}" for name in offered_for(variant, settings.mas_code))
                 raise FactoryError(f"coa: the {variant} variant has no tool to call: turn on {needs}")
             refused = sandbox_refusal() if "code" in offered else None
             if refused:  # every code call would fail and every code task go unjudged: say so before any LLM call

@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field
 from ..config import StrictModel
 from ..tasks import Domain
 from .defaults import reply_defaults
-from .tools.config import ToolsConfig
+from .tools.toolbox import ToolsConfig
 
 ROLES = ("planner", "search_agent", "code_agent", "reflector", "verifier", "answerer", "summarizer")
 

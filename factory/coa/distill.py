@@ -16,7 +16,8 @@ answer``), so the multi-agent work those tags would carry is folded into the
 next `<think>`, in the agents' own words and nothing else: a re-plan is the
 planner's reasoning and its steps, a rejected answer the check's reasoning and
 comment, and the reasoning before the answer is the answerer's. The code agent writes no scores: its reflection is the
-reflector's reasoning and comment, without the web agent's score lines, and
+reflector's reasoning (its comment only restates the finding for the agents'
+history), without the web agent's score lines, and
 `\\boxed{}` appears only in the answer (a boxed value quoted in a think or
 reflection is written bare). Code is fenced as AFM writes it (```` ```py ````,
 then ```` ```sh ```` with the stdin when there is one); the answer is
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 
 from ..checks.extract import BOXED, CODE_FENCE, PYTHON_FENCES, balanced, last_boxed
 from ..prompts import load_prompt, render_prompt
-from ..records import TOOL_TAGS, Turn
+from ..records import Turn
 from ..tasks import Task
 from .afm import (
     Block,
@@ -51,6 +52,7 @@ from .afm import (
     render_single,
     validate_afm,
 )
+from .tools.registry import tool_tags
 from .trace import Event, Trace
 
 Pairs = list[tuple[str, str]]
@@ -88,7 +90,7 @@ def tool_values(trace: Trace) -> dict[str, str]:
     before, and one line per tool (prompts/coa/afm_tools/). Tools outside AFM's tag set are left out:
     a row that calls one breaks the grammar anyway (`unknown_tag`)."""
     offered = set(trace.offered_tools())
-    tools = [tool for tool in TOOL_TAGS if tool in offered]
+    tools = [tool for tool in tool_tags() if tool in offered]
     lines = [load_prompt(f"coa/afm_tools/{tool}") for tool in tools] or [load_prompt("coa/afm_tools/none")]
     observed = [*tools, "observation"] if tools else []
     return {
@@ -193,7 +195,9 @@ def code_pairs(events: list[Event], domain: str | None = None) -> Pairs:
             pairs += with_think(unboxed(joined(carried, event.think)), call) + [observation]
             carried = []
         elif event.kind == "reflection":
-            pairs.append(("reflection", unboxed(joined([event.think or ""], event.content))))
+            # The reasoning alone: the comment restates the finding for the agents' history, and the
+            # observation it comes from is right above.
+            pairs.append(("reflection", unboxed((event.think or "").strip() or (event.content or ""))))
         elif event.kind == "suggested_answer":
             suggested = event
         elif event.kind == "double_check":

@@ -17,7 +17,7 @@ question, a planning step a plan, an action step's model output the think for
 its tool calls and its observations (or error) their result, the
 `final_answer` tool call the answer.
 
-Tool names are mapped to AFM's (`TOOL_NAMES`, plus yours); a tool with no AFM
+Tool names are mapped to AFM's (each tool's declared aliases, tools/registry.py, plus yours); a tool with no AFM
 name keeps its own and the distillation fails on `unknown_tag`, which says what
 to map. Nothing is invented: a log without plans or thinks distils into a
 failure naming the rule it breaks.
@@ -32,13 +32,9 @@ from typing import Any
 
 from ..errors import FactoryError
 from .afm import double_check_score, parse_blocks, reflection_scores
+from .tools.registry import alias_names
 from .trace import Event, ToolCall, Trace
 
-TOOL_NAMES = {
-    "web_search": "web_search", "search": "web_search", "google_search": "web_search", "bing_search": "web_search",
-    "crawl_page": "crawl_page", "visit_webpage": "crawl_page", "browse": "crawl_page", "fetch": "crawl_page",
-    "code": "code", "python": "code", "python_interpreter": "code", "run_python": "code",
-}  # fmt: skip
 ARGUMENT_KEYS = ("query", "q", "url", "code", "answer", "input")
 FINAL_ANSWER_TOOL = "final_answer"
 TAGGED_KINDS = {"plan": "plan", "reflection": "reflection", "suggested_answer": "suggested_answer",
@@ -122,7 +118,7 @@ def new_trace(record: Any, source: str, variant: str, question: str) -> Trace:
 
 
 def tool_name(name: str, tool_names: dict[str, str] | None) -> str:
-    return {**TOOL_NAMES, **(tool_names or {})}.get(name, name)
+    return {**alias_names(), **(tool_names or {})}.get(name, name)
 
 
 def finish(trace: Trace) -> Trace:

@@ -24,6 +24,7 @@ from ..llm import Request
 from ..llm.role import Role, chat
 from ..prompts import load_prompt, render_prompt
 from .config import ReplyLimits
+from .tools.registry import spec as tool_spec
 from .trace import Event, Evidence, ToolCall
 
 Rating = Literal["good", "average", "poor"]
@@ -92,7 +93,6 @@ class CheckReply(Reply):
 
 
 SEARCH_ARGUMENT_CHARS = 300  # a query or a URL
-ARGUMENTS = {"web_search": "the query", "crawl_page": "the URL / corpus:// id to read", "code": "the Python program"}
 
 
 @lru_cache(maxsize=None)
@@ -109,7 +109,9 @@ def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...]
     if tools and "tool" in base.model_fields:
         argument_chars = limits.code if "code" in tools else SEARCH_ARGUMENT_CHARS
         fields["tool"] = (Literal[tools], ...)
-        described = ", or ".join(ARGUMENTS.get(tool, tool) for tool in tools)  # the schema names no tool not offered
+        described = ", or ".join(
+            tool_spec(tool).argument if tool_spec(tool) else tool for tool in tools
+        )  # offered only
         # A program when code is offered: marked as code, the LaTeX repair (factory.llm) leaves its escapes alone.
         code = {"contentMediaType": "text/x-python"} if "code" in tools else None
         fields["argument"] = (

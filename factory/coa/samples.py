@@ -27,7 +27,8 @@ MAX_SAMPLES = 3
 
 def public_samples(question: str) -> list[tuple[str, str]]:
     """(stdin, expected stdout) of each sample the question shows, at most MAX_SAMPLES."""
-    found = [(given.strip("\n"), expected.strip()) for _, given, expected in SAMPLE.findall(question)]
+    text = question.replace("\r\n", "\n")
+    found = [(given.strip("\n"), expected.strip()) for _, given, expected in SAMPLE.findall(text)]
     return [(given, expected) for given, expected in found if given.strip()][:MAX_SAMPLES]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from ..records import Trajectory, TrajectoryStats
 from ..store import Store, utcnow
 from ..store.trajectories import write_trajectory
+from .tools.registry import tool_tags
 from .trace import Trace
 
 
@@ -56,7 +57,7 @@ def trace_row(trace: Trace) -> dict[str, Any]:
 
 def save_failure(store: Store, trace: Trace, rule: str, reason: str, stats: TrajectoryStats | None = None) -> None:
     row = {**trace_row(trace), "verified": False, "rule": rule, "reason": reason, "final_answer": trace.final_answer}
-    write_trajectory(store, row, None, stats)
+    write_trajectory(store, row, None, stats, tool_tags())
 
 
 def save_distilled(store: Store, trace: Trace, trajectory: Trajectory, single: dict[str, Any],
@@ -68,7 +69,7 @@ def save_distilled(store: Store, trace: Trace, trajectory: Trajectory, single: d
         "observation_spans": json.dumps(single["observation_spans"]), "final_answer": trajectory.final_answer,
         "correct": trajectory.correct, "check_detail": check_detail,
     }  # fmt: skip
-    write_trajectory(store, row, trajectory, stats)
+    write_trajectory(store, row, trajectory, stats, tool_tags())
 
 
 def finished_ids(store: Store) -> set[str]:

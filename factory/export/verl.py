@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from ..coa.tools.registry import rl_tools
 from ..config import StrictModel
 from ..passrate.prompting import Policy
 from ..passrate.rates import rates_sql
@@ -40,9 +41,6 @@ from .selection import selection_sql
 from .writers import fresh_folder, replace_folder
 
 FOLDER = "verl"
-# The tools a row without its own tools_kwargs is offered, by domain: AFM's rollout offers a row
-# exactly the tools named in extra_info.tools_kwargs (web agent: search + crawl; code agent: code).
-TOOLS = {"qa": ("web_search", "crawl_page"), "math": ("code",), "code": ("code",)}
 # A layout's folder: AFM trains each agent in its own RL run, with one tool config and one reward manager
 # (AFM/train/web_agent/rl: web tools, batch + grm_simple; code_agent/rl: the code tool, afm).
 AGENTS = {("target", ("crawl_page", "web_search")): "web_agent", ("text", ("code",)): "code_agent"}
@@ -183,7 +181,8 @@ def extra_info(task: Task, row: dict[str, Any], query: Query, split: str, model:
         info["task_split"] = given["split"]
     if not given.get("tools_kwargs"):
         create = {"create_kwargs": {"data_source": task.source, "question": task.question}}
-        info.update(need_tools_kwargs=True, tools_kwargs={tool: create for tool in TOOLS[task.domain]})
+        # AFM's rollout offers a row exactly the tools its tools_kwargs name; each tool declares its domains.
+        info.update(need_tools_kwargs=True, tools_kwargs={tool: create for tool in rl_tools(task.domain)})
     info.setdefault("question", task.question)  # AFM's batch reward manager reads extra_info['question']
     info.update(task_id=task.id, trajectory_ids=query.trajectory_ids, rollouts=query.rollouts,
                 pass_rate=query.pass_rate, pass_rate_model=model)  # fmt: skip

@@ -11,31 +11,48 @@ from ..store import Store
 from .config import (
     ComplexityFilter,
     CorrectnessFilter,
+    DecontaminateFilter,
     DedupFilter,
     FilterSpec,
+    GroundedFilter,
     PassRateFilter,
     RedundancyFilter,
     ReflectionFilter,  # fmt: skip
     SplitFilter,
     SqlFilter,
+    TemplateFilter,
     UpsampleFilter,
 )
+from .decontam import decontam_compiled
 from .dedup import dedup_compiled
 from .passrate import passrate_rule
 from .redundancy import redundancy_rule
-from .rules import complexity_rule, correctness_rule, reflection_rule, split_rule, sql_rule, upsample_rule
+from .rules import (
+    complexity_rule,
+    correctness_rule,
+    grounded_rule,
+    reflection_rule,
+    split_rule,
+    sql_rule,
+    upsample_rule,
+)
 from .sql import Compiled, RowRule, row_select
+from .template import template_compiled
 
 ROW_RULES: dict[type, Callable] = {
     SqlFilter: sql_rule, ComplexityFilter: complexity_rule, ReflectionFilter: reflection_rule,
     CorrectnessFilter: correctness_rule, UpsampleFilter: upsample_rule, SplitFilter: split_rule,
-    RedundancyFilter: redundancy_rule, PassRateFilter: passrate_rule,
+    RedundancyFilter: redundancy_rule, PassRateFilter: passrate_rule, GroundedFilter: grounded_rule,
 }  # fmt: skip
 
 
 def compile_filter(spec: FilterSpec) -> Compiled:
     if isinstance(spec, DedupFilter):
         return dedup_compiled(spec)
+    if isinstance(spec, TemplateFilter):
+        return template_compiled(spec)
+    if isinstance(spec, DecontaminateFilter):
+        return decontam_compiled(spec)
     rule: RowRule = ROW_RULES[type(spec)](spec)
     return Compiled(spec=spec, select=row_select(spec, rule), reads_rollouts=isinstance(spec, PassRateFilter))
 

@@ -148,10 +148,43 @@ class SplitFilter(FilterSpec):
         return self
 
 
+class GroundedFilter(FilterSpec):
+    kind: Literal["grounded"]
+    sources: list[Source] | None = Field(default_factory=lambda: ["coa", "import"])
+    min_share: float = Field(1.0, ge=0, le=1)  # of the answer-bearing claims, supported by the observation they cite
+    unknown_passes: bool = True  # rows written before the coa run recorded claims
+    allow_answer_before_tool: bool = True  # false: drop rows whose answer was written before any observation
+
+
+class TemplateFilter(FilterSpec):
+    kind: Literal["template"]
+    sources: list[Source] | None = Field(default_factory=lambda: ["coa", "import"])
+    max_share: float | None = Field(0.2, gt=0, le=1)  # of the run's blocks of a kind one opening may open; None: off
+    words: int = Field(3, ge=1, le=8)  # an opening is a block's first `words` words
+    min_rows: int = Field(2, ge=1)  # an opening repeated inside one row only is not a template
+    blocks: list[Literal["think", "reflection"]] = Field(default_factory=lambda: ["think", "reflection"], min_length=1)
+    phrases: list[str] = Field(default_factory=list)  # openings that drop a row wherever they occur
+
+    @model_validator(mode="after")
+    def _judges_something(self) -> "TemplateFilter":
+        if self.max_share is None and not self.phrases:
+            raise ValueError("set max_share, phrases or both")
+        return self
+
+
+class DecontaminateFilter(FilterSpec):
+    kind: Literal["decontaminate"]
+    sets: list[Path] = Field(min_length=1)  # evaluation sets: task files with questions and answers
+    ngrams: int = Field(12, ge=3, le=50)  # datatrove's NGramsDecontConfig.n_grams
+    query_ngrams: bool = False  # also match n-grams of an evaluation question alone (datatrove: find_query_ngrams)
+
+
 KINDS: dict[str, type[FilterSpec]] = {
     "sql": SqlFilter, "complexity": ComplexityFilter, "reflection": ReflectionFilter,
     "correctness": CorrectnessFilter, "pass_rate": PassRateFilter, "redundancy": RedundancyFilter,
     "dedup": DedupFilter, "upsample": UpsampleFilter, "split": SplitFilter,
+    "grounded": GroundedFilter, "template": TemplateFilter,
+    "decontaminate": DecontaminateFilter,
 }  # fmt: skip
 
 

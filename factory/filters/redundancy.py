@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 
-from ..store.derived import TOOL_INPUTS
+from ..coa.tools.registry import tool_tags
+from ..store import derived
 from .config import RedundancyFilter
 from .sql import ROWS, RowRule, normalised, scoped_base
 
@@ -33,7 +34,7 @@ def tool_inputs_sql(base: str) -> str:
     rows = f"FROM {base} t WHERE {ROWS} AND t.in_scope"
     return (
         f"SELECT t.trajectory_id, t.tool_inputs AS inputs {rows} AND t.tool_inputs IS NOT NULL "
-        f"UNION ALL SELECT t.trajectory_id, {TOOL_INPUTS} AS inputs {rows} AND t.tool_inputs IS NULL"
+        f"UNION ALL SELECT t.trajectory_id, {derived.tool_inputs_sql(tool_tags())} AS inputs {rows} AND t.tool_inputs IS NULL"
     )
 
 

@@ -7,7 +7,15 @@ action the environment answers), a coa trajectory's are its tool calls.
 
 from __future__ import annotations
 
-from .config import ComplexityFilter, CorrectnessFilter, ReflectionFilter, SplitFilter, SqlFilter, UpsampleFilter
+from .config import (
+    ComplexityFilter,
+    CorrectnessFilter,
+    GroundedFilter,
+    ReflectionFilter,
+    SplitFilter,
+    SqlFilter,
+    UpsampleFilter,
+)
 from .sql import RowRule, quote, stat
 
 TOOL_INTERACTIONS = f"coalesce({stat('tool_calls')}, {stat('assistant_turns')})"
@@ -59,6 +67,32 @@ def correctness_rule(spec: CorrectnessFilter) -> RowRule:
         keep=f"CASE WHEN {failed} THEN false WHEN {unknown} THEN {str(spec.unknown_passes).lower()} ELSE true END",
         reason=f"CASE {' '.join(reasons)} {unknown_reason} END",
         note=f"CASE {unknown_reason} END",
+    )
+
+
+def grounded_rule(spec: GroundedFilter) -> RowRule:
+    """The share of answer-bearing claims an observation supports (stats the coa run records).
+
+    A row without a claim has nothing ungrounded and is kept; a row written before the run recorded
+    claims is judged by `unknown_passes`. The reason counts the ungrounded claims and quotes the first.
+    """
+    claims, grounded = stat("claims"), stat("grounded_claims")
+    unknown = f"{claims} IS NULL OR {grounded} IS NULL"
+    share = f"{grounded} >= {spec.min_share} * {claims} - 1e-9"  # min_share 1.0: every claim
+    first = "left(json_extract_string(t.stats_json, '$.ungrounded_claims[0]'), 80)"
+    ungrounded = (
+        f"'ungrounded claims: ' || ({claims} - {grounded}) || ' of ' || {claims}"
+        f" || coalesce(' (''' || {first} || ''')', '')"
+    )
+    # A recalled answer is judged first: grounding its claims afterwards does not make it found.
+    before = "false" if spec.allow_answer_before_tool else f"coalesce({stat('answer_before_tool', 'BOOLEAN')}, false)"
+    unknown_reason = "'grounding unknown: no claims recorded'"
+    return RowRule(
+        keep=f"CASE WHEN {before} THEN false WHEN {unknown} THEN {str(spec.unknown_passes).lower()} "
+        f"WHEN {claims} = 0 THEN true ELSE {share} END",
+        reason=f"CASE WHEN {before} THEN 'answer before tool: the final answer was written before the first "
+        f"observation' WHEN {unknown} THEN {unknown_reason} ELSE {ungrounded} END",
+        note=f"CASE WHEN {unknown} THEN {unknown_reason} END",
     )
 
 

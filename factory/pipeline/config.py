@@ -25,9 +25,10 @@ from ..errors import ConfigError
 from ..export.options import FORMATS, FormatName
 from ..llm.config import LLMConfig
 from ..passrate.config import PassrateConfig
+from .expand_stage import ExpandStage
 
 # in the order they run
-STAGES = ("refine", "coa", "passrate", "filter", "export", "report", "publish", "train", "eval")
+STAGES = ("expand", "refine", "coa", "passrate", "filter", "export", "report", "publish", "train", "eval")
 
 
 class PassrateStage(StrictModel):
@@ -83,6 +84,7 @@ class EvalStage(StrictModel):
 
 
 class PipelineConfig(StrictModel):
+    expand: ExpandStage | None = Field(None, description="synthesize multi-hop QA tasks first (docs/synthesis.md)")
     generate: list[Literal["refine", "coa"]] = Field(
         default_factory=lambda: ["refine"], description="generation paths, in this order"
     )

@@ -20,6 +20,7 @@ from ..llm.call_summary import format_call_summary, summarize_calls
 from ..llm.config import LLMConfig
 from ..prompts import prompts_dir_digest
 from .config import PipelineConfig
+from .expand_stage import expand_inputs, run_expand_stage
 from .ledger import fingerprint
 
 if TYPE_CHECKING:  # the run config holds the pipeline section: a type here, not an import
@@ -239,6 +240,9 @@ def all_stages(pipeline: PipelineConfig) -> list[Stage]:
         "coa": Stage("coa", run_coa_stage, generation_inputs("coa")),
     }
     stages = [generate[path] for path in pipeline.generate]
+    if pipeline.expand is not None:
+        out = lambda ctx: [ctx.pipeline.expand.out]  # noqa: E731
+        stages.insert(0, Stage("expand", run_expand_stage, expand_inputs, out))
     if pipeline.passrate is not None:
         stages.append(Stage("passrate", run_passrate_stage, passrate_inputs))
     if pipeline.filter is not None:

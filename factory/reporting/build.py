@@ -26,6 +26,7 @@ from . import (
     sections_quality,
     sections_samples,
 )
+from .coa_quality import coa_quality
 from .page import document
 
 REPORT_FILENAME = "report.html"
@@ -36,7 +37,7 @@ NAV = (
     ("samples", "Samples"),
     ("shape", "Turns & tool calls"),
     ("errors", "Errors"),
-    ("quality", "Refine quality"),
+    ("quality", "Quality"),
     ("pass-rate", "Pass rates"),
     ("eval", "Held-out evaluation"),
     ("usage", "Tokens & cost"),
@@ -54,6 +55,7 @@ def collect_report(store: Store, options: ExportOptions | None = None, seed: str
         "errors": data_paths.errors(store), "pass_rates": data_paths.pass_rates(store),
         "calls": data_calls.totals(store), "usage": data_calls.usage(store), "latency": data_calls.latency(store),
         "error_kinds": data_calls.error_kinds(store), "quality": refine_quality(store),
+        "coa_quality": coa_quality(store),
         "failures": failure_sections(store),
     }  # fmt: skip
 
@@ -68,7 +70,7 @@ def render_report(data: dict[str, Any], run_dir: Path) -> str:
         sections_samples.samples(data["samples"]),
         sections_data.shape(data["shape"]),
         sections_data.errors(data["errors"]),
-        sections_quality.quality(data["quality"]),
+        sections_quality.quality(data["quality"], data.get("coa_quality")),
         sections_data.pass_rates(data["pass_rates"]),
         sections_eval.held_out(data.get("evals", [])),
         sections_calls.usage(data["usage"]),

@@ -10,10 +10,12 @@ import duckdb
 
 from ..errors import FactoryError
 from ..export.options import export_options
-from ..refine.quality import format_quality, run_quality
+from ..refine.quality import format_quality, refine_quality
 from ..store import STORE_FILENAME, Store
 from ..store.integrity import StoreBusyError, classify
+from ..store.snapshot import open_snapshot
 from .build import REPORT_FILENAME, write_report
+from .coa_quality import coa_quality, format_coa_quality
 from .data_samples import SEED
 from .live import describe, render_live_html
 from .status_command import live_or_raise
@@ -63,7 +65,7 @@ def write_live_report(run_dir: str, out: str | None, busy: StoreBusyError) -> in
 
 
 def add_quality_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    quality = subparsers.add_parser("quality", help="quality figures of a run's verified refine trajectories")
+    quality = subparsers.add_parser("quality", help="quality figures of a run's verified trajectories (both paths)")
     quality.add_argument("run_dir", help="the run folder")
     quality.add_argument("--json", action="store_true", help="machine-readable output")
     quality.set_defaults(func=cmd_quality)
@@ -71,6 +73,12 @@ def add_quality_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
-    figures = run_quality(args.run_dir)
-    print(json.dumps(figures, indent=2) if args.json else format_quality(figures))
+    with open_snapshot(args.run_dir) as store:  # read-only: a run being written is not touched
+        refine, coa = refine_quality(store), coa_quality(store)
+    # JSON: refine's figures at the top (as before), the coa/import ones under "coa".
+    print(
+        json.dumps({**refine, "coa": coa}, indent=2)
+        if args.json
+        else f"{format_quality(refine)}\n{format_coa_quality(coa)}"
+    )
     return 0

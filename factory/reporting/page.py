@@ -25,6 +25,7 @@ section h2 { margin: 0 0 4px; font-size: 18px; }
 section > p.intro { margin: 0 0 12px; color: var(--muted); }
 .panel { margin: 12px 0 20px; }
 .panel h3 { margin: 0 0 8px; font-size: 15px; }
+h3.part { margin: 20px 0 6px; font-size: 17px; }
 .pair { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
 .figure { flex: 0 1 560px; min-width: 320px; }
 .figure svg { max-width: 100%; height: auto; }
@@ -123,9 +124,18 @@ def empty(message: str) -> str:
     return f'<p class="empty">{escape(message)}</p>'
 
 
-def section(anchor: str, title: str, intro: str, parts: Sequence[str]) -> str:
+def _intro(intro: str) -> str:
     intro_html = re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(intro))  # `table` names read as code
-    return f'<section id="{anchor}"><h2>{escape(title)}</h2><p class="intro">{intro_html}</p>{"".join(parts)}</section>'
+    return f'<p class="intro">{intro_html}</p>'
+
+
+def section(anchor: str, title: str, intro: str, parts: Sequence[str]) -> str:
+    return f'<section id="{anchor}"><h2>{escape(title)}</h2>{_intro(intro)}{"".join(parts)}</section>'
+
+
+def subsection(anchor: str, title: str, intro: str) -> str:
+    """A heading inside a section (one part per path), with its own intro."""
+    return f'<h3 class="part" id="{anchor}">{escape(title)}</h3>{_intro(intro)}'
 
 
 def cards(items: Sequence[tuple[str, str]]) -> str:

@@ -1,11 +1,13 @@
-"""The report's "Refine quality" section: the figures of `factory.refine.quality`, as tiles, charts and tables."""
+"""The report's "Quality" section: the figures of `factory.refine.quality` (refine) and of
+`reporting.coa_quality` (coa, import; sections_coa_quality.py), as tiles, charts and tables."""
 
 from __future__ import annotations
 
 from html import escape
 from typing import Any
 
-from .page import as_float, as_int, as_pct, as_text, cards, empty, panel, section, table
+from .page import as_float, as_int, as_pct, as_text, cards, empty, panel, section, subsection, table
+from .sections_coa_quality import coa_quality_parts
 from .sql import Bin
 from .svg import COLORS, bar_chart, histogram_chart
 
@@ -36,9 +38,19 @@ INTRO = (
 )
 
 
-def quality(q: dict[str, Any]) -> str:
+SECTION_INTRO = "Is the data worth training on? One part per path, each over its verified trajectories."
+
+
+def quality(q: dict[str, Any], coa: dict[str, Any] | None = None) -> str:
+    """The refine figures `q`, then the coa/import figures `coa` (when given)."""
+    head = subsection("refine-quality", "AgentRefine (refine)", INTRO)
+    parts = [head, *_refine_parts(q), *(coa_quality_parts(coa) if coa is not None else [])]
+    return section("quality", "Quality", SECTION_INTRO, parts)
+
+
+def _refine_parts(q: dict[str, Any]) -> list[str]:
     if not q["verified"]:
-        return section("quality", "Refine quality", "", [empty("no verified refine trajectories")])
+        return [empty("no verified refine trajectories")]
     thoughts, spread = q["thoughts"], q["distinct_actions_per_row"]
     tiles = cards([("verified", as_int(q["verified"])),
                    ("last action completes", as_pct(q["completion"]["share_completed"])),
@@ -50,7 +62,7 @@ def quality(q: dict[str, Any]) -> str:
                                                      q["first_mistake"], "assistant turn of the first mistake"),
              _histogram_panel("Mistakes per trajectory", "mistakes-per-row", q["mistakes_per_row"], "mistakes"),
              _mix_and_thoughts(q), _diversity(q["diversity"])]  # fmt: skip
-    return section("quality", "Refine quality", INTRO, parts)
+    return parts
 
 
 def _completion(q: dict[str, Any]) -> str:

@@ -11,33 +11,39 @@ column existed (migration 0009), and the filter parses its text with the same ex
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
-from ..records import TOOL_TAGS
 from .db import Store
 
 # Splitting on the tags is twice as fast as one lazy regular expression over the whole completion; the
 # order of the inputs does not matter to the filters. Refine turns are parsed with one typed from_json
 # (4x faster than walking the JSON path by path); the action is the rest of the assistant turn after
 # "Action: ". try(): an invalid turns text gives NULL (no inputs), and is parsed once instead of twice.
-AFM_INPUTS = f"""flatten(
+AFM_INPUTS = """flatten(
     [[split_part(part, '</' || tag || '>', 1) FOR part IN string_split(t.completion, '<' || tag || '>')[2:]]
-     FOR tag IN {list(TOOL_TAGS)!r}])"""
+     FOR tag IN {tags}])"""
 ACTIONS = """try([trim(split_part(x.content, 'Action:', 2))
     FOR x IN from_json(t.turns, '[{"role": "VARCHAR", "content": "VARCHAR"}]') IF x.role = 'assistant'])"""
 
-# Which text holds a row's tool calls: coa and import rows keep them in the AFM completion, refine rows
-# in their turns; a row of any other source in whichever it has.
-TOOL_INPUTS = f"""CASE WHEN t.source IN ('coa', 'import') THEN {AFM_INPUTS} WHEN t.source = 'refine' THEN {ACTIONS}
-    WHEN t.completion IS NOT NULL THEN {AFM_INPUTS} ELSE {ACTIONS} END"""
+
+@lru_cache(maxsize=8)
+def tool_inputs_sql(tool_tags: tuple[str, ...]) -> str:
+    """Which text holds a row's tool calls: coa and import rows keep them in the AFM completion (the bodies of
+    the `tool_tags` blocks: the tools the coa path declares, factory/coa/tools/registry.py, passed in by the
+    writer), refine rows in their turns; a row of any other source in whichever it has."""
+    afm = AFM_INPUTS.format(tags=list(tool_tags))
+    return f"""CASE WHEN t.source IN ('coa', 'import') THEN {afm} WHEN t.source = 'refine' THEN {ACTIONS}
+    WHEN t.completion IS NOT NULL THEN {afm} ELSE {ACTIONS} END"""
 
 
-def upsert_trajectory(store: Store, values: dict[str, Any]) -> None:
-    """Insert or replace one trajectory row, its derived columns computed in the same statement."""
-    row = {"source": None, "completion": None, "turns": None, **values}  # the columns TOOL_INPUTS reads
+def upsert_trajectory(store: Store, values: dict[str, Any], tool_tags: tuple[str, ...] = ()) -> None:
+    """Insert or replace one trajectory row, its derived columns computed in the same statement
+    (`tool_tags`: the AFM tags whose bodies are tool inputs; none for a row without an AFM completion)."""
+    row = {"source": None, "completion": None, "turns": None, **values}  # the columns tool_inputs_sql reads
     names, marks = ", ".join(row), ", ".join("?" * len(row))
     store.execute(
         f"INSERT OR REPLACE INTO trajectories ({names}, tool_inputs) "
-        f"SELECT *, coalesce({TOOL_INPUTS}, []) FROM (VALUES ({marks})) t({names})",
+        f"SELECT *, coalesce({tool_inputs_sql(tool_tags)}, []) FROM (VALUES ({marks})) t({names})",
         list(row.values()),
     )

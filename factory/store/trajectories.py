@@ -18,12 +18,17 @@ TURN_COLUMNS = ("turns", "conversations", "n_turns", "n_errors", "n_corrections"
 
 
 def write_trajectory(
-    store: Store, row: dict[str, Any], trajectory: Trajectory | None = None, stats: TrajectoryStats | None = None
+    store: Store,
+    row: dict[str, Any],
+    trajectory: Trajectory | None = None,
+    stats: TrajectoryStats | None = None,
+    tool_tags: tuple[str, ...] = (),
 ) -> None:
-    """Insert or replace one trajectory row (its derived columns computed in the same statement)."""
+    """Insert or replace one trajectory row (its derived columns computed in the same statement; `tool_tags`:
+    the AFM tags whose bodies are tool inputs, for a row with an AFM completion)."""
     stats = stats or TrajectoryStats()
     values = {**row, **turn_columns(trajectory, stats), "stats": stats.to_json(), "created_at": utcnow()}
-    upsert_trajectory(store, values)
+    upsert_trajectory(store, values, tool_tags)
 
 
 def turn_columns(trajectory: Trajectory | None, stats: TrajectoryStats) -> dict[str, Any]:

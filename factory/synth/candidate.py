@@ -24,10 +24,14 @@ class Candidate:
     hops: int = 1  # dependent lookups (depth), sub-questions (width) or computation steps the answer needs
     provenance: dict[str, Any] = field(default_factory=dict)  # seed task id, documents, hop chain, programs
     verdicts: dict[str, tuple[bool, str]] = field(default_factory=dict)  # gate -> (passed, reason)
+    not_run: dict[str, str] = field(default_factory=dict)  # gate -> why it was not run (recorded, never a pass)
 
     def judge(self, gate: str, passed: bool, reason: str = "") -> bool:
         self.verdicts[gate] = (passed, reason)
         return passed
+
+    def skip(self, gate: str, why: str) -> None:
+        self.not_run[gate] = why
 
     @property
     def kept(self) -> bool:

@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from factory.records import TOOL_TAGS
+from factory.coa.tools.registry import tool_tags
 
-TAGS = ("think", "plan", *TOOL_TAGS, "observation", "reflection", "suggested_answer", "double_check", "answer")
+TAGS = ("think", "plan", *tool_tags(), "observation", "reflection", "suggested_answer", "double_check", "answer")
 SEPARATOR = "\n"  # between blocks in the canonical rendering
 AFTER_OBSERVATION = "\n\n"  # the blank line that closes AFM's masked span (part of the span)
 

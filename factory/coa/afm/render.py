@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from factory.coa.afm.blocks import AFTER_OBSERVATION, SEPARATOR, Block, markup
-from factory.records import TOOL_TAGS, Turn
+from factory.coa.tools.registry import tool_tags
+from factory.records import Turn
 
 
 @dataclass(frozen=True)
@@ -98,4 +99,4 @@ def render_multiturn(
 def _assistant_kind(segment: Segment) -> str:
     if segment.last_tag == "answer":
         return "answer"
-    return "tool_call" if segment.last_tag in TOOL_TAGS else "text"
+    return "tool_call" if segment.last_tag in tool_tags() else "text"

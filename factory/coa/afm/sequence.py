@@ -12,10 +12,10 @@ import re
 from factory.checks.extract import BOXED, last_boxed
 from factory.coa.afm.blocks import Block, Violation
 from factory.coa.afm.scores import double_check_score, reflection_is_poor, reflection_scores
-from factory.records import TOOL_TAGS
+from factory.coa.tools.registry import tool_tags
 
 _NEEDS_THINK = {
-    "mas": {"plan", *TOOL_TAGS, "reflection", "suggested_answer", "double_check"},
+    "mas": {"plan", *tool_tags(), "reflection", "suggested_answer", "double_check"},
     "code": {"code", "answer"},  # the code prompts: "Call 'think' before any 'code' or 'answer' function"
 }
 
@@ -123,11 +123,11 @@ def _think_before(tags: list[str], needs_think: set[str]) -> list[Violation]:
 
 
 def _tool_then_observation(tags: list[str]) -> list[Violation]:
-    found = []
+    found, tools = [], tool_tags()
     for i, tag in enumerate(tags):
-        if tag in TOOL_TAGS and _tag_at(tags, i + 1) != "observation":
+        if tag in tools and _tag_at(tags, i + 1) != "observation":
             found.append(Violation("observation_after_tool", f"<{tag}> must be followed by <observation>", i + 1))
-        if tag == "observation" and (i == 0 or tags[i - 1] not in TOOL_TAGS):
+        if tag == "observation" and (i == 0 or tags[i - 1] not in tools):
             found.append(Violation("orphan_observation", "<observation> must follow a tool call", i))
     return found
 

@@ -21,7 +21,8 @@ def event_line(event: Event, call: int, current_plan: bool) -> str | None:
     if event.kind == "tool_call" and event.tool is not None:
         status = "" if event.tool.ok else " (failed)"
         step = f" for step {event.step}" if event.step else ""
-        return f"Call {call}{step}: {event.tool.name}({event.tool.argument!r}){status}\nResult:\n{event.tool.result}"
+        argument = f"\n{event.tool.argument}" if event.tool.name == "code" else f"({event.tool.argument!r})"
+        return f"Call {call}{step}: {event.tool.name}{argument}{status}\nResult:\n{event.tool.result}"
     if event.kind == "reflection":
         return f"Reflection on call {call}: {event.content} (step: {event.decision})"
     if event.kind == "suggested_answer":

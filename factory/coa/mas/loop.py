@@ -29,10 +29,10 @@ from ..defaults import resolve_coa
 from ..plan import Plan, PlanStep
 from ..samples import public_samples, test_step, untested
 from ..tools import Goal, ToolBox
+from ..tools.registry import offered_for
 from ..trace import Event, Trace
 from .agents import Agents, RunState, Stop, usage_of
 
-WEB_TOOLS = ("web_search", "crawl_page")
 MAX_TEST_ROUNDS = 2  # times a code answer is sent back to be run on the samples before the check sees it anyway
 
 
@@ -74,10 +74,9 @@ async def run_mas(agents: Agents, toolbox: ToolBox, task: Task, settings: CoaCon
 
 
 def offered_tools(variant: str, settings: CoaConfig, toolbox: ToolBox) -> tuple[str, ...]:
-    """The tool agent's choices, among the tools that are on: the web tools (and code with
-    `mas_code`) for `mas`, code for `code`."""
-    wanted = (*WEB_TOOLS, *(("code",) if settings.mas_code else ())) if variant == "mas" else ("code",)
-    return tuple(name for name in wanted if name in toolbox)
+    """The tool agent's choices, among the tools that are on: those declared for the variant (registry.py),
+    and the ones offered on request (code in `mas`) with `mas_code`."""
+    return tuple(name for name in offered_for(variant, settings.mas_code) if name in toolbox)
 
 
 async def solve(agents: Agents, toolbox: ToolBox, run: RunState, settings: CoaConfig) -> None:

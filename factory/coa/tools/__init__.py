@@ -27,17 +27,17 @@ from .config import (
     HttpSearchConfig,
     LocalCorpusConfig,
     SearchToolConfig,
-    ToolsConfig,
-)  # fmt: skip
+)
 from .crawl import CrawlPageTool
 from .http_search import HttpSearchBackend
+from .registry import BuildContext, ToolSpec, spec, specs, tool_tags
 from .search import LocalSearchBackend, SearchError, SearchResult, WebSearchTool
 from .summary import PageSummarizer
-from .toolbox import ToolBox
+from .toolbox import ToolBox, ToolsConfig
 
 __all__ = [
     "CODE_TOOL_IMPORTS", "CodeTool", "CodeToolConfig", "CorpusError", "CorpusIndex", "CrawlPageTool",
     "CrawlToolConfig", "Document", "Goal", "HttpSearchBackend", "HttpSearchConfig", "LocalCorpusConfig",
     "LocalSearchBackend", "PageSummarizer", "SearchError", "SearchResult", "SearchToolConfig", "Tool", "ToolBox", "ToolResult",
-    "ToolsConfig", "WebSearchTool", "build_index", "index_path",
+    "ToolsConfig", "WebSearchTool", "build_index", "index_path", "BuildContext", "ToolSpec", "spec", "specs", "tool_tags",
 ]  # fmt: skip

@@ -66,6 +66,7 @@ import signal
 from ...sandbox import SandboxLimits, SandboxResult, arun_program
 from .base import ToolResult, strip_fence
 from .config import CodeToolConfig
+from .registry import ToolSpec
 
 ECHO_NAME = "_value_of_last_line"  # not a dunder: the sandbox's static check refuses those
 PROGRAM_BLOCK = re.compile(r"```(?:py|python|python3)[ \t]*\n(.*?)```", re.DOTALL)
@@ -235,3 +236,10 @@ class CodeTool:
                 "duration_s": round(verdict.duration_s, 3),
                 "stdin_chars": len(stdin) if stdin is not None else None}  # fmt: skip
         return ToolResult(verdict.ok, text, meta)
+
+
+SPEC = ToolSpec(
+    name="code", config=CodeToolConfig, build=lambda config, context: CodeTool(config), argument="the Python program",
+    variants=("code",), on_request=("mas",), aliases=("python", "python_interpreter", "run_python"),
+    rl_domains=("math", "code"), order=30,
+)  # fmt: skip

@@ -1,4 +1,4 @@
-"""`ToolsConfig`: which tools are on, their limits, and the web_search backend.
+"""`ToolsConfig`: which tools are on, their limits, and the web_search backend (one section per tool in registry.py).
 
 Loadable from YAML like every config section (extra keys are errors). Example:
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
 from ...config import StrictModel
 from ...llm.config import check_base_url
@@ -120,19 +120,29 @@ class CrawlToolConfig(StrictModel):
     user_agent: str = "factory-crawl/0.1 (+offline-capable research agent)"
 
 
-class ToolsConfig(StrictModel):
-    code: CodeToolConfig = Field(default_factory=CodeToolConfig)
-    web_search: SearchToolConfig = Field(default_factory=SearchToolConfig)
-    crawl_page: CrawlToolConfig = Field(default_factory=CrawlToolConfig)
+class ToolsBase(StrictModel):
+    """What every run's tools share; `ToolsConfig` adds one section per declared tool (registry.py)."""
+
     # The one cut between a tool's answer and the observation: the agents read this
     # text and the distilled trajectory shows the same text (ToolBox.call applies it).
     observation_chars: int = Field(3000, ge=200, le=100_000, description="the longest observation; longer "
                                    "tool answers are cut with a marker, once, before anyone reads them")  # fmt: skip
 
     @model_validator(mode="after")
-    def code_fits_the_observation(self) -> ToolsConfig:
-        """The code tool cuts inside its [STDOUT]/[STDERR] frame; a later cut by the toolbox would
-        take the frame's end off, so the code tool's own cap is held within `observation_chars`."""
-        if self.code.max_output_chars > self.observation_chars:
-            self.code = self.code.model_copy(update={"max_output_chars": self.observation_chars})
+    def outputs_fit_the_observation(self) -> ToolsBase:
+        """A tool that cuts its own output inside a frame (the code tool's [STDOUT]/[STDERR]) keeps its cap
+        within `observation_chars`: a later cut by the toolbox would take the frame's end off."""
+        for name in type(self).model_fields:
+            section = getattr(self, name)
+            cap = getattr(section, "max_output_chars", None)
+            if cap is not None and cap > self.observation_chars:
+                setattr(self, name, section.model_copy(update={"max_output_chars": self.observation_chars}))
         return self
+
+
+def tools_config_model() -> type[ToolsBase]:
+    """`coa.tools`: observation_chars and one section per declared tool, named after it."""
+    from .registry import specs  # the tool modules import this module's sections
+
+    sections = {spec.name: (spec.config, Field(default_factory=spec.config)) for spec in specs()}
+    return create_model("ToolsConfig", __base__=ToolsBase, __module__=__name__, **sections)

@@ -32,6 +32,7 @@ from .bm25 import Document
 from .config import CrawlToolConfig
 from .fetch import TRANSPORT_ERRORS, Fetched, describe_error, fetch, is_ip_literal, is_public_address, session
 from .html_text import html_to_text
+from .registry import BuildContext, ToolSpec
 from .search import LocalSearchBackend, SearchError
 from .summary import PageSummarizer
 
@@ -173,3 +174,17 @@ class CrawlPageTool:
             url = urljoin(answer.url, answer.location)
             check_url(url, self.config.allow_private_addresses)
         raise Refused(f"more than {self.config.max_redirects} redirects")
+
+
+def build_crawl_page(config: CrawlToolConfig, context: BuildContext) -> CrawlPageTool:
+    """With a summarizer client and `summarize` on, pages are summarised toward the agent's goal;
+    with a local corpus, its documents are readable by id or URL, whichever backend searches."""
+    summarize = config.summarize and context.summarizer is not None
+    summarizer = PageSummarizer(context.summarizer, config.summary_chars) if summarize else None
+    return CrawlPageTool(config, context.corpus, summarizer)
+
+
+SPEC = ToolSpec(
+    name="crawl_page", config=CrawlToolConfig, build=build_crawl_page, argument="the URL / corpus:// id to read",
+    variants=("mas",), aliases=("visit_webpage", "browse", "fetch"), rl_domains=("qa",), order=20,
+)  # fmt: skip

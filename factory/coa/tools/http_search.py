@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import HttpSearchConfig
 from .fetch import TRANSPORT_ERRORS, Fetched, describe_error, fetch, session, sleep_before_retry
-from .search import SearchError, SearchResult
+from .results import SearchError, SearchResult
 
 TAG = re.compile(r"<[^>]+>")  # APIs often mark the query words in snippets with <b>/<strong>
 

@@ -26,36 +26,21 @@ import asyncio
 import json
 import re
 import threading
-from dataclasses import dataclass
-from typing import Protocol
 
 import duckdb
 
+from ...errors import FactoryError
 from .base import ToolResult, failure, strip_fence
 from .bm25 import CorpusError, CorpusIndex, Document
 from .config import LocalCorpusConfig, SearchToolConfig
+from .http_search import HttpSearchBackend
+from .registry import BuildContext, ToolSpec
+from .results import SearchBackend, SearchError, SearchResult
 
 MAX_QUERIES = 5  # one call may ask several queries; more is a runaway model
 MAX_QUERY_CHARS = 500
 SNIPPET_TERMS, SNIPPET_HITS_PER_TERM = 12, 8
 VIDEO_NOTICE = "Your browser can't play this video."  # Google's snippet noise; AFM drops it too
-
-
-class SearchError(Exception):
-    """The search could not be answered; the message is the observation."""
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    title: str
-    url: str | None
-    snippet: str
-    date: str | None = None  # shown as AFM shows Serper's "date" and "source" when a backend has them
-    source: str | None = None
-
-
-class SearchBackend(Protocol):
-    async def search(self, query: str, k: int) -> list[SearchResult]: ...
 
 
 def best_snippet(text: str, terms: list[str], width: int) -> str:
@@ -190,3 +175,27 @@ class WebSearchTool:
         return ToolResult(
             True, "\n\n".join(sections), {"backend": self.config.backend, "queries": queries, "n_results": counts}
         )
+
+
+def build_web_search(config: SearchToolConfig, context: BuildContext) -> WebSearchTool:
+    """Search over the toolbox's local corpus, or over the HTTP API the config describes."""
+    if config.backend == "local":
+        return WebSearchTool(config, opened(context.corpus))
+    return WebSearchTool(config, HttpSearchBackend(config.http))
+
+
+def opened(corpus: LocalSearchBackend) -> LocalSearchBackend:
+    """The local corpus with its index open (built if stale), or one line naming the file: a wrong
+    corpus would fail every search, so it is said before any agent asks."""
+    try:
+        corpus.open_now()
+    except (CorpusError, duckdb.Error) as exc:
+        reason = " ".join(str(exc).split())[:400]
+        raise FactoryError(f"web_search: the local corpus cannot be searched: {reason}") from None
+    return corpus
+
+
+SPEC = ToolSpec(
+    name="web_search", config=SearchToolConfig, build=build_web_search, argument="the query", variants=("mas",),
+    aliases=("search", "google_search", "bing_search"), rl_domains=("qa",), order=10,
+)  # fmt: skip

@@ -13,27 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
-import duckdb
-
-from ...errors import FactoryError
 from ...llm import LLMClient
 from .base import Goal, Tool, ToolResult, cap_text, failure
-from .bm25 import CorpusError
-from .code import CodeTool
-from .config import ToolsConfig
-from .crawl import CrawlPageTool
-from .http_search import HttpSearchBackend
-from .search import LocalSearchBackend, SearchBackend, WebSearchTool
-from .summary import PageSummarizer
+from .config import tools_config_model
+from .registry import BuildContext, specs
+from .search import LocalSearchBackend
 
-
-def check_corpus(corpus: LocalSearchBackend) -> None:
-    """Open the local corpus's index (building it if stale), or stop with one line naming the file."""
-    try:
-        corpus.open_now()
-    except (CorpusError, duckdb.Error) as exc:
-        reason = " ".join(str(exc).split())[:400]
-        raise FactoryError(f"web_search: the local corpus cannot be searched: {reason}") from None
+# `coa.tools`: one section per declared tool (registry.py), built here, where no tool module looks.
+ToolsConfig = tools_config_model()
 
 
 class ToolBox(Mapping[str, Tool]):
@@ -45,25 +32,15 @@ class ToolBox(Mapping[str, Tool]):
 
     @classmethod
     def from_config(cls, config: ToolsConfig | None = None, summarizer_llm: LLMClient | None = None) -> ToolBox:
-        """`summarizer_llm`: the client crawl_page summarises pages with (when `crawl_page.summarize`);
-        without one, crawl_page shows the page's text."""
+        """Every declared tool that is on (registry.py). `summarizer_llm`: the client crawl_page summarises
+        pages with (when `crawl_page.summarize`); without one, crawl_page shows the page's text."""
         config = config or ToolsConfig()
         search = config.web_search
         corpus = LocalSearchBackend(search.local, search.snippet_chars) if search.local is not None else None
-        tools: list[Tool] = []
-        if config.code.enabled:
-            tools.append(CodeTool(config.code))
-        if search.enabled:
-            if search.backend == "local":
-                check_corpus(corpus)  # a wrong corpus fails every search: say so before any agent asks
-            backend: SearchBackend = corpus if search.backend == "local" else HttpSearchBackend(search.http)
-            tools.append(WebSearchTool(search, backend))
-        crawl = config.crawl_page
-        if crawl.enabled:
-            summarize = crawl.summarize and summarizer_llm is not None
-            summarizer = PageSummarizer(summarizer_llm, crawl.summary_chars) if summarize else None
-            # With a local corpus, its documents are readable by id or URL, whichever backend searches.
-            tools.append(CrawlPageTool(crawl, corpus, summarizer))
+        context = BuildContext(corpus, summarizer_llm, config)
+        tools = [
+            spec.build(getattr(config, spec.name), context) for spec in specs() if getattr(config, spec.name).enabled
+        ]
         return cls({tool.name: tool for tool in tools}, corpus, config.observation_chars)
 
     def __getitem__(self, name: str) -> Tool:
