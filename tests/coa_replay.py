@@ -49,7 +49,9 @@ ROLE_MARKERS = {  # the opening of each role's system prompt (prompts/coa/<role>
     "Your step now: SUGGEST AN ANSWER.": "answerer",
     "Your step now: DOUBLE-CHECK.": "verifier",
     "Summarise a web page for a reader": "summarizer",
+    "Answer the question. Think it through briefly": "policy",  # the closed-book pass (prompts/passrate/)
 }
+CLOSED_BOOK = "replay-closed-book"  # the rollouts label of the closed-book pass
 WAIT_S = 3 * 3600  # how long a recording request waits for its reply
 
 
@@ -126,7 +128,8 @@ class CoaReplayServer(LoopbackServer):
             reply = await self.wait_for_reply(body, recording, role, n)
         if reply is None:
             return self.refuse(f"task={recording['task']['id']} role={role} n={n}")
-        content = json.dumps(reply, ensure_ascii=False)
+        free_text = not body.get("response_format") and set(reply) == {"text"}  # a free-text request
+        content = reply["text"] if free_text else json.dumps(reply, ensure_ascii=False)
         prompt = "".join(str(m.get("content", "")) for m in body.get("messages") or [])
         return web.json_response(completion_body(prompt, content))
 
@@ -197,7 +200,10 @@ def show(path: Path) -> str:
     body = json.loads(path.read_text())
     parts = [f"=== {m['role']}\n{m['content']}" for m in body["messages"]]
     schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
-    parts.append("=== reply schema\n" + json.dumps(schema.get("properties", schema), indent=1))
+    if schema:
+        parts.append("=== reply schema\n" + json.dumps(schema.get("properties", schema), indent=1))
+    else:
+        parts.append('=== free text: write the reply as {"text": "<the whole reply>"}')
     return "\n\n".join(parts)
 
 
@@ -217,9 +223,26 @@ def record(args: argparse.Namespace) -> None:
     base_url = server.start_in_thread()
     tasks = write_tasks(server.recordings, Path(args.run_dir).with_suffix(".tasks.jsonl"))
     config = replay_config(server.settings, tasks, Path(args.run_dir), base_url, len(server.recordings), True)
+    closed_book(server.recordings, tasks, base_url, Path(args.run_dir).with_suffix(".closed"))  # before any tool
     outcome = run_coa(FactoryConfig.model_validate(config), progress=False)
     print(json.dumps({"funnel": outcome.funnel, "failures": outcome.failures}))
     server.stop()
+
+
+def closed_book(recordings: list[dict], tasks: Path, base_url: str, run_dir: Path) -> list[dict]:
+    """One no-tool answer per qa task (the closed-book gate's question, factory/synth/closed_book.py), asked
+    before the task's own run so that no observation can inform it; one pass-rate row per task."""
+    from factory.llm import LLMConfig
+    from factory.passrate.rates import pass_rates
+    from factory.passrate.sampler import ensure_rollouts
+    from factory.store import Store
+    from factory.tasks import load_tasks
+
+    qa = [task for task in load_tasks(tasks) if task.domain == "qa"]
+    llm = LLMConfig(model="replay", base_url=base_url, cache=False, max_retries=0, timeout_s=WAIT_S + 60)
+    with Store.open(run_dir) as store:
+        ensure_rollouts(store, qa, llm, n=1, model_label=CLOSED_BOOK, temperature=0.0, max_tokens=1024)
+        return pass_rates(store, CLOSED_BOOK, [task.id for task in qa]).to_pylist()
 
 
 def main() -> None:

@@ -41,6 +41,13 @@ class PlanStep:
         return f"{self.number}. {self.text} [{status}]"
 
 
+def first_sentence(text: str, limit: int = 240) -> str:
+    """The reason as the plan shows it: its first sentence, or its first `limit` characters and an ellipsis."""
+    text = " ".join(text.split())
+    end = min((i + 1 for i in (text.find(". "), text.find("; ")) if 0 <= i < limit), default=None)
+    return text[:end] if end else (text if len(text) <= limit else text[: limit - 1].rstrip() + "…")
+
+
 @dataclass
 class Plan:
     steps: list[PlanStep] = field(default_factory=list)
@@ -58,12 +65,17 @@ class Plan:
         self.steps.append(step)
         return step
 
-    def settle(self, step: PlanStep, outcome: Outcome, note: str = "") -> None:
-        """What the reflection decided for the step: done, dropped, or still open (retry / re-plan)."""
+    def settle(self, step: PlanStep, outcome: Outcome, note: str = "", others: list[int] = ()) -> None:
+        """What the reflection decided for the step: done, dropped, or still open (retry / re-plan); `others`:
+        the numbers of open steps the same result settled (a page that held a later step's fact too), done
+        with this step's call, so no call is made only to find again what was already shown."""
         if outcome == "done":
             step.state = "done"
         elif outcome == "drop":
-            step.state, step.note = "dropped", " ".join(note.split())[:200]
+            step.state, step.note = "dropped", first_sentence(note)
+        for other in self.steps:
+            if other.number in others and other.state == "open" and other is not step and outcome != "replan":
+                other.state, other.calls = "done", [*other.calls, *step.calls[-1:]]
 
     def text(self) -> str:
         return "\n".join(step.line() for step in self.steps)

@@ -35,7 +35,7 @@ MAX_PLAN_STEPS = 12  # a hard task's plan: a lookup, a page or a program per ste
 ANSWER_FORMATS = {  # what the answerer is told, by task domain
     "math": "the final answer only, as LaTeX inside \\boxed{...}",
     "code": "a complete Python program in one ```py block that reads stdin and prints the answer",
-    "qa": "a short answer: a name, a number or a phrase of a few words",
+    "qa": "the answer alone: the name, number or short phrase asked for, with no unit, explanation or other name",
 }
 # AFM's reflection line is `information_conflict: good` (good: no conflict). The agent is asked for
 # consistency instead, so that every scale reads one way (good is the best case); distill.py writes AFM's name.
@@ -67,6 +67,9 @@ class ReflectionReply(Reply):
     think: Think
     comment: str = Field(min_length=1, max_length=600, description="what the result showed, with its names and values")
     step: Literal["done", "retry", "drop", "replan"] = Field(description="what becomes of the step the call was for")
+    also_settled: list[int] = Field(
+        default_factory=list, max_length=MAX_PLAN_STEPS, description="other open steps this result already settles"
+    )
     consistency: Rating
     tool_effectiveness: Rating
     trajectory_progress: Rating
@@ -187,7 +190,7 @@ class Reflector(CoaRole):
         # A poor rating asks for a new plan (AFM's rule), whatever the step's outcome says.
         decision = "replan" if "poor" in scores.values() else reply.step
         return Event(agent=self.name, kind="reflection", think=reply.think.strip(), content=reply.comment.strip(),
-                     scores=scores, decision=decision)  # fmt: skip
+                     scores=scores, decision=decision, settles=sorted(set(reply.also_settled)))  # fmt: skip
 
 
 class Answerer(CoaRole):

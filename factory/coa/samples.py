@@ -7,12 +7,13 @@ Capable models answered code tasks with a program they never ran as it will be j
 (issue 25). The public samples are the ones the question itself shows (AtCoder's
 "Sample Input 1" / "Sample Output 1"); the hidden tests of the task are never used here,
 so nothing the agent could not see reaches its trajectory. A sample counts as tested when
-a successful code call ran the answer's program, compared line by line with blank lines and
-trailing spaces ignored, with that sample's input on stdin.
+a successful code call ran the answer's program (the same syntax tree: comments and layout
+aside) with that sample's input on stdin (a ```sh block), as the judge will run it.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 
 from ..checks.extract import python_code
@@ -33,7 +34,11 @@ def public_samples(question: str) -> list[tuple[str, str]]:
 
 
 def normalized_program(source: str) -> str:
-    return "\n".join(line.rstrip() for line in source.strip().splitlines() if line.strip())
+    """The program's syntax tree, so that comments and layout do not count; its text when it does not parse."""
+    try:
+        return ast.dump(ast.parse(source))
+    except (SyntaxError, ValueError):
+        return "\n".join(line.rstrip() for line in source.strip().splitlines() if line.strip())
 
 
 def normalized_input(text: str) -> str:
@@ -53,8 +58,10 @@ def untested(trace: Trace, answer: str, samples: list[tuple[str, str]]) -> list[
     return [number for number, (given, _) in enumerate(samples, 1) if normalized_input(given) not in ran]
 
 
-def test_step(samples: list[tuple[str, str]], missing: list[int]) -> str:
-    """The plan step that asks for the runs still missing, in the agent's plan wording."""
-    which = ", ".join(str(number) for number in missing)
-    label = "sample input" if len(missing) == 1 else "sample inputs"
-    return f"Run the final program on {label} {which} and compare its output with the expected output."
+def test_steps(missing: list[int]) -> list[str]:
+    """One plan step per run still missing: the judge runs the program once per input."""
+    return [
+        f"Run the final program, exactly as it will be answered, on sample input {number} (the program in a ```py "
+        "block, the sample in a ```sh block) and compare its output with the expected output."
+        for number in missing
+    ]

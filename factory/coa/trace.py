@@ -63,6 +63,7 @@ class Event(Record):
     decision: str | None = None
     replan: bool = False  # a plan made after a poor reflection or a low double check
     step: int | None = None  # tool call, reflection: the number of the plan step it works on
+    settles: list[int] = Field(default_factory=list)  # reflection: other open plan steps its call's result settled
     evidence: list[Evidence] = Field(default_factory=list)  # suggested answer: the facts it rests on
     check: str | None = None  # double check: one more tool check it asked for before answering
     llm: LLMUsage | None = None

@@ -20,11 +20,12 @@ def event_line(event: Event, call: int, current_plan: bool) -> str | None:
         return f"Earlier plan (replaced later):\n{event.content}"
     if event.kind == "tool_call" and event.tool is not None:
         status = "" if event.tool.ok else " (failed)"
-        step = f" for step {event.step}" if event.step else ""
+        step = f" for step {event.step}" if event.step else ""  # of the plan in force when the call was made
         argument = f"\n{event.tool.argument}" if event.tool.name == "code" else f"({event.tool.argument!r})"
         return f"Call {call}{step}: {event.tool.name}{argument}{status}\nResult:\n{event.tool.result}"
     if event.kind == "reflection":
-        return f"Reflection on call {call}: {event.content} (step: {event.decision})"
+        settled = f"; also settled steps {', '.join(map(str, event.settles))}" if event.settles else ""
+        return f"Reflection on call {call}: {event.content} (step: {event.decision}{settled})"
     if event.kind == "suggested_answer":
         return f"Suggested answer: {event.content}"
     if event.kind == "double_check":

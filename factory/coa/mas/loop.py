@@ -27,7 +27,7 @@ from ...tasks import Task
 from ..config import CoaConfig
 from ..defaults import resolve_coa
 from ..plan import Plan, PlanStep
-from ..samples import public_samples, test_step, untested
+from ..samples import public_samples, test_steps, untested
 from ..tools import Goal, ToolBox
 from ..tools.registry import offered_for
 from ..trace import Event, Trace
@@ -129,7 +129,7 @@ async def act(agents: Agents, toolbox: ToolBox, run: RunState, step: PlanStep) -
         run, "reflector", focus=f"The plan step the call was for: step {step.number}: {step.text}"
     )
     reflection.step = step.number
-    run.plan.settle(step, reflection.decision, reflection.content or "")
+    run.plan.settle(step, reflection.decision, reflection.content or "", reflection.settles)
     run.trace.steps = run.plan.records()
     return reflection.decision
 
@@ -144,16 +144,21 @@ def needs_sample_runs(run: RunState, suggested: Event, settings: CoaConfig) -> b
     if not missing or run.steps >= settings.max_steps:
         return False
     run.tests_asked += 1
-    run.plan.add(test_step(samples, missing))
+    for step in test_steps(missing):
+        run.plan.add(step)
     run.trace.steps = run.plan.records()
     return True
 
 
 def goal_of(trace: Trace, event: Event) -> Goal:
     """What the call is for, from what the distilled trajectory shows before it: the question, the
-    last web_search query and the reasoning for this call (AFM's crawl_page summarises toward these)."""
-    queries = [call.argument for call in trace.tool_calls() if call.name == "web_search" and call is not event.tool]
-    return Goal(question=trace.question, query=queries[-1] if queries else "", clues=event.think or "")
+    web_search query and the reasoning for this call (AFM's crawl_page summarises toward these). The query
+    is the latest one whose results list a page the call reads, else the latest one."""
+    searches = [call for call in trace.tool_calls() if call.name == "web_search" and call is not event.tool]
+    links = [link.strip() for link in event.tool.argument.split("|") if link.strip()]
+    found = [call for call in searches if any(link in call.result for link in links)]
+    query = (found or searches)[-1].argument if searches else ""
+    return Goal(question=trace.question, query=query, clues=event.think or "")
 
 
 def accept(run: RunState, suggested: Event) -> None:
