@@ -3,6 +3,7 @@
     python benchmarks/coa_yield.py                                   # embedded SmolLM2, 3 math500 tasks
     python benchmarks/coa_yield.py --tasks ../shared/data/tasks/nq.parquet --count 10 --corpus wiki.jsonl
     python benchmarks/coa_yield.py --model openai/gpt-4o-mini --count 20           # auto: the paper-sized settings
+    python benchmarks/coa_yield.py --replay benchmarks/data/coa_replay/capable_v1  # a recorded capable model
 
 Runs `factory coa` in-process into a fresh run folder (cache off unless --cache)
 and reads the store afterwards:
@@ -23,12 +24,25 @@ settings (`--reply-chars full --max-steps 6 --max-replans 2 --max-tokens 1024
 --max-tokens-cap 8192` are the settings before issue 15, whatever the model).
 Figures are printed and merged into benchmarks/results/coa_yield.json under a
 key naming the model and settings.
+
+With --replay DIR the model is a recorded set of a capable model's replies to the
+real prompts, served over loopback HTTP (tests/coa_replay.py; the set's README says
+how it was recorded), and the figures are what a trainer keeps of it: the share of
+correct trajectories the shipped filters keep (synthesized and seed tasks apart, and
+how many pass AFM's >= 5 tool calls), tool calls per kept trajectory (median and
+histogram), LLM calls and tokens per kept trajectory (tokens estimated at 4 characters
+a token: the replies were not metered), the grounded-claim share, the most frequent
+openings of trained thoughts and reflections, the distiller's phrases, and the
+closed-book pass rate the set recorded for its qa tasks (tests/coa_replay_run.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -67,6 +81,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--cache", action="store_true", help="reuse cached calls (default: every call is fresh)")
     parser.add_argument("--run-dir", help="keep the run here (default: a temporary folder)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--replay", type=Path, help="replay this recorded set of capable-model replies instead")
     return parser.parse_args()
 
 
@@ -152,8 +167,21 @@ def measure(store: Store, funnel: dict[str, int], failures: dict[str, int], seco
     }
 
 
+def run_replay(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from coa_replay_run import replay_figures
+
+    with tempfile.TemporaryDirectory(prefix="coa_replay_") as folder:
+        started = time.monotonic()
+        figures = replay_figures(args.replay, Path(args.run_dir or folder) / "run")
+    figures["seconds"] = round(time.monotonic() - started, 1)
+    report(args.output, f"replay:{args.replay.name}", figures)
+
+
 def main() -> None:
     args = parse_args()
+    if args.replay:
+        return run_replay(args)
 
     def run(run_dir: str):
         return run_coa(build_config(args, run_dir), progress=True)

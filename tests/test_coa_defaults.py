@@ -28,7 +28,7 @@ from factory.llm import LLMConfig
 from factory.run_config import FactoryConfig
 from factory.store import Store
 
-EMBEDDED_REPLY = {"think": 240, "code": 400, "answer": 120, "comment": 160}
+EMBEDDED_REPLY = {"think": 240, "code": 400, "answer": 120, "comment": 160, "plan_steps": 3}
 
 
 def test_auto_settings_are_small_on_the_embedded_model_and_paper_sized_otherwise():
@@ -42,7 +42,13 @@ def test_auto_settings_are_small_on_the_embedded_model_and_paper_sized_otherwise
 
     hosted = resolve_coa(CoaConfig(), LLMConfig(model="openai/gpt-4o-mini", max_tokens=2048, max_tokens_cap=4096))
     assert (hosted.max_steps, hosted.max_replans, hosted.max_tokens, hosted.max_tokens_cap) == (20, 3, 2048, 4096)
-    assert hosted.reply_chars.model_dump() == {"think": 800, "code": 3000, "answer": 4000, "comment": 600}
+    assert hosted.reply_chars.model_dump() == {
+        "think": 800,
+        "code": 3000,
+        "answer": 4000,
+        "comment": 600,
+        "plan_steps": 12,
+    }
     assert (hosted.task_timeout_s, hosted.max_tokens_per_task, hosted.history_chars) == (900, 400_000, 24_000)
     assert (local.max_tokens_per_task, local.history_chars) == (60_000, 6000)
 

@@ -51,6 +51,7 @@ class ReplyLimits(StrictModel):
     comment: int | None = Field(
         None, ge=20, le=10_000, description="a reflection's or double check's comment (auto: 160 / 600)"
     )
+    plan_steps: int | None = Field(None, ge=1, le=12, description="steps a plan may list (auto: 3 / 12)")
 
     def resolved(self, embedded: bool) -> "ReplyLimits":
         """Every bound set: the auto ones for the embedded model or for any other."""

@@ -24,8 +24,8 @@ EMBEDDED = {"max_steps": 2, "max_replans": 1, "max_tokens": 512, "max_tokens_cap
 # A hard task worked one plan step per call: 5-20 calls (AFM's trajectories), each prompt carrying the work so far.
 OTHER = {"max_steps": 20, "max_replans": 3, "max_tokens": None, "max_tokens_cap": None, "task_timeout_s": 900.0,
          "max_tokens_per_task": 400_000, "history_chars": 24_000}  # fmt: skip
-EMBEDDED_REPLY = {"think": 240, "code": 400, "answer": 120, "comment": 160}
-OTHER_REPLY = {"think": 800, "code": 3000, "answer": 4000, "comment": 600}
+EMBEDDED_REPLY = {"think": 240, "code": 400, "answer": 120, "comment": 160, "plan_steps": 3}
+OTHER_REPLY = {"think": 800, "code": 3000, "answer": 4000, "comment": 600, "plan_steps": 12}
 
 
 def is_embedded(llm: LLMConfig) -> bool:

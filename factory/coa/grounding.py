@@ -7,10 +7,16 @@ no result contains (issue 25). The answerer lists the facts its answer rests on,
 the call whose result shows it (`Event.evidence`); here each claim is held against that
 observation:
 
-- a claim's key terms are its numbers (thousands separators dropped: 472,317 = 472317), its
-  capitalised words and its quoted phrases; the claim is grounded when every key term not
-  already in the question appears in the cited observation. A claim without key terms needs
-  most of its content words there. A citation of a call that does not exist grounds nothing.
+- a claim's key terms are its numbers (thousands separators dropped: 472,317 = 472317; a
+  decimal matches an observed one it rounds from: 2.1794 in "2.179449"), its capitalised names
+  (a possessive 's aside; single letters and two-letter symbols such as "N" or "DP" are
+  notation, not names) and its quoted phrases; the claim is grounded when every key term not
+  already in the question appears in the cited observation (for a program, its output or
+  its code: "500 random cases" is read off the code), or, cited wrongly, in the observations
+  together (a figure no tool printed is in none of them); a claim whose terms the question
+  already holds ("prints 10 on sample 1") needs one of its numbers in the cited output. A claim without key
+  terms needs most of its content words in the cited observation. A citation of a call that
+  does not exist grounds nothing.
 - the answer is one more claim: grounded when an observation contains it (qa, math: a run
   printed the value), when it is derived from grounded claims only (a sum of looked-up
   figures), or, for a program, when a successful code call ran it.
@@ -30,10 +36,12 @@ from ..checks.extract import last_boxed, python_code
 from ..checks.text import normalize_answer
 from .samples import normalized_program
 from .tools.code import program_and_stdin
-from .trace import Event, Evidence, Trace
+from .trace import Event, Evidence, ToolCall, Trace
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
+POSSESSIVE = re.compile(r"['’]s$")
+DECIMAL = re.compile(r"-?\d+\.\d+")
 QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 STOP = frozenset("a an the of in on at to for by and or is was are were its it this that with from as be".split())
 MIN_ANSWER_CHARS = 3  # shorter answers ("2", "no") turn up in any text: too short to tell recall from chance
@@ -55,8 +63,27 @@ def canonical(text: str) -> str:
 
 def key_terms(claim: str) -> list[str]:
     numbers = [m.group(0).replace(",", "").rstrip(".") for m in NUMBER.finditer(claim)]
-    names = [m.group(0) for m in CAPITALISED.finditer(claim) if m.group(0).lower() not in STOP and not opener(claim, m)]
+    names = [bare_name(m.group(0)) for m in CAPITALISED.finditer(claim) if not opener(claim, m)]
+    names = [name for name in names if len(name) > 2 and name.lower() not in STOP]
     return [term.lower() for term in [*numbers, *names, *QUOTED.findall(claim)]]
+
+
+def bare_name(name: str) -> str:
+    """ "The Seine's" -> "Seine": leading stop words and a possessive off."""
+    words = name.split()
+    while len(words) > 1 and words[0].lower() in STOP:
+        words.pop(0)
+    return POSSESSIVE.sub("", " ".join(words))
+
+
+def found(term: str, seen: str) -> bool:
+    """The term in the canonical text; a decimal also when an observed decimal rounds to it."""
+    if contains(seen, term):
+        return True
+    if not DECIMAL.fullmatch(term):
+        return False
+    places = len(term.split(".")[1])
+    return any(round(float(value), places) == float(term) for value in DECIMAL.findall(seen))
 
 
 def opener(text: str, match: re.Match[str]) -> bool:
@@ -65,11 +92,16 @@ def opener(text: str, match: re.Match[str]) -> bool:
     return " " not in match.group(0) and (not before or before[-1] in ".:;!?")
 
 
-def claim_grounded(claim: str, observation: str, question: str) -> bool:
-    seen, given = canonical(observation), canonical(question)
-    terms = [term for term in key_terms(claim) if not contains(given, term)]
+def claim_grounded(claim: str, observation: str, question: str, everything: str = "") -> bool:
+    """`everything`: all the run's observations, for a claim that cites the wrong one."""
+    seen, given, anywhere = canonical(observation), canonical(question), canonical(everything)
+    every = key_terms(claim)
+    terms = [term for term in every if not contains(given, term)]
     if terms:
-        return all(contains(seen, term) for term in terms)
+        return all(found(term, seen) for term in terms) or all(found(term, anywhere) for term in terms)
+    numbers = [term for term in every if NUMBER.fullmatch(term)]
+    if numbers:  # "prints 10 on sample 1": values the question also shows; the run must have printed one
+        return any(found(term, seen) for term in numbers)
     words = [w for w in re.findall(r"[a-z0-9]+", claim.lower()) if len(w) > 3 and w not in STOP]
     return bool(words) and sum(w in seen for w in words) >= 0.6 * len(words)
 
@@ -79,16 +111,23 @@ def grounding(trace: Trace) -> Grounding:
     suggested = last_suggested(trace.events)
     if trace.final_answer is None or suggested is None:
         return Grounding()
-    observations = [call.result for call in trace.tool_calls()]
+    observations = [evidence_text(call) for call in trace.tool_calls()]
     found = Grounding(answer_before_tool=recalled(trace))
     evidence_ok = True
     for item in suggested.evidence:
         ok = evidence_grounded(item, observations, trace.question)
         evidence_ok &= ok
         count(found, item.claim, ok)
-    answer_ok = answer_grounded(trace, observations) or (evidence_ok and bool(suggested.evidence))
+    printed = [call.result for call in trace.tool_calls()]  # the answer itself must have been shown, not written
+    answer_ok = answer_grounded(trace, printed) or (evidence_ok and bool(suggested.evidence))
     count(found, f"answer: {trace.final_answer.strip()[:200]}", answer_ok)
     return found
+
+
+def evidence_text(call: ToolCall) -> str:
+    """What a call shows: its observation, and for a program the program too ("500 random cases with N up to
+    8" is read off the code, "mismatches 0" off its output). A search's query is not evidence of anything."""
+    return f"{call.result}\n{call.argument}" if call.name == "code" else call.result
 
 
 def count(found: Grounding, claim: str, ok: bool) -> None:
@@ -105,7 +144,7 @@ def last_suggested(events: list[Event]) -> Event | None:
 def evidence_grounded(item: Evidence, observations: list[str], question: str) -> bool:
     if item.call is None or not 1 <= item.call <= len(observations):
         return False
-    return claim_grounded(item.claim, observations[item.call - 1], question)
+    return claim_grounded(item.claim, observations[item.call - 1], question, "\n".join(observations))
 
 
 def answer_value(trace: Trace) -> str | None:

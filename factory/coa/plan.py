@@ -44,7 +44,7 @@ class PlanStep:
 def first_sentence(text: str, limit: int = 240) -> str:
     """The reason as the plan shows it: its first sentence, or its first `limit` characters and an ellipsis."""
     text = " ".join(text.split())
-    end = min((i + 1 for i in (text.find(". "), text.find("; ")) if 0 <= i < limit), default=None)
+    end = next((i + 1 for i in (text.find(". "),) if 0 <= i < limit), None)
     return text[:end] if end else (text if len(text) <= limit else text[: limit - 1].rstrip() + "…")
 
 

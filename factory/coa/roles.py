@@ -109,6 +109,8 @@ def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...]
         if name in ReplyLimits.model_fields:
             bounded = Annotated[str, StringConstraints(min_length=1, max_length=getattr(limits, name))]
             fields[name] = (bounded, Field(description=info.description))
+    if "steps" in base.model_fields:  # a small model given room for 12 steps writes 12, and runs out of tokens
+        fields["steps"] = (list[Step], Field(min_length=1, max_length=limits.plan_steps))
     if tools and "tool" in base.model_fields:
         argument_chars = limits.code if "code" in tools else SEARCH_ARGUMENT_CHARS
         fields["tool"] = (Literal[tools], ...)
@@ -136,7 +138,8 @@ class CoaRole(Role):
     def __init__(self, limits: ReplyLimits | None = None, tools: tuple[str, ...] = (), modules: tuple[str, ...] = ()):
         self.tools = tools
         self.modules = modules
-        self.response_model = bounded_reply(self.reply_type, limits or ReplyLimits(), tools)
+        self.limits = (limits or ReplyLimits()).resolved(False)
+        self.response_model = bounded_reply(self.reply_type, self.limits, tools)
 
     def request(self, question: str, plan: str, history: str, domain: str, tag: str, focus: str = "") -> Request:
         """`focus`: the line naming the plan step this call is about (tool agents, reflector), else empty."""
@@ -154,7 +157,7 @@ class CoaRole(Role):
         modules = ", ".join(self.modules) or "(none: the standard library is closed)"
         tool_lines = "\n".join(render_prompt(f"coa/tools/{tool}", modules=modules) for tool in self.tools)
         role = render_prompt(f"coa/{self.name}", tools=tool_lines, tool_names=" or ".join(self.tools), modules=modules,
-                             max_plan_steps=MAX_PLAN_STEPS)  # fmt: skip
+                             max_plan_steps=self.limits.plan_steps)  # fmt: skip
         return f"{role}\n{load_prompt('coa/voice')}"
 
 

@@ -1,4 +1,4 @@
-"""Reading and writing the Chain-of-Agents tables (migrations 0006_coa, 0010_coa_trace_tools).
+"""Reading and writing the Chain-of-Agents tables (migrations 0006_coa, 0010_coa_trace_tools, 0012_coa_trace_steps).
 
 `coa_traces` holds one row per trace (events as JSON); the distilled
 trajectory, or the failure that stopped it, is one row of `trajectories` under
@@ -23,7 +23,7 @@ def save_trace(store: Store, trace: Trace) -> None:
         "trace_id": trace.trace_id, "task_id": trace.task_id, "source": trace.source, "variant": trace.variant,
         "domain": trace.domain, "question": trace.question, "status": trace.status, "reason": trace.reason,
         "final_answer": trace.final_answer, "agents": json.dumps(trace.agents), "tools": list(trace.tools),
-        "events": json.dumps([e.model_dump(exclude_none=True) for e in trace.events]),
+        "events": json.dumps([e.model_dump(exclude_none=True) for e in trace.events]), "steps": json.dumps(trace.steps),
         "n_events": len(trace.events), "n_tool_calls": len(trace.tool_calls()), "n_replans": trace.replans(),
         "llm_calls": trace.llm_calls(), "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
         "cost_usd": trace.cost_usd(), "duration_s": trace.duration_s, "created_at": utcnow(),
@@ -31,7 +31,7 @@ def save_trace(store: Store, trace: Trace) -> None:
 
 
 TRACE_FIELDS = ("trace_id", "task_id", "source", "variant", "domain", "question", "agents", "tools", "events",
-                "final_answer", "status", "reason", "duration_s")  # fmt: skip
+                "final_answer", "status", "reason", "duration_s", "steps")  # fmt: skip
 
 
 def load_trace(store: Store, trace_id: str) -> Trace | None:
@@ -41,6 +41,7 @@ def load_trace(store: Store, trace_id: str) -> Trace | None:
     row = dict(zip(TRACE_FIELDS, rows[0]))
     row["agents"], row["events"] = json.loads(row["agents"]), json.loads(row["events"])
     row["tools"] = row["tools"] or []  # NULL: stored before 0010; `offered_tools` counts the calls instead
+    row["steps"] = json.loads(row["steps"]) if row["steps"] else []  # NULL: stored before 0012
     return Trace.model_validate(row)
 
 

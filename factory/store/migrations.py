@@ -193,4 +193,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE llm_calls ADD COLUMN batch_id VARCHAR;
         """,
     ),
+    (
+        "0012_coa_trace_steps",
+        # The last plan's steps and their states (`Trace.steps`: done, dropped with a reason, or open,
+        # and the calls made for each), which the stats' plan counts are read from. Traces written
+        # earlier keep NULL: an empty list.
+        "ALTER TABLE coa_traces ADD COLUMN steps VARCHAR",
+    ),
 ]
