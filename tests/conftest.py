@@ -19,6 +19,9 @@ atexit.register(shutil.rmtree, HF_TEST_HOME, True)
 for variable in ("HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE"):
     os.environ[variable] = os.path.join(HF_TEST_HOME, variable.lower())
 
+# The geo corpus (factory/corpus) a test builds goes to this session's folder, not the user's ~/.cache.
+os.environ.setdefault("FACTORY_CORPUS_DIR", os.path.join(HF_TEST_HOME, "corpus"))
+
 from loopback_server import LoopbackServer  # noqa: E402
 
 from factory.llm import LLMConfig  # noqa: E402
