@@ -28,8 +28,8 @@ class ExpandStage(ExpandConfig):
 
 
 def run_expand_stage(ctx: Context) -> list[str]:
-    from ..synth.command import write_outputs
     from ..synth.expand import expand
+    from ..synth.outputs import write_outputs
 
     stage = ctx.pipeline.expand
     result = expand(ExpandConfig(**stage.model_dump(exclude={"out"})))

@@ -12,17 +12,15 @@ prints the funnel and the counts per gate.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..corpus import build_corpus, default_corpus_path
 from ..errors import FactoryError
-from .candidate import Candidate
 from .closed_book import ClosedBookConfig
-from .expand import ExpandConfig, ExpandResult, expand
+from .expand import ExpandConfig, expand
+from .outputs import write_outputs
+from .vary import add_vary_parser
 
 
 def add_synth_parsers(subparsers: Any) -> None:
@@ -32,8 +30,8 @@ def add_synth_parsers(subparsers: Any) -> None:
     build.add_argument("--out", type=Path, help="where to write it (default: the place --corpus geo finds)")
     build.set_defaults(func=cmd_corpus_build)
 
-    tasks = subparsers.add_parser("tasks", help="make harder tasks: multi-hop (depth) and composed (width) QA")
-    task_commands = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION", help="expand")
+    tasks = subparsers.add_parser("tasks", help="make harder tasks: multi-hop and composed QA, math/code variants")
+    task_commands = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION", help="expand, vary")
     ex = task_commands.add_parser("expand", help="synthesize multi-hop QA tasks over the geo corpus, with gates")
     ex.add_argument("--corpus", default="geo", help="'geo' (built on first use) or a JSONL/parquet corpus file")
     ex.add_argument("--seeds", type=Path, help="QA seed questions naming a country or capital (JSONL/parquet)")
@@ -50,6 +48,7 @@ def add_synth_parsers(subparsers: Any) -> None:
     ex.add_argument("--max-pass-rate", type=float, default=0.3, help="closed-book pass rate above this drops")
     ex.add_argument("--out", type=Path, required=True, help="the kept tasks, JSONL")
     ex.set_defaults(func=cmd_tasks_expand)
+    add_vary_parser(task_commands)
 
 
 def cmd_corpus_build(args: argparse.Namespace) -> int:
@@ -89,31 +88,3 @@ def cmd_tasks_expand(args: argparse.Namespace) -> int:
         print(f"  dropped by {gate}: " + ", ".join(f"{n} {reason}" for reason, n in reasons.items()))
     print(f"tasks: {len(result.kept)} -> {args.out}; every candidate's verdicts -> {report}")
     return 0
-
-
-def task_row(candidate: Candidate) -> dict:
-    task = candidate.task
-    return {"id": task.id.split("/", 1)[1], "data_source": task.source, "domain": "qa", "question": task.question,
-            "answers": task.answers, "extra_info": task.extra}  # fmt: skip
-
-
-def report_row(candidate: Candidate) -> dict:
-    return {
-        "id": candidate.task.id, "kind": candidate.kind, "hops": candidate.hops, "kept": candidate.kept,
-        "dropped_by": candidate.dropped_by, "question": candidate.task.question, "answers": candidate.task.answers,
-        "verdicts": {gate: {"passed": passed, "reason": reason} for gate, (passed, reason) in candidate.verdicts.items()},
-        "not_run": candidate.not_run, "provenance": candidate.provenance,
-    }  # fmt: skip
-
-
-def write_outputs(result: ExpandResult, out: Path) -> Path:
-    report = out.with_name(out.stem + ".report.jsonl")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(b"".join(orjson.dumps(task_row(c)) + b"\n" for c in result.kept))
-        report.write_bytes(b"".join(orjson.dumps(report_row(c)) + b"\n" for c in result.candidates))
-        summary = out.with_name(out.stem + ".summary.json")
-        summary.write_text(json.dumps(result.summary(), indent=2) + "\n")
-    except OSError as exc:
-        raise FactoryError(f"{out}: cannot write the tasks: {exc.strerror or exc}") from None
-    return report

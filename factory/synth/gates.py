@@ -21,7 +21,10 @@ from ..checks.text import normalize_answer
 from ..coa.tools.bm25 import CorpusIndex
 from .candidate import Candidate
 
-GATES = ("retrievable", "answer_not_in_question", "dedup", "decontaminated", "closed_book")
+# In the order they run: the corpus tasks' (expand), then the math/code variants' (math_code.py), which share
+# answer_not_in_question.
+GATES = ("retrievable", "answer_not_in_question", "dedup", "decontaminated", "closed_book", "written", "computed",
+         "consistent")  # fmt: skip
 
 
 def retrievable(candidate: Candidate, index: CorpusIndex, k: int) -> bool:
