@@ -138,3 +138,16 @@ def test_recall_before_the_first_observation_is_marked():
     assert grounding(trace("I recall it sank in May 1915; I will confirm.")).answer_before_tool is True
     found = grounding(trace("I need the date of the sinking."))
     assert found.answer_before_tool is False and (found.claims, found.grounded) == (1, 1)
+
+
+def test_the_coa_prompts_give_guidance_without_phrases_or_values_to_copy():
+    from factory.paths import prompts_dir
+
+    folder = prompts_dir() / "coa"
+    texts = {path.name: path.read_text() for path in folder.glob("*.md")}
+    for name, text in texts.items():
+        # An example reply ({"think": "...", "score": 3}) hands a model its defaults and its opening words.
+        assert '{"think"' not in text and '{{"think"' not in text, name
+        assert "This result shows" not in text and "I will check" not in text, name
+    assert '"good", "average" or "poor"' in texts["reflector.md"] and "good is the best case" in texts["reflector.md"]
+    assert not [line for line in texts["crawl_summary.md"].splitlines() if line[:2] in ("1.", "2.", "3.")]
