@@ -122,7 +122,10 @@ def article(word: str) -> str:
 
 
 def plural(word: str) -> str:
-    return word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
+    """English plurals of the subdivision kinds: county -> counties, parish -> parishes, region -> regions."""
+    if word.endswith("y") and word[-2:-1] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "es" if word.endswith(("s", "sh", "ch", "x", "z")) else word + "s"
 
 
 def subregion_descriptions(world: World, u: Uniques, e: Entity) -> list[Description]:

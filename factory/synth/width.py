@@ -41,7 +41,9 @@ def item(world: World, rng: random.Random, country_id: str, attr: str, describe_
 def compose(world: World, rng: random.Random, items: list[dict], attr: str) -> tuple[str, list[str], str]:
     """(question, answers, operation) over the items' values."""
     words = ATTRS[attr]
-    listed = ", ".join(i["phrase"] for i in items[:-1]) + " and " + items[-1]["phrase"]
+    # Named countries first: "the country whose capital is Saint Helier and Iceland" reads as one country.
+    ordered = sorted(items, key=lambda i: i["phrase"].startswith("the "))
+    listed = ", ".join(i["phrase"] for i in ordered[:-1]) + " and " + ordered[-1]["phrase"]
     op = rng.choice(["sum", "pick"] + (["difference"] if len(items) == 2 else []))
     if op == "sum":
         total = sum(i["value"] for i in items)
