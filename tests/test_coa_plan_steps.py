@@ -151,3 +151,12 @@ def test_the_coa_prompts_give_guidance_without_phrases_or_values_to_copy():
         assert "This result shows" not in text and "I will check" not in text, name
     assert '"good", "average" or "poor"' in texts["reflector.md"] and "good is the best case" in texts["reflector.md"]
     assert not [line for line in texts["crawl_summary.md"].splitlines() if line[:2] in ("1.", "2.", "3.")]
+
+
+def test_figures_written_another_way_are_still_found_and_wrong_ones_are_not():
+    page = "Madagascar: population 28,915,653."
+    assert claim_grounded("Madagascar has 28.9 million people", page, "q")
+    assert not claim_grounded("Madagascar has 29.9 million people", page, "q")
+    program = "n = 2 * 10**5\nprint(round(elapsed, 4))\n[STDOUT:BEGIN]\n0.4213\n[STDOUT:END]"
+    assert claim_grounded("With N = 200000 it finished in 0.42 s", program, "q")  # 2*10**5, and 0.4213 rounded
+    assert not claim_grounded("With N = 300000 it finished in 0.42 s", program, "q")

@@ -43,5 +43,7 @@ def test_trained_text_has_no_template_and_no_distiller_phrase(figures):
 
 def test_answers_rest_on_observations(figures):
     grounding = figures["quality"]["grounding"]
-    assert grounding["share"] >= 0.9  # claims an observation supports (timings written as 2*10**5 are not read)
+    # Claims an observation supports. The replay runs the programs again: a time the model quoted from its recorded
+    # run rarely matches this machine's, so the 5 timing claims count as ungrounded here, whatever the load.
+    assert grounding["share"] >= 0.9
     assert figures["quality"]["answer_before_tool"]["recalled"] == 0

@@ -42,6 +42,9 @@ NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
 POSSESSIVE = re.compile(r"['’]s$")
 DECIMAL = re.compile(r"-?\d+\.\d+")
+SCALED = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(thousand|million|billion)\b", re.IGNORECASE)
+SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9}
+POWER = re.compile(r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s*\*\s*)?10\s*\*\*\s*(\d{1,2})|(?<![\w.])(\d+(?:\.\d+)?)e(\d{1,2})\b")
 QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
 STOP = frozenset("a an the of in on at to for by and or is was are were its it this that with from as be".split())
 MIN_ANSWER_CHARS = 3  # shorter answers ("2", "no") turn up in any text: too short to tell recall from chance
@@ -56,13 +59,24 @@ class Grounding:
 
 
 def canonical(text: str) -> str:
-    """Lower case, numbers without thousands separators, runs of spaces as one."""
+    """Lower case, numbers without thousands separators, runs of spaces as one; a power written in code
+    (2*10**5, 1e6) followed by its value, so a claim's 200000 is found in `n = 2 * 10**5`."""
+    text = POWER.sub(lambda m: f"{m.group(0)} {power_value(m)}", text)
     text = NUMBER.sub(lambda m: m.group(0).replace(",", ""), text)
     return " ".join(text.lower().split())
 
 
+def power_value(match: re.Match[str]) -> str:
+    base, exponent = (match.group(1), match.group(2)) if match.group(2) else (match.group(3), match.group(4))
+    value = float(base or 1) * 10 ** int(exponent)
+    return str(int(value)) if value == int(value) else str(value)
+
+
 def key_terms(claim: str) -> list[str]:
-    numbers = [m.group(0).replace(",", "").rstrip(".") for m in NUMBER.finditer(claim)]
+    """Numbers (a scaled one, "28.9 million", as "~28.9e6"), names and quoted phrases, lower-cased."""
+    scaled = [f"~{m.group(1)}e{len(str(SCALES[m.group(2).lower()])) - 1}" for m in SCALED.finditer(claim)]
+    claim = SCALED.sub(" ", claim)
+    numbers = [*scaled, *(m.group(0).replace(",", "").rstrip(".") for m in NUMBER.finditer(claim))]
     names = [bare_name(m.group(0)) for m in CAPITALISED.finditer(claim) if not opener(claim, m)]
     names = [name for name in names if len(name) > 2 and name.lower() not in STOP]
     return [term.lower() for term in [*numbers, *names, *QUOTED.findall(claim)]]
@@ -80,6 +94,8 @@ def found(term: str, seen: str) -> bool:
     """The term in the canonical text; a decimal also when an observed decimal rounds to it."""
     if contains(seen, term):
         return True
+    if term.startswith("~"):  # "28.9 million": an observed figure that rounds to it
+        return any(rounds_to(value, term[1:]) for value in NUMBER.findall(seen))
     if not DECIMAL.fullmatch(term):
         return False
     places = len(term.split(".")[1])
@@ -90,6 +106,16 @@ def opener(text: str, match: re.Match[str]) -> bool:
     """A single capitalised word that opens a sentence ("According", "Its"): capitalised by position, not a name."""
     before = text[: match.start()].rstrip()
     return " " not in match.group(0) and (not before or before[-1] in ".:;!?")
+
+
+def rounds_to(observed: str, scaled: str) -> bool:
+    """Whether an observed number, rounded to the claim's precision, is the claim's "28.9e6"."""
+    mantissa, exponent = scaled.split("e")
+    places = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    try:
+        return round(float(observed.replace(",", "")) / 10 ** int(exponent), places) == float(mantissa)
+    except ValueError:
+        return False
 
 
 def claim_grounded(claim: str, observation: str, question: str, everything: str = "") -> bool:
