@@ -32,10 +32,17 @@ from .gates import GATES, Deduper, answer_not_in_question, fact_key, retrievable
 from .seeds import read_seeds, seeded_candidates
 from .width import width_candidates
 
+# The funnel's order: the per-hop gates of depth over a user's corpus (llm_depth.py) run before the shared ones.
+FUNNEL = ("entity_page", "written", "evidence_on_page", "name_hidden", *(gate for gate in GATES if gate != "written"))
+
 
 class ExpandConfig(StrictModel):
     corpus: str = Field("geo", description="'geo' (the built corpus) or a JSONL/parquet file holding its documents")
-    seeds: Path | None = Field(None, description="QA seed questions that name a country or capital")
+    seeds: Path | None = Field(
+        None,
+        description="QA seed questions that name a country or capital (geo) or an "
+        "entity with a page (your corpus, with a model: llm_depth.py)",
+    )
     depth: int = Field(4, ge=1, le=6, description="most dependent lookups of a depth task")
     min_depth: int = Field(2, ge=1, le=6)
     width: int = Field(0, ge=0, le=6, description="sub-questions of a width task; 0: no width tasks")
@@ -65,7 +72,7 @@ class ExpandResult:
                 reasons.setdefault(c.dropped_by, Counter())[reason_kind(c)] += 1
         return {
             "made": len(self.candidates),
-            "dropped": {gate: dropped.get(gate, 0) for gate in GATES if gate in dropped},
+            "dropped": {gate: dropped.get(gate, 0) for gate in FUNNEL if gate in dropped},
             "dropped_by_reason": {gate: dict(r.most_common()) for gate, r in reasons.items()},
             "kept": len(self.kept),
             "not_run": dict(Counter(g for c in self.candidates for g in c.not_run)),
