@@ -11,6 +11,7 @@ from test_refine_world import GARDEN
 from factory.llm import LLMClient
 from factory.refine.config import RefineConfig
 from factory.refine.pipeline import refine_one
+from factory.refine.prose import WORDS
 from factory.refine.schemas import to_wire
 from factory.refine.store import refine_funnel, rule_losses
 from factory.store import Store
@@ -202,19 +203,21 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
     steps = json.loads(store.query("SELECT steps FROM trajectories WHERE verified")[0][0])
     assert [s["evaluation"]["error"] for s in steps] == ["parameter", "none", "location", "none", "none"]
     assert steps[-1]["action"]["name"] == "water" and steps[-1]["evaluation"]["task_done"]
-    assert steps[0]["observation"] == "That will not work: the place cannot be watering can."  # the DM's voice
-    assert steps[2]["observation"] == "You can only do that in the garden, and you are in the kitchen."
-    # an accepted move is narrated by the world, never by the model (whose DM text said "You are in the garden.")
-    assert steps[1]["observation"] == (
-        "take(item=watering_can) worked. You are in the kitchen. A small kitchen. "
-        "You see nothing of note. You are carrying the watering can."
-    )
+    told = [s["observation"] for s in steps]
+    assert "watering can" in told[0] and "place" in told[0]  # the DM's voice, display names (wording varies)
+    assert "in the garden" in told[2] and "the kitchen" in told[2] and "_" not in "".join(told)
+    # an accepted move is narrated by the world, never by the model (whose DM text said "You are in the garden."),
+    # and says only what changed: the can is held now; the room is described on arriving in the garden
+    assert "watering can" in told[1] and "A small kitchen" not in told[1] and "worked" not in told[1]
+    assert "the garden" in told[3] and "Rows of tomatoes." in told[3]
+    assert "tomatoes are now watered" in told[4]  # what became true, and that the task is done:
+    assert told[4].endswith(tuple(WORDS["done"]))
     assert "the rules refuse" in steps[2]["dm_thinking"] and "go(place=garden)" in steps[2]["dm_thinking"]
     conversations = json.loads(store.query("SELECT conversations FROM trajectories")[0][0])
     assert conversations[0]["value"].endswith(
         "You are in the kitchen. A small kitchen. You see the watering can. You are carrying nothing."
     )
-    assert "the place cannot be" in conversations[2]["value"]  # the world's feedback is what the player reads
+    assert conversations[2]["value"] == f"Observation: {told[0]}"  # the world's feedback is what the player reads
     provenance = json.loads(store.query("SELECT stats FROM trajectories WHERE verified")[0][0])["provenance"]
     assert provenance["dm_evaluation"] == "world" and provenance["script_source"] == "llm"  # kept with the row
     assert provenance["trajectory_source"] == "llm"  # any model but the embedded one plays its own trajectories

@@ -64,7 +64,10 @@ def test_the_plan_is_the_world_s_shortest_one_with_its_own_narration(script):
         {"name": "water", "params": {"litres": 1}},
     ]  # typed: 1, not "1"
     assert [s["evaluation"]["task_done"] for s in steps] == [False, False, True]
-    assert steps[1]["observation"].startswith("go(place=garden) worked. You are in the garden.")
+    told = [s["observation"] for s in steps]
+    assert "watering can" in told[0] and "A small kitchen" not in told[0]  # what changed, not the room again
+    assert "the garden" in told[1] and "Rows of tomatoes." in told[1]  # the room, on arriving there
+    assert "tomatoes are now watered" in told[2] and not any("worked" in t or "_" in t for t in told)
     assert verify_steps(script, [{**s, "thought": "I act."} for s in steps], min_corrections=0).ok
 
 

@@ -207,10 +207,9 @@ def test_a_known_good_plan_succeeds_through_the_sandbox(run_dir, server, fast_co
     assert [e.status for e in report.episodes] == ["success", "success"]
     garden = [r["body"]["messages"] for r in server.requests if GARDEN["task"] in r["body"]["messages"][0]["content"]]
     assert [m["role"] for m in garden[1]] == ["user", "assistant", "user"]
-    assert garden[1][2]["content"] == (
-        "Observation: take(item=watering_can) worked. You are in the kitchen. "
-        "A small kitchen. You see nothing of note. You are carrying the watering can."
-    )
+    said = garden[1][2]["content"]  # the world DM's prose, as the training rows read: what the move changed
+    assert said.startswith("Observation: ") and "watering can" in said
+    assert "worked." not in said and "watering_can" not in said and "You are in the kitchen" not in said
     assert "Action: <action name>(<parameter>=<value>, ...)" in garden[0][0]["content"]  # the training prompt
 
 

@@ -55,6 +55,7 @@ def render_card(store: Store, result: ExportResult, load_path: str = ".") -> str
         "card/dataset_card", pretty_name=pretty_name(result), configs=configs_table(store, result),
         load_path=load_path, default_config=result.formats[0].name, split_rule=split_rule(result),
         sources=sources_table(store), funnels=funnels_text(store), filters=filters_table(store), drops=drops_text(store),
+        upsampling=upsampling_text(store),
         models=models_text(store), prompts=prompts_table(store), runs=runs_table(store),
         samples=samples_text(store, result), license=result.options.license,
         consumers=consumer_section(result, load_path), rl=rl_text(result),
@@ -157,6 +158,34 @@ def funnels_text(store: Store) -> str:
 
 def filters_table(store: Store) -> str:
     return table(["filter", "kind", "params", "config hash"], facts.filter_configs(store))
+
+
+def upsampling_text(store: Store) -> str:
+    """Each upsample filter's rule in words and its effect: how many kept rows weigh more than 1."""
+    lines = []
+    for name, params, weighted, kept in facts.upsampling(store):
+        try:
+            spec = json.loads(params)
+        except (TypeError, ValueError):
+            spec = {}
+        spec = spec if isinstance(spec, dict) else {}
+        lines.append(f"- `{name}`: {upsample_rule(spec)}. It reweighted {counted(weighted, 'verified row')}, "
+                     f"{kept} of them kept by every filter.")  # fmt: skip
+    return "\n".join(lines) or "No upsampling: every row weighs 1."
+
+
+def upsample_rule(spec: dict[str, Any]) -> str:
+    """An upsample filter's params (filters/config.py UpsampleFilter, as stored) as the rule in words."""
+    triggers, parts = spec.get("triggers") or [], []
+    if "low_double_check" in triggers:
+        parts.append("coa/import rows that recovered from a double check scored 2 or less")
+    if "corrections" in triggers:
+        parts.append(f"refine rows with at least {spec.get('min_corrections')} corrected mistake(s)")
+    if "recovery" in triggers and spec.get("min_mistake_run") is not None:
+        parts.append(f"refine rows where {spec['min_mistake_run']} or more mistakes came in a row before the fix")
+    if "recovery" in triggers and spec.get("late_first_mistake") is not None:
+        parts.append(f"refine rows whose first mistake is at assistant turn {spec['late_first_mistake']} or later")
+    return f"weight {spec.get('weight', 1):g} for " + "; or ".join(parts or ["no rows"]) + "; every other row weighs 1"
 
 
 def drops_text(store: Store) -> str:

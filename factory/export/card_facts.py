@@ -21,6 +21,17 @@ def filter_configs(store: Store) -> list[tuple]:
     return store.query("SELECT filter, kind, params, config_hash FROM filter_configs ORDER BY position, filter")
 
 
+def upsampling(store: Store) -> list[tuple]:
+    """Per upsample filter: its name, params (JSON), the verified rows it reweighted, and those of them every filter keeps."""
+    return store.query(
+        "SELECT c.filter, c.params, count(*) FILTER (v.weight <> 1 AND t.verified), "
+        "count(*) FILTER (v.weight <> 1 AND t.verified AND k.keep) FROM filter_configs c "
+        "LEFT JOIN filter_verdicts v USING (filter) LEFT JOIN trajectories t USING (trajectory_id) "
+        "LEFT JOIN curation k USING (trajectory_id) WHERE c.kind = 'upsample' GROUP BY c.filter, c.params, c.position "
+        "ORDER BY c.position"
+    )
+
+
 def filter_drops(store: Store, limit: int = 12) -> tuple[list[tuple], list[tuple]]:
     """Drops per filter (judged, dropped, weighted), and the commonest drop reasons."""
     per_filter = store.query(

@@ -125,12 +125,25 @@ class DedupFilter(FilterSpec):
 
 
 class UpsampleFilter(FilterSpec):
+    """Reweights recoveries. `corrections` weighs every refine row with `min_corrections` fixed mistakes (a
+    verified refine row has them by construction); `recovery` selects: a refine row with `min_mistake_run`
+    mistakes in a row before the move that fixed them, or whose first mistake is at assistant turn
+    `late_first_mistake` or later (either may be None: off)."""
+
     kind: Literal["upsample"]
     weight: float = Field(2.0, gt=0)
-    triggers: list[Literal["low_double_check", "corrections"]] = Field(
+    triggers: list[Literal["low_double_check", "corrections", "recovery"]] = Field(
         default_factory=lambda: ["low_double_check", "corrections"], min_length=1
     )
     min_corrections: int = Field(1, ge=1)
+    min_mistake_run: int | None = Field(2, ge=2)  # recovery: the fix took this many tries (the first ones refused)
+    late_first_mistake: int | None = Field(4, ge=2)  # recovery: the first mistake came at this assistant turn or later
+
+    @model_validator(mode="after")
+    def _recovery_has_a_rule(self) -> "UpsampleFilter":
+        if "recovery" in self.triggers and self.min_mistake_run is None and self.late_first_mistake is None:
+            raise ValueError("the recovery trigger needs min_mistake_run, late_first_mistake or both")
+        return self
 
 
 class SplitFilter(FilterSpec):

@@ -96,6 +96,28 @@ def grounded_rule(spec: GroundedFilter) -> RowRule:
     )
 
 
+# A refine row's assistant turns as one mark each, 'x' a mistake and '.' a move the DM accepted: '.x..xx.'.
+TURNS_SHAPE = '[{"role": "VARCHAR", "error": {"type": "VARCHAR"}}]'
+MISTAKE_MARKS = (
+    "CASE WHEN t.source = 'refine' THEN array_to_string([CASE WHEN x.error.type IS NULL THEN '.' ELSE 'x' END "
+    f"FOR x IN coalesce(try(from_json(t.turns, '{TURNS_SHAPE}')), []) IF x.role = 'assistant'], '') END"
+)
+LONGEST_RUN = "coalesce(list_max([length(run) FOR run IN regexp_extract_all(t.mistake_marks, 'x+')]), 0)"
+FIRST_MISTAKE = "strpos(t.mistake_marks, 'x')"  # 1-based assistant turn, 0: none
+
+
+def recovery_whens(spec: UpsampleFilter) -> list[tuple[str, str]]:
+    """The `recovery` trigger: a fix that took several tries, or a first mistake late in the row."""
+    whens = []
+    if spec.min_mistake_run is not None:
+        whens.append((f"{LONGEST_RUN} >= {spec.min_mistake_run}",
+                      f"'upsampled: ' || {LONGEST_RUN} || ' mistakes in a row before the fix'"))  # fmt: skip
+    if spec.late_first_mistake is not None:
+        whens.append((f"{FIRST_MISTAKE} >= {spec.late_first_mistake}",
+                      f"'upsampled: first mistake late, at assistant turn ' || {FIRST_MISTAKE}"))  # fmt: skip
+    return [(f"t.source = 'refine' AND {cond}", text) for cond, text in whens]
+
+
 def upsample_rule(spec: UpsampleFilter) -> RowRule:
     """Always keeps; the trajectories that recovered weigh more (the AFM paper upsamples them)."""
     whens = []
@@ -106,9 +128,13 @@ def upsample_rule(spec: UpsampleFilter) -> RowRule:
         # refine only: there n_corrections counts fixed mistakes; on coa rows it holds re-plans.
         fixed = f"t.source = 'refine' AND coalesce(t.n_corrections, 0) >= {spec.min_corrections}"
         whens.append((fixed, "'upsampled: recovered from ' || t.n_corrections || ' mistake(s)'"))
+    recovery = "recovery" in spec.triggers
+    if recovery:
+        whens += recovery_whens(spec)
     weight = " ".join(f"WHEN {cond} THEN {spec.weight}" for cond, _ in whens)
     note = " ".join(f"WHEN {cond} THEN {text}" for cond, text in whens)
-    return RowRule(keep="true", reason="NULL", note=f"CASE {note} END", weight=f"CASE {weight} ELSE 1.0 END")
+    return RowRule(keep="true", reason="NULL", note=f"CASE {note} END", weight=f"CASE {weight} ELSE 1.0 END",
+                   lets={"mistake_marks": MISTAKE_MARKS} if recovery else {})  # fmt: skip
 
 
 SPLIT_SCALE = 1_000_000

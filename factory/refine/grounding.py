@@ -4,10 +4,10 @@ In this mode the LLM still writes the player's thoughts and actions, but each
 action's evaluation (error type, task done) comes from replaying the script's
 world (`world.step`: the declarative rules and, when on, the validation code),
 and so do the DM's lines: a refused action gets the world's refusal, an accepted
-one the world's narration of where the player now is (narration.py), both in the
-DM's voice and the second person. The LLM's own DM text never reaches the data:
-a small model narrates moves that did not happen. The episode ends at the step
-that reaches the goal. The verifier still runs
+one the world's narration of what it changed (prose.py), both in the DM's voice
+and the second person, with display names and no fact ids. The LLM's own DM
+text never reaches the data: a small model narrates moves that did not happen.
+The episode ends at the step that reaches the goal. The verifier still runs
 every rule; the ones about the DM's judgement then hold by construction.
 
 Why: a small model picks plausible actions but cannot judge them, so under
@@ -21,7 +21,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .narration import describe_state, words
+from .narration import words
+from .prose import narrate_success
 from .script import Script
 from .solvable import describe_plan, shortest_plan
 from .verify import Step
@@ -50,11 +51,13 @@ def dm_feedback(script: Script, state: WorldState, call: str, check: ActionCheck
     return {"dm_thinking": thinking, "observation": check.reason}
 
 
-def accepted_feedback(state: WorldState, call: str, script: Script) -> dict[str, str]:
-    """The DM's lines for an accepted action: what happened and where the player now stands."""
-    scene = describe_state(script, state.location, state.inventory, state.items_here())
-    text = words()["accepted"].format(action=call, state=scene)
-    return {"dm_thinking": text, "observation": text}
+def accepted_feedback(
+    script: Script, before: WorldState, after: WorldState, name: str, params: dict[str, Any], done: bool = False
+) -> dict[str, str]:
+    """The DM's lines for an accepted action: what it changed, in prose (prose.py); its private note names the call."""
+    told = narrate_success(script, before, after, name, params, done)
+    return {"dm_thinking": words()["accepted"].format(action=format_action(name, params), state=told),
+            "observation": told}  # fmt: skip
 
 
 def _rejected(script: Script, state: WorldState, raw: dict[str, Any], check: ActionCheck) -> dict[str, Any]:
@@ -76,11 +79,11 @@ def ground_steps(script: Script, prefix: list[dict], steps: list[dict], extra: E
         if not moved.check.ok:
             grounded.append(_rejected(script, state, raw, moved.check))
             continue
-        state = moved.after
+        before, state = state, moved.after
         done = (
             parsed.evaluation.task_done if moved.done is None else moved.done
         )  # no declared goal: the LLM's DM decides
-        told = accepted_feedback(state, format_action(parsed.action.name, parsed.action.params), script)
+        told = accepted_feedback(script, before, state, parsed.action.name, parsed.action.params, moved.done is True)
         grounded.append({**raw, **told, "evaluation": {"error": "none", "task_done": done}})
         if done:
             break

@@ -6,29 +6,69 @@ but you are not carrying it."); the DM's rules are the script's preconditions,
 effects and goal in plain words. Only the DM's rules name the facts as
 written in the script: the player learns about the world from observations
 alone. The wording is the `WORDS` table below (the world's own sentences, not
-an LLM prompt).
+an LLM prompt); a refusal has a few phrasings, one picked by a stable hash of
+the event and the state (`pick`). What the DM says after an accepted action,
+and a missing fact in words, are in prose.py. `state` is the whole scene: the
+opening observation, and the eval loop's narration (train/evaluate/dialogue.py).
 """
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from .script import Action, Effect, Precondition, ScriptDraft
 
 WORDS: dict[str, Any] = {
+    # Each refusal has a few phrasings; `refusal` picks one by a seeded choice (`pick`), so rows do not
+    # share one skeleton. Facts are refused in prose.py, in words made from the fact's name.
     "refusals": {
-        "unknown_action": "You cannot {action} here: it is not one of the actions you can take.",
-        "missing_param": "To {action} you need to say which {param}.",
-        "unexpected_param": "{action} takes no {param}.",
-        "invalid_value": "That will not work: the {param} cannot be {value}.",
-        "player_at": "You can only do that in {place}, and you are in {here}.",
-        "has_item": "You need {item}, but you are not carrying it.",
-        "param_at_location": "You do not see {item} here in {here}.",
-        "already_held": "You are already carrying {item}.",
-        "param_in_inventory": "You are not carrying {item}.",
-        "fact_true": 'Not yet: that needs "{fact}" to be done first.',
-        "fact_false": 'That is already done: "{fact}".',
-        "code": "That does not work here; try something else.",
+        "unknown_action": [
+            "You cannot {action} here: it is not one of the actions you can take.",
+            "There is no way to {action} here; choose one of the actions you have.",
+            "{action} is not something you can do here.",
+        ],
+        "missing_param": [
+            "To {action} you need to say which {param}.",
+            "{action} what? Say which {param}.",
+            "You have to name the {param} to {action}.",
+        ],
+        "unexpected_param": [
+            "{action} takes no {param}.",
+            "There is no {param} to choose when you {action}.",
+            "You cannot say a {param} when you {action}.",
+        ],
+        "invalid_value": [
+            "That will not work: the {param} cannot be {value}.",
+            "You cannot use {value} as the {param} here.",
+            "The {param} cannot be {value}; pick another.",
+        ],
+        "player_at": [
+            "You can only do that in {place}, and you are in {here}.",
+            "That has to be done in {place}; you are in {here}.",
+            "Not here: you would need to be in {place}, and this is {here}.",
+        ],
+        "has_item": [
+            "You need {item}, but you are not carrying it.",
+            "You don't have {item} with you.",
+            "Without {item} you can't do that, and you are not carrying it.",
+        ],
+        "param_at_location": [
+            "You do not see {item} here in {here}.",
+            "{item} is not here in {here}.",
+            "You look around {here}, but {item} is not there.",
+        ],
+        "already_held": [
+            "You are already carrying {item}.",
+            "{item} is already in your hands.",
+            "You have {item} with you already.",
+        ],
+        "param_in_inventory": [
+            "You are not carrying {item}.",
+            "You don't have {item} with you.",
+            "{item} is not among the things you carry.",
+        ],
+        "code": ["That does not work here; try something else."],
     },
     "state": "You are in {place}. {description} You see {items}. You are carrying {held}.",
     "nothing_here": "nothing of note",
@@ -76,10 +116,21 @@ def listing(names: list[Any], empty: str) -> str:
     return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
 
 
-def refusal(kind: str, **values: Any) -> str:
-    """What the DM tells the player when the world refuses an action, as a sentence."""
-    text = words()["refusals"][kind].format(**values)
+def pick(options: list[str], *key: Any) -> str:
+    """One of the phrasings, chosen by a stable hash of `key`: the same event in the same state reads the
+    same on every replay (the verifier's, a rerun's), while other rows and other states get other wording."""
+    return options[zlib.crc32("|".join(map(str, key)).encode()) % len(options)]
+
+
+def sentence(text: str) -> str:
+    """Capitalised, single-spaced: a name or empty part at the start leaves neither a small letter nor a gap."""
+    text = " ".join(text.split())
     return text[:1].upper() + text[1:]
+
+
+def refusal(kind: str, key: Any = "", **values: Any) -> str:
+    """What the DM tells the player when the world refuses an action, as a sentence (`key` varies the wording)."""
+    return sentence(pick(words()["refusals"][kind], kind, key, *sorted(values.items())).format(**values))
 
 
 def describe_state(script: ScriptDraft, location: str, inventory: list[str], items_here: list[str]) -> str:

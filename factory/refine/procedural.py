@@ -115,9 +115,9 @@ def build_script(persona_id: str, text: str, seed: int = 0) -> Script:
         f"{the(site)}, {display(prep)} {the(thing)}, then {display(act)} it."
     )
     locations = [
-        {"name": start, "description": f"Where your day starts; {the(tool)} is kept here.", "items": [tool]},
+        {"name": start, "description": "Your day starts here.", "items": [tool]},
         {"name": store, "description": "Shelves of supplies, none of them needed today.", "items": []},
-        {"name": site, "description": f"Where {the(thing)} waits to be {display(done)}.", "items": []},
+        {"name": site, "description": f"You are to {display(act)} {the(thing)} here.", "items": []},
     ]
     draft = {
         "environment": {"locations": locations, "player": {"location": start, "inventory": [material]},

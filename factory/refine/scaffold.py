@@ -30,7 +30,7 @@ from .script import Script
 from .solvable import shortest_plan
 from .store import save_verdict
 from .verify import TrajectoryVerdict, verify_steps
-from .world import ExtraCheck, WorldState, format_action
+from .world import ExtraCheck, WorldState
 from .world import step as world_step
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -48,12 +48,13 @@ def planned_steps(script: Script, extra: ExtraCheck | None = None) -> list[dict[
         if not moved.check.ok:
             return None
         typed = moved.check.params or params  # the values in their declared types, as a player sends them
+        told = accepted_feedback(script, state, moved.after, name, typed, bool(moved.done))
         state = moved.after
         steps.append(
             {
                 "thought": "",
                 "action": {"name": name, "params": typed},
-                **accepted_feedback(state, format_action(name, typed), script),
+                **told,
                 "evaluation": {"error": "none", "task_done": bool(moved.done)},
             }
         )

@@ -9,7 +9,8 @@ validation code in the sandbox, which receives the values in their declared
 types, see values.py), applies the effects of a valid call, and says whether
 the goal holds afterwards. Error types follow the AgentRefine paper:
 parameter, location and logic errors. A refusal's `reason` is what the DM
-tells the player, in the second person (narration.py).
+tells the player, in the second person and in one of a few phrasings
+(narration.py; a missing fact in words, prose.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from .narration import display, refusal, rule_words, the
+from .prose import fact_refusal
 from .script import Action, Precondition, Script
 from .values import typed_params
 
@@ -74,53 +76,58 @@ class Step:
     done: bool | None
 
 
-def check_parameters(action: Action, params: dict[str, Any]) -> ActionCheck:
+def check_parameters(action: Action, params: dict[str, Any], key: Any = "") -> ActionCheck:
+    """The call's parameters against the action's; `key` varies the refusal's wording (narration.pick)."""
     expected = {p.name for p in action.parameters}
     missing, extra = sorted(expected - params.keys()), sorted(params.keys() - expected)
+    act = display(action.name)
     if missing:
-        return ActionCheck(False, "parameter", refusal("missing_param", action=display(action.name), param=display(missing[0])),
+        return ActionCheck(False, "parameter", refusal("missing_param", key, action=act, param=display(missing[0])),
                            f"{action.name} takes {', '.join(sorted(expected))}")  # fmt: skip
     if extra:
-        return ActionCheck(False, "parameter", refusal("unexpected_param", action=display(action.name),
-                           param=display(extra[0])), f"{action.name} takes {', '.join(sorted(expected)) or 'no parameters'}")  # fmt: skip
+        return ActionCheck(False, "parameter", refusal("unexpected_param", key, action=act, param=display(extra[0])),
+                           f"{action.name} takes {', '.join(sorted(expected)) or 'no parameters'}")  # fmt: skip
     typed = typed_params(action, params)
     if isinstance(typed, str):
         spec = next(p for p in action.parameters if p.name == typed)
-        return ActionCheck(False, "parameter", refusal("invalid_value", value=display(params[typed]), param=display(typed)),
-                           f"valid {typed} values: {', '.join(spec.valid_values)}")  # fmt: skip
+        told = refusal("invalid_value", key, action=act, value=display(params[typed]), param=display(typed))
+        return ActionCheck(False, "parameter", told, f"valid {typed} values: {', '.join(spec.valid_values)}")
     return ActionCheck(True, params=typed)
 
 
-def _precondition_holds(rule: Precondition, params: dict[str, Any], state: WorldState) -> ActionCheck:
+def _precondition_holds(
+    script: Script, rule: Precondition, params: dict[str, Any], state: WorldState, key: Any = ""
+) -> ActionCheck:
     here = the(state.location)
     if rule.kind == "player_at" and state.location != rule.value:
-        return ActionCheck(False, "location", refusal("player_at", place=the(rule.value), here=here))
+        return ActionCheck(False, "location", refusal("player_at", key, place=the(rule.value), here=here))
     if rule.kind == "has_item" and rule.value not in state.inventory:
-        return ActionCheck(False, "logic", refusal("has_item", item=the(rule.value)))
+        return ActionCheck(False, "logic", refusal("has_item", key, item=the(rule.value)))
     item = params.get(rule.value)
     if rule.kind == "param_at_location" and str(item) in state.inventory:  # not "there is none here": it is held
-        return ActionCheck(False, "logic", refusal("already_held", item=the(item)))
+        return ActionCheck(False, "logic", refusal("already_held", key, item=the(item)))
     if rule.kind == "param_at_location" and str(item) not in state.items_here():
-        return ActionCheck(False, "location", refusal("param_at_location", item=the(item), here=here))
+        return ActionCheck(False, "location", refusal("param_at_location", key, item=the(item), here=here))
     if rule.kind == "param_in_inventory" and str(params.get(rule.value)) not in state.inventory:
-        return ActionCheck(False, "logic", refusal("param_in_inventory", item=the(params.get(rule.value))))
+        return ActionCheck(False, "logic", refusal("param_in_inventory", key, item=the(params.get(rule.value))))
     if rule.kind in ("fact_true", "fact_false") and (rule.value in state.facts) != (rule.kind == "fact_true"):
-        return ActionCheck(False, "logic", refusal(rule.kind, fact=display(rule.value)))
+        return ActionCheck(False, "logic", fact_refusal(script, rule.value, rule.kind == "fact_true", key))
     return ActionCheck(True)
 
 
 def check_action(script: Script, state: WorldState, name: str, params: dict[str, Any]) -> ActionCheck:
     """Whether the declarative rules allow this call here and now (no validation code)."""
     action = script.action(name)
+    key = (script.task, name, state.key())  # the same refusal in another row or state may read otherwise
     if action is None:
         return ActionCheck(
-            False, "logic", refusal("unknown_action", action=display(name)), f"'{name}' is not an action"
+            False, "logic", refusal("unknown_action", key, action=display(name)), f"'{name}' is not an action"
         )
-    checked = check_parameters(action, params)
+    checked = check_parameters(action, params, key)
     if not checked.ok:
         return checked
     for rule in action.preconditions:
-        held = _precondition_holds(rule, checked.params, state)
+        held = _precondition_holds(script, rule, checked.params, state, key)
         if not held.ok:
             held.rule = f"{name} needs {rule_words(rule)}"
             return held
@@ -151,7 +158,7 @@ def goal_reached(script: Script, state: WorldState) -> bool | None:
     """True/False when the script declares a goal; None when only the DM can judge."""
     if not script.goal.conditions:
         return None
-    return all(_precondition_holds(rule, {}, state).ok for rule in script.goal.conditions)
+    return all(_precondition_holds(script, rule, {}, state).ok for rule in script.goal.conditions)
 
 
 def step(script: Script, state: WorldState, name: str, params: dict[str, Any], extra: ExtraCheck | None = None) -> Step:

@@ -12,6 +12,7 @@ from ..export.selection import kept_counts
 from ..failures import failure_sections
 from ..funnels import path_funnels
 from ..refine.quality import refine_quality
+from ..refine.quality_rows import row_quality
 from ..store import STORE_FILENAME, Store
 from ..store.snapshot import open_snapshot
 from ..version import __version__
@@ -55,7 +56,7 @@ def collect_report(store: Store, options: ExportOptions | None = None, seed: str
         "errors": data_paths.errors(store), "pass_rates": data_paths.pass_rates(store),
         "calls": data_calls.totals(store), "usage": data_calls.usage(store), "latency": data_calls.latency(store),
         "error_kinds": data_calls.error_kinds(store), "quality": refine_quality(store),
-        "coa_quality": coa_quality(store),
+        "coa_quality": coa_quality(store), "refine_rows": row_quality(store),
         "failures": failure_sections(store),
     }  # fmt: skip
 
@@ -70,7 +71,7 @@ def render_report(data: dict[str, Any], run_dir: Path) -> str:
         sections_samples.samples(data["samples"]),
         sections_data.shape(data["shape"]),
         sections_data.errors(data["errors"]),
-        sections_quality.quality(data["quality"], data.get("coa_quality")),
+        sections_quality.quality(data["quality"], data.get("coa_quality"), data.get("refine_rows")),
         sections_data.pass_rates(data["pass_rates"]),
         sections_eval.held_out(data.get("evals", [])),
         sections_calls.usage(data["usage"]),

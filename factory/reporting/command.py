@@ -11,6 +11,7 @@ import duckdb
 from ..errors import FactoryError
 from ..export.options import export_options
 from ..refine.quality import format_quality, refine_quality
+from ..refine.quality_rows import format_row_quality, row_quality
 from ..store import STORE_FILENAME, Store
 from ..store.integrity import StoreBusyError, classify
 from ..store.snapshot import open_snapshot
@@ -74,11 +75,10 @@ def add_quality_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 def cmd_quality(args: argparse.Namespace) -> int:
     with open_snapshot(args.run_dir) as store:  # read-only: a run being written is not touched
-        refine, coa = refine_quality(store), coa_quality(store)
-    # JSON: refine's figures at the top (as before), the coa/import ones under "coa".
-    print(
-        json.dumps({**refine, "coa": coa}, indent=2)
-        if args.json
-        else f"{format_quality(refine)}\n{format_coa_quality(coa)}"
+        refine, rows, coa = refine_quality(store), row_quality(store), coa_quality(store)
+    # JSON: refine's figures at the top (as before), its within-row ones under "within_rows", coa/import under "coa".
+    text = "\n".join(
+        part for part in (format_quality(refine), format_row_quality(rows), format_coa_quality(coa)) if part
     )
+    print(json.dumps({**refine, "within_rows": rows, "coa": coa}, indent=2) if args.json else text)
     return 0

@@ -1,5 +1,6 @@
-"""The report's "Quality" section: the figures of `factory.refine.quality` (refine) and of
-`reporting.coa_quality` (coa, import; sections_coa_quality.py), as tiles, charts and tables."""
+"""The report's "Quality" section: the figures of `factory.refine.quality` (refine), of
+`refine.quality_rows` (inside each refine row; sections_refine_rows.py) and of `reporting.coa_quality`
+(coa, import; sections_coa_quality.py), as tiles, charts and tables."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from .page import as_float, as_int, as_pct, as_text, cards, empty, panel, section, subsection, table
 from .sections_coa_quality import coa_quality_parts
+from .sections_refine_rows import row_quality_parts
 from .sql import Bin
 from .svg import COLORS, bar_chart, histogram_chart
 
@@ -41,10 +43,11 @@ INTRO = (
 SECTION_INTRO = "Is the data worth training on? One part per path, each over its verified trajectories."
 
 
-def quality(q: dict[str, Any], coa: dict[str, Any] | None = None) -> str:
-    """The refine figures `q`, then the coa/import figures `coa` (when given)."""
+def quality(q: dict[str, Any], coa: dict[str, Any] | None = None, rows: dict[str, Any] | None = None) -> str:
+    """The refine figures `q` and those inside each row `rows`, then the coa/import figures `coa` (when given)."""
     head = subsection("refine-quality", "AgentRefine (refine)", INTRO)
-    parts = [head, *_refine_parts(q), *(coa_quality_parts(coa) if coa is not None else [])]
+    inside = row_quality_parts(rows) if rows is not None else []
+    parts = [head, *_refine_parts(q), *inside, *(coa_quality_parts(coa) if coa is not None else [])]
     return section("quality", "Quality", SECTION_INTRO, parts)
 
 

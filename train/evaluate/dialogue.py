@@ -18,7 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from factory.prompts import prompt_file, render_prompt
-from factory.refine.narration import describe_state, opening_observation, words
+from factory.refine.narration import opening_observation
+from factory.refine.prose import narrate_success
 from factory.refine.roles import describe_actions
 from factory.refine.script import Script
 from factory.refine.world import WorldState
@@ -102,8 +103,7 @@ def format_error() -> str:
     return observe(observation_templates()["format"])
 
 
-def accepted(script: Script, state: WorldState, call: str, done: bool) -> str:
-    if done:
-        return observe(observation_templates()["goal"].format(action=call))
-    where = describe_state(script, state.location, state.inventory, state.items_here())
-    return observe(words()["accepted"].format(action=call, state=where))
+def accepted(script: Script, before: WorldState, after: WorldState, name: str, params: dict, done: bool) -> str:
+    """What the world-judged DM says after an accepted move, in the words the training rows use (what the move
+    changed, factory/refine/prose.py), so a tuned model is evaluated on the observations it was trained on."""
+    return observe(narrate_success(script, before, after, name, params, done))

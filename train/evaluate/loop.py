@@ -82,9 +82,10 @@ async def play_episode(
             transcript.append(StepRecord(reply, call, checked.error_type, checked.reason))
             messages.append({"role": "user", "content": dialogue.rejected(checked.reason)})
             continue
-        state, done = moved.after, bool(moved.done)
+        before, state, done = state, moved.after, bool(moved.done)
         transcript.append(StepRecord(reply, call, "ok"))
-        messages.append({"role": "user", "content": dialogue.accepted(script, state, call, done)})
+        said = dialogue.accepted(script, before, state, parsed.name, parsed.params, done)
+        messages.append({"role": "user", "content": said})
         if done:
             status = "success"
             break

@@ -1,0 +1,100 @@
+"""The within-row part of the report's refine quality: the figures of `refine.quality_rows`, as tiles and tables.
+
+The same figures `factory quality` prints after the cross-row ones: a row's repeats of its own moves,
+mistakes, injected moves and thoughts; the most frequent observation skeletons; the mistake kinds
+(error types, injected kinds); and the arcs (first mistake position and error-type sequence) rows share.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .page import as_int, as_pct, as_text, cards, empty, panel, subsection, table
+from .svg import COLORS, bar_chart
+
+INTRO = (
+    "Inside each verified refine row. A repeat is a turn doing what an earlier turn of the same row did: the same "
+    "action with the same arguments (a retry after a fix counts: context), the same refused action with the same "
+    "error type, the same injected move, the same thought. An observation's skeleton is its text lower-cased with "
+    "calls, quoted text, the script's names and numbers masked. An arc is a row's first-mistake turn and its error "
+    "types in order. Not shown: thoughts asserting what no observation showed (needs a verifier rule)."
+)
+REPEAT_LABELS = {"moves": "same move (action and arguments)", "mistakes": "same refused move, same error",
+                 "injected": "same injected move", "thoughts": "same thought"}  # fmt: skip
+REPEATS = [
+    ("repeat of", "label", as_text),
+    ("turns", "turns", as_int),
+    ("repeated", "repeated", as_int),
+    ("share", "share", as_pct),
+    ("rows with one", "rows_with_repeat", as_int),
+    ("rows", "rows", as_int),
+]
+SKELETONS = [
+    ("skeleton", "skeleton", as_text),
+    ("observations", "observations", as_int),
+    ("share", "share", as_pct),
+    ("rows", "rows", as_int),
+    ("of rows", "share_rows", as_pct),
+]
+KINDS = [
+    ("origin", "origin", as_text),
+    ("kind", "kind", as_text),
+    ("mistakes", "n", as_int),
+    ("share", "share", as_pct),
+]
+ARCS = [("arc", "arc", as_text), ("rows", "rows", as_int), ("share", "share", as_pct)]
+
+
+def row_quality_parts(q: dict[str, Any]) -> list[str]:
+    """A heading and intro, then the panels (nothing when there are no verified refine rows)."""
+    if not q["rows"]:
+        return []
+    head = subsection("refine-rows", "Inside each refine row", INTRO)
+    return [head, _tiles(q), _repeats(q["repeats"]), _skeletons(q["observations"]), _kinds(q["mistake_kinds"]),
+            _arcs(q["arcs"])]  # fmt: skip
+
+
+def _tiles(q: dict[str, Any]) -> str:
+    rep, obs, kinds, arcs = q["repeats"], q["observations"], q["mistake_kinds"], q["arcs"]
+    return cards([("repeated injected moves", as_int(rep["injected"]["repeated"])),
+                  ("repeated thoughts", as_int(rep["thoughts"]["repeated"])),
+                  ("observations in shared skeletons", as_pct(obs["share_in_shared_skeleton"])),
+                  (f"error types above {kinds['floor']:.0%}", as_int(kinds["types_above_floor"])),
+                  ("distinct arcs / rows", as_pct(arcs["by_position_and_types"]["share_distinct"]))])  # fmt: skip
+
+
+def _repeats(repeats: dict[str, Any]) -> str:
+    rows = [{"label": REPEAT_LABELS[what], **figures} for what, figures in repeats.items()]
+    inner = table(REPEATS, rows, "refine-repeats", "Turns repeating an earlier turn of the same row")
+    return f'<div class="panel"><h3>Repeats inside a row</h3>{inner}</div>'
+
+
+def _skeletons(obs: dict[str, Any]) -> str:
+    caption = (
+        f"{obs['distinct_skeletons']} distinct skeletons over {obs['observations']} observations; "
+        f"{as_pct(obs['share_in_shared_skeleton'])} of observations have a skeleton found in 2 rows or more"
+    )
+    chart = bar_chart("refine-skeletons", [(t["skeleton"], t["share"]) for t in obs["top"]], fmt=as_pct,
+                      color=COLORS[4]) if obs["top"] else empty("no observations")  # fmt: skip
+    return panel(
+        "Most frequent observation skeletons", chart, table(SKELETONS, obs["top"], "refine-skeletons", caption)
+    )
+
+
+def _kinds(kinds: dict[str, Any]) -> str:
+    rows = [{"origin": "all mistakes", "kind": t, **v} for t, v in kinds["error_types"].items()]
+    rows += [{"origin": "injected", "kind": k, **v} for k, v in kinds["injected"].items()]
+    chart = bar_chart("refine-kinds", [(t, v["share"]) for t, v in kinds["error_types"].items()], fmt=as_pct,
+                      color=COLORS[3]) if kinds["error_types"] else empty("no mistakes")  # fmt: skip
+    caption = f"Error types ({kinds['mistakes']} mistakes; {kinds['llm_made']} made by the LLM), injected kinds"
+    return panel("Mistake kinds", chart, table(KINDS, rows, "refine-kinds", caption))
+
+
+def _arcs(arcs: dict[str, Any]) -> str:
+    full, types = arcs["by_position_and_types"], arcs["by_types"]
+    tables = table(
+        ARCS, full["top"], "refine-arcs",
+        f"First mistake @turn and error types: {full['distinct']} distinct of {arcs['rows']} rows",
+    ) + table(ARCS, types["top"], "refine-arc-types",
+              f"Error types alone: {types['distinct']} distinct of {arcs['rows']} rows")  # fmt: skip
+    return f'<div class="panel"><h3>Arcs rows share</h3>{tables}</div>'
