@@ -92,6 +92,13 @@ class TrajectoryStats(BaseModel):
     corrections: int | None = _stat("assistant turns with a mistake followed by one without", filtered=True)
     kinds: dict[str, int] | None = _stat("turns by kind: thought_action, observation, ...")
     provenance: dict[str, Any] | None = _stat("how the row was made: judging mode, script source, calls")
+    # refine: state assertions of the trained thoughts about the script's things (refine/grounded_thoughts.py)
+    state_assertions: int | None = _stat(
+        "state assertions (place, inventory, an item's place, a state) in trained thoughts"
+    )
+    ungrounded_assertions: int | None = _stat("those neither what the player read nor the replayed world supports")
+    ungrounded_thoughts: int | None = _stat("trained thoughts with an ungrounded state assertion", filtered=True)
+    ungrounded_thought: str | None = _stat("the first ungrounded assertion: its clause, turn and reason")
     # coa and import: counted from the trace's events, so the code variant reports the same work as mas
     tool_calls: int | None = _stat("tool calls", filtered=True)
     tool_calls_by_type: dict[str, int] | None = _stat("tool calls by tool name")

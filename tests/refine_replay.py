@@ -12,7 +12,8 @@ response schema's name), persona (its text in a script request, its script's
 task in a trajectory request) and attempt (the n-th request of that stage for
 that persona), never by an exact prompt hash, so small prompt edits keep the
 set usable. A request with no recording, or a schema-repair re-ask (the set
-holds first answers only), gets an HTTP 400 naming what is missing, which the
+holds first answers only; it is told from a script retry, which also shows the
+model's earlier reply, by the client's own repair message), gets an HTTP 400 naming what is missing, which the
 pipeline records as a failed call. With `pending_dir`, such requests are also
 written there as JSON, ready to be answered and added to the set.
 
@@ -30,6 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from loopback_server import Action, LoopbackServer, serve_forever  # noqa: E402
+
+from factory.prompts import load_prompt  # noqa: E402
 
 STAGES = {"script": "script", "trajectory": "trajectory"}  # substring of the schema name -> stage
 
@@ -53,6 +56,23 @@ def request_stage(body: dict[str, Any]) -> str | None:
     fmt = body.get("response_format") or {}
     name = ((fmt.get("json_schema") or {}).get("name") or "").lower()
     return next((stage for needle, stage in STAGES.items() if needle in name), name or None)
+
+
+def repair_opening() -> str:
+    """The fixed opening of the client's schema-repair message (prompts/llm/schema_feedback.md)."""
+    return load_prompt("llm/schema_feedback").split("{error}")[0].strip()
+
+
+def is_repair(body: dict[str, Any]) -> bool:
+    """A schema-repair re-ask: a user turn after an assistant turn opens with the client's repair message.
+    A script retry also follows the model's earlier reply, but with the refine feedback instead."""
+    messages = body.get("messages") or []
+    opening = repair_opening()
+    return any(
+        m.get("role") == "user" and str(m.get("content", "")).strip().startswith(opening)
+        for before, m in zip(messages, messages[1:])
+        if before.get("role") == "assistant"
+    )
 
 
 def _text(body: dict[str, Any], role: str) -> str:
@@ -93,7 +113,7 @@ class ReplayServer(LoopbackServer):
         recording = self._persona(stage, body) if stage else None
         if recording is None:
             return self._missing(body, f"stage={stage} for an unknown persona")
-        if _text(body, "assistant"):
+        if is_repair(body):
             return self._missing(body, f"a schema-repair re-ask, stage={stage} persona={recording['persona_id']}")
         with self._count_lock:
             key = (stage, recording["persona_id"])

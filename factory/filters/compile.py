@@ -15,6 +15,7 @@ from .config import (
     DedupFilter,
     FilterSpec,
     GroundedFilter,
+    GroundedThoughtsFilter,
     PassRateFilter,
     RedundancyFilter,
     ReflectionFilter,  # fmt: skip
@@ -31,6 +32,7 @@ from .rules import (
     complexity_rule,
     correctness_rule,
     grounded_rule,
+    grounded_thoughts_rule,
     reflection_rule,
     split_rule,
     sql_rule,
@@ -43,6 +45,7 @@ ROW_RULES: dict[type, Callable] = {
     SqlFilter: sql_rule, ComplexityFilter: complexity_rule, ReflectionFilter: reflection_rule,
     CorrectnessFilter: correctness_rule, UpsampleFilter: upsample_rule, SplitFilter: split_rule,
     RedundancyFilter: redundancy_rule, PassRateFilter: passrate_rule, GroundedFilter: grounded_rule,
+    GroundedThoughtsFilter: grounded_thoughts_rule,
 }  # fmt: skip
 
 

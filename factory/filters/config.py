@@ -169,6 +169,15 @@ class GroundedFilter(FilterSpec):
     allow_answer_before_tool: bool = True  # false: drop rows whose answer was written before any observation
 
 
+class GroundedThoughtsFilter(FilterSpec):
+    """A refine row's trained thoughts that assert a state nothing the player read or the world shows."""
+
+    kind: Literal["grounded_thoughts"]
+    sources: list[Source] | None = Field(default_factory=lambda: ["refine"])
+    max_ungrounded: int = Field(0, ge=0)  # trained thoughts with an ungrounded state assertion a row may hold
+    unknown_passes: bool = True  # rows written before the refine run recorded the check
+
+
 class TemplateFilter(FilterSpec):
     kind: Literal["template"]
     sources: list[Source] | None = Field(default_factory=lambda: ["coa", "import"])
@@ -196,7 +205,7 @@ KINDS: dict[str, type[FilterSpec]] = {
     "sql": SqlFilter, "complexity": ComplexityFilter, "reflection": ReflectionFilter,
     "correctness": CorrectnessFilter, "pass_rate": PassRateFilter, "redundancy": RedundancyFilter,
     "dedup": DedupFilter, "upsample": UpsampleFilter, "split": SplitFilter,
-    "grounded": GroundedFilter, "template": TemplateFilter,
+    "grounded": GroundedFilter, "grounded_thoughts": GroundedThoughtsFilter, "template": TemplateFilter,
     "decontaminate": DecontaminateFilter,
 }  # fmt: skip
 

@@ -11,6 +11,7 @@ from .config import (
     ComplexityFilter,
     CorrectnessFilter,
     GroundedFilter,
+    GroundedThoughtsFilter,
     ReflectionFilter,
     SplitFilter,
     SqlFilter,
@@ -93,6 +94,21 @@ def grounded_rule(spec: GroundedFilter) -> RowRule:
         reason=f"CASE WHEN {before} THEN 'answer before tool: the final answer was written before the first "
         f"observation' WHEN {unknown} THEN {unknown_reason} ELSE {ungrounded} END",
         note=f"CASE WHEN {unknown} THEN {unknown_reason} END",
+    )
+
+
+def grounded_thoughts_rule(spec: GroundedThoughtsFilter) -> RowRule:
+    """A refine row's trained thoughts that assert a world state no observation and no replayed state supports
+    (stats the refine run records, refine/grounded_thoughts.py); the reason counts them and quotes the first."""
+    ungrounded = stat("ungrounded_thoughts")
+    first = "left(json_extract_string(t.stats_json, '$.ungrounded_thought'), 160)"
+    unknown_reason = "'grounding unknown: no thought check recorded'"
+    return RowRule(
+        keep=f"CASE WHEN {ungrounded} IS NULL THEN {str(spec.unknown_passes).lower()} "
+        f"ELSE {ungrounded} <= {spec.max_ungrounded} END",
+        reason=f"CASE WHEN {ungrounded} IS NULL THEN {unknown_reason} ELSE 'ungrounded thoughts: ' || {ungrounded}"
+        f" || coalesce(' (' || {first} || ')', '') END",
+        note=f"CASE WHEN {ungrounded} IS NULL THEN {unknown_reason} END",
     )
 
 

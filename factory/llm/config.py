@@ -79,7 +79,11 @@ class LLMConfig(StrictModel):
 
     structured_mode: StructuredMode = "auto"
     max_parse_retries: int = Field(2, ge=0, description="re-asks after a reply fails the schema")
-    max_tokens_cap: int = Field(8192, ge=1, description="ceiling when a cut-off reply is retried with more room")
+    max_tokens_cap: int = Field(
+        8192,
+        ge=1,
+        description="ceiling of a reply budget: a sized request (Request.reply_tokens), a cut-off reply retried with more room",
+    )
 
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(1024, ge=1)

@@ -21,6 +21,7 @@ class Request:
     sample_index: int = 0  # N samples of one prompt are N distinct requests
     params: dict[str, Any] = field(default_factory=dict)  # per-request overrides
     tag: Any = None  # the caller's own handle, returned untouched in the Result
+    reply_tokens: int | None = None  # the role's estimate of the longest reply it asks for (sizes max_tokens)
 
 
 @dataclass
@@ -44,8 +45,13 @@ class Result:
 
 
 def call_params(config: LLMConfig, request: Request) -> dict[str, Any]:
-    """The sampling parameters a request is sent with: the config's, then the request's own on top."""
-    return {"temperature": config.temperature, "max_tokens": config.max_tokens, **config.params, **request.params}
+    """The sampling parameters a request is sent with: the config's, then the request's own on top.
+    A request that says how long its reply may run (`reply_tokens`) gets room for it, up to
+    llm.max_tokens_cap, never less than llm.max_tokens: a reply cut off mid-JSON is paid for and asked again."""
+    params = {"temperature": config.temperature, "max_tokens": config.max_tokens, **config.params}
+    if request.reply_tokens:
+        params["max_tokens"] = max(int(params["max_tokens"]), min(request.reply_tokens, config.max_tokens_cap))
+    return {**params, **request.params}
 
 
 def request_key(

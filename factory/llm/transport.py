@@ -106,6 +106,10 @@ CONTEXT_MESSAGE = re.compile(
     r"|prompt_too_long",
     re.IGNORECASE,
 )
+# A 400 about the reply's budget rather than the prompt: OpenAI names param "max_tokens", vLLM says
+# "'max_tokens' ... is too large", Anthropic "output tokens". The same kind as a long prompt, its own fix.
+MAX_TOKENS_MESSAGE = re.compile(r"max_tokens|max_completion_tokens|output tokens", re.IGNORECASE)
+MAX_TOKENS_HINT = "the reply budget (max_tokens) is above what the model allows; lower llm.max_tokens_cap: "
 KIND_HINTS = {
     "auth": "check the API key: ",
     "quota": "the account's quota or credit is spent: ",
@@ -159,6 +163,12 @@ def classify_error_object(error: dict[str, Any], status: int, headers: Any) -> T
         kind = None  # a server failing with a request-shaped label: its status decides
     if kind in (None, "bad_request") and CONTEXT_MESSAGE.search(message):
         kind = "context_length"  # vLLM: BadRequestError, "This model's maximum context length is ..."
+    if (
+        status < 500
+        and kind in (None, "bad_request", "context_length")
+        and (error.get("param") in ("max_tokens", "max_completion_tokens") or MAX_TOKENS_MESSAGE.search(message))
+    ):
+        return TransportError("context_length", MAX_TOKENS_HINT + shown, status)
     if kind is None:
         hint = status_hint(error) or (status if status != 200 else None)
         if hint is None:

@@ -76,8 +76,9 @@ async def write_script(llm: LLMClient, store: Store, persona_id: str, text: str,
         return (None, None) if problems else (script, script_id)
     writer = ScriptWriter(with_code=settings.with_code)
     feedback: list[str] | None = None
+    failed: Script | None = None  # the last script that failed its checks: a retry shows it with the feedback
     for attempt in range(min(settings.script_tries, settings.budget)):
-        result = await llm.run(writer.request(persona_id, text, attempt, feedback))
+        result = await llm.run(writer.request(persona_id, text, attempt, feedback, failed))
         spend.add(result)
         script_id = f"{persona_id}:{attempt}"
         if not result.ok:
@@ -91,7 +92,7 @@ async def write_script(llm: LLMClient, store: Store, persona_id: str, text: str,
         save_script(store, script_id, persona_id, attempt, script, problems)
         if not problems:
             return script, script_id
-        feedback = problems
+        feedback, failed = problems, script
     return None, None
 
 

@@ -20,8 +20,10 @@ verified refine rows (their turns, stored steps and scripts), all in SQL:
   (`@2 location > logic`); distinct arcs over rows and the most common arc; the same for the type
   sequence alone.
 
-Not here: whether a trained thought asserts a state no observation showed. That needs a verifier
-rule over the world's state (issue 26, "grounded thoughts"), not a text figure.
+- grounded thoughts: the state assertions of the trained thoughts that neither what the player read nor
+  the script's world replayed to that turn supports (refine/grounded_thoughts.py, recorded in each row's
+  stats when it is written): their share of assertions, the trained thoughts and rows holding one, and
+  the first examples. Rows written before the check existed are counted as unchecked.
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ def row_quality(store: Store) -> dict[str, Any]:
         "observations": _observations(store),
         "mistake_kinds": _mistake_kinds(store),
         "arcs": _arcs(store, rows),
+        "grounding": _grounding(store),
     }
 
 
@@ -195,6 +198,38 @@ def _arcs(store: Store, rows: int) -> dict[str, Any]:
     return {"rows": rows, "by_position_and_types": out["arc"], "by_types": out["types"]}
 
 
+GROUNDING_SQL = """
+WITH rows AS (
+    SELECT trajectory_id, CAST(stats AS JSON) AS s,
+           len([x FOR x IN coalesce(try(from_json(turns, '[{"role": "VARCHAR", "loss": "BOOLEAN"}]')), [])
+                IF x.role = 'assistant' AND x.loss]) AS trained
+    FROM trajectories WHERE source = 'refine' AND verified AND turns IS NOT NULL AND json_valid(stats)),
+checked AS (
+    SELECT trajectory_id, trained, s->>'ungrounded_thought' AS example,
+           CAST(s->>'state_assertions' AS BIGINT) AS assertions, CAST(s->>'ungrounded_assertions' AS BIGINT) AS bad,
+           CAST(s->>'ungrounded_thoughts' AS BIGINT) AS thoughts
+    FROM rows WHERE s->>'ungrounded_thoughts' IS NOT NULL)
+"""
+
+
+def _grounding(store: Store) -> dict[str, Any]:
+    (rows,) = store.query(GROUNDING_SQL + "SELECT count(*) FROM rows")[0]
+    checked, trained, assertions, bad, thoughts, rows_with = store.query(
+        GROUNDING_SQL + "SELECT count(*), coalesce(sum(trained), 0), coalesce(sum(assertions), 0), "
+        "coalesce(sum(bad), 0), coalesce(sum(thoughts), 0), count(*) FILTER (thoughts > 0) FROM checked"
+    )[0]
+    examples = store.query(
+        GROUNDING_SQL + f"SELECT trajectory_id, example FROM checked WHERE thoughts > 0 ORDER BY 1 LIMIT {TOP}"
+    )
+    return {
+        "rows": rows, "checked_rows": checked, "unchecked_rows": rows - checked, "trained_thoughts": int(trained),
+        "state_assertions": int(assertions), "ungrounded_assertions": int(bad),
+        "ungrounded_assertion_rate": _share(int(bad), int(assertions)), "ungrounded_thoughts": int(thoughts),
+        "ungrounded_thought_share": _share(int(thoughts), int(trained)), "rows_with_ungrounded": rows_with,
+        "examples": [{"trajectory_id": t, "example": e} for t, e in examples],
+    }  # fmt: skip
+
+
 # --- the text summary ----------------------------------------------------------------------------------------
 
 
@@ -230,4 +265,15 @@ def format_row_quality(q: dict[str, Any]) -> str:
         f"  arcs (first mistake @turn, error types): {arc['distinct']}/{arcs['rows']} distinct "
         f"({_pct(arc['share_distinct'])}){top_arc if arc['top'] else ''}; type sequences "
         f"{by_types['distinct']}/{arcs['rows']} distinct",
+        _grounding_text(q["grounding"]),
     ])  # fmt: skip
+
+
+def _grounding_text(g: dict[str, Any]) -> str:
+    example = f"; first: {g['examples'][0]['example'][:120]}" if g["examples"] else ""
+    unchecked = f" ({g['unchecked_rows']} rows unchecked)" if g["unchecked_rows"] else ""
+    return (
+        f"  grounded thoughts: {g['ungrounded_assertions']}/{g['state_assertions']} state assertions ungrounded "
+        f"({_pct(g['ungrounded_assertion_rate'])}); {g['ungrounded_thoughts']}/{g['trained_thoughts']} trained "
+        f"thoughts, {g['rows_with_ungrounded']}/{g['checked_rows']} rows{unchecked}{example}"
+    )

@@ -15,10 +15,27 @@ from ..llm.role import Role, chat
 from ..prompts import load_prompt, prompt_file, render_prompt
 from .inject import open_slots
 from .narration import describe_goal, describe_rules, opening_observation
-from .schemas import MISSING_THOUGHTS, SCAFFOLD_KEYS, WIRE_KEYS, from_wire, scaffold_schema, to_wire, trajectory_schema
+from .schemas import (
+    MISSING_THOUGHTS,
+    SCAFFOLD_KEYS,
+    TEXT_MAX,
+    WIRE_KEYS,
+    from_wire,
+    scaffold_schema,
+    to_wire,
+    trajectory_schema,
+)
 from .script import DeclarativeScriptDraft, Script, ScriptDraft
 from .values import valid_typed
 from .world import format_action
+
+# Reply budgets (Request.reply_tokens, sized into max_tokens up to llm.max_tokens_cap): the longest reply a
+# request asks for, counted at 3 characters a token (JSON and code tokenise denser than prose: more room,
+# never less). A fixed 1024 cut a capable model's 3-4k-character script or trajectory off mid-JSON.
+CHARS_PER_TOKEN = 3
+CODE_CHARS = 600  # one action's validation code, written in full
+MAX_ACTIONS = 6  # the script prompt asks for 3 to 6 actions
+STEP_EXTRA_CHARS = 250  # a step's keys, action call and evaluation, beside its three bounded texts
 
 
 def _example(name: str) -> Any:
@@ -47,13 +64,32 @@ class ScriptWriter(Role):
         instruction = load_prompt("refine/script_code_instruction") if self.with_code else ""
         return render_prompt("refine/script_system", examples=shown, code_instruction=instruction)
 
-    def request(self, persona_id: str, persona: str, attempt: int, feedback: list[str] | None = None) -> Request:
-        users = [render_prompt("refine/script_user", persona=persona)]
+    def request(
+        self, persona_id: str, persona: str, attempt: int, feedback: list[str] | None = None,
+        previous: ScriptDraft | None = None,
+    ) -> Request:  # fmt: skip
+        """A retry (`feedback` on the `previous` script) shows the failed script as the model's own
+        last turn, so the problems, which name its actions and facts, refer to something it can see."""
+        messages = chat(self._system(), render_prompt("refine/script_user", persona=persona))
         if feedback:
-            users.append(render_prompt("refine/script_feedback", problems="; ".join(feedback)))
-        return Request(
-            chat(self._system(), *users), self.response_model, stage="script", sample_index=attempt, tag=persona_id
-        )
+            if previous is not None:
+                messages.append({"role": "assistant", "content": self.shown(previous)})
+            messages.append(
+                {"role": "user", "content": render_prompt("refine/script_feedback", problems="; ".join(feedback))}
+            )
+        return Request(messages, self.response_model, stage="script", sample_index=attempt, tag=persona_id,
+                       reply_tokens=self.reply_tokens())  # fmt: skip
+
+    def reply_tokens(self) -> int:
+        """Twice the longest example script shown, plus every action's code when code is asked for."""
+        examples = _example("script_examples.json")
+        longest = max(len(self.shown(ScriptDraft.model_validate(e))) for e in examples)
+        return (2 * longest + (MAX_ACTIONS * CODE_CHARS if self.with_code else 0)) // CHARS_PER_TOKEN
+
+    def shown(self, script: ScriptDraft) -> str:
+        """A script as the writer wrote it: the draft's fields only, in the examples' compact JSON."""
+        draft = script.model_dump(include=set(ScriptDraft.model_fields), exclude_none=True)
+        return json.dumps(draft if self.with_code else _without_code(draft), separators=(",", ":"))
 
     @staticmethod
     def parse(draft: ScriptDraft, persona_id: str) -> Script:
@@ -121,7 +157,9 @@ class TrajectorySimulator(Role):
             actions=describe_actions(script), rules=dm_rules(script), progress=progress,
         )  # fmt: skip
         schema = trajectory_schema(script, self.min_steps if not prefix else 1, self.max_steps, open_thoughts)
-        return Request(chat(system, user), schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)
+        reply = self.max_steps * (3 * TEXT_MAX + STEP_EXTRA_CHARS) + open_thoughts * TEXT_MAX  # as the schema bounds it
+        return Request(chat(system, user), schema, stage="trajectory", sample_index=attempt, tag=trajectory_id,
+                       reply_tokens=reply // CHARS_PER_TOKEN)  # fmt: skip
 
     @staticmethod
     def parse(parsed: dict) -> list[dict]:
@@ -161,7 +199,9 @@ class ThoughtWriter(Role):
         calls = [format_action(s["action"]["name"], s["action"]["params"]) for s in steps]
         schema = scaffold_schema(calls, [s["observation"] for s in steps], max_thought=self.max_thought)
         system = load_prompt("refine/trajectory_scaffold_system")
-        return Request(chat(system, user), schema, stage="trajectory", sample_index=attempt, tag=trajectory_id)
+        reply = sum(len(call) + len(s["observation"]) + self.max_thought + 40 for call, s in zip(calls, steps))
+        return Request(chat(system, user), schema, stage="trajectory", sample_index=attempt, tag=trajectory_id,
+                       reply_tokens=reply // CHARS_PER_TOKEN)  # fmt: skip
 
     @staticmethod
     def parse(parsed: dict) -> list[str]:

@@ -29,6 +29,7 @@ from .script import Action, Script
 from .values import valid_typed
 
 ERROR_TYPES = ["none", "parameter", "location", "logic"]
+TEXT_MAX = 300  # characters in a thought, a DM check, an observation or a missing thought
 
 # Step field -> wire key; the prefixes sort in generation order (see above).
 WIRE_KEYS = {"thought": "1_thought", "action": "2_action", "dm_thinking": "3_dm_thinking",
@@ -112,10 +113,10 @@ def step_schema(script: Script) -> dict[str, Any]:
         "additionalProperties": False,
     }
     fields = {
-        "thought": _bounded_text(300),
+        "thought": _bounded_text(TEXT_MAX),
         "action": action_schema(script),
-        "dm_thinking": _bounded_text(300),
-        "observation": _bounded_text(300),
+        "dm_thinking": _bounded_text(TEXT_MAX),
+        "observation": _bounded_text(TEXT_MAX),
         "evaluation": evaluation,
     }
     return {
@@ -134,7 +135,7 @@ def trajectory_schema(
     `missing_thoughts` sorts before `steps`, so llama.cpp writes them first, as the story reads."""
     properties: dict[str, Any] = {}
     if missing_thoughts:
-        properties[MISSING_THOUGHTS] = {"type": "array", "items": _bounded_text(300),
+        properties[MISSING_THOUGHTS] = {"type": "array", "items": _bounded_text(TEXT_MAX),
                                         "minItems": missing_thoughts, "maxItems": missing_thoughts}  # fmt: skip
     properties["steps"] = {"type": "array", "items": step_schema(script), "minItems": min_steps, "maxItems": max_steps}
     return {

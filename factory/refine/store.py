@@ -8,6 +8,7 @@ from typing import Any
 from ..records import Trajectory
 from ..store import Store, utcnow
 from ..store.trajectories import write_trajectory
+from .grounded_thoughts import check_thoughts
 from .script import Script
 from .verify import TrajectoryVerdict
 
@@ -35,8 +36,23 @@ def save_verdict(
 def save_trajectory(store: Store, row: dict[str, Any], trajectory: Trajectory | None) -> None:
     """One final row per trajectory id: verified with its turns, or failed with its reason."""
     # The provenance (judging mode, script source, calls) rides in the stats JSON: a dataset can keep or drop by it.
-    stats = trajectory.stats().model_copy(update={"provenance": trajectory.provenance}) if trajectory else None
+    stats = None
+    if trajectory is not None:
+        update = {"provenance": trajectory.provenance, **thought_stats(store, row, trajectory)}
+        stats = trajectory.stats().model_copy(update=update)
     write_trajectory(store, row, trajectory, stats)
+
+
+def thought_stats(store: Store, row: dict[str, Any], trajectory: Trajectory) -> dict[str, Any]:
+    """The trained thoughts' state assertions, judged against what the player read and the script's world
+    replayed over the row's steps (grounded_thoughts.py); nothing when the row has no stored script."""
+    found = store.query("SELECT script FROM scripts WHERE script_id = ?", [row.get("script_id")])
+    if trajectory.source != "refine" or not found or found[0][0] is None:
+        return {}
+    steps = json.loads(row["steps"]) if row.get("steps") else None
+    turns = [turn.model_dump() for turn in trajectory.turns]
+    stats = check_thoughts(Script.model_validate_json(found[0][0]), turns, steps).stats()
+    return {key: value for key, value in stats.items() if value is not None}
 
 
 def finished_ids(store: Store) -> set[str]:

@@ -17,7 +17,9 @@ INTRO = (
     "action with the same arguments (a retry after a fix counts: context), the same refused action with the same "
     "error type, the same injected move, the same thought. An observation's skeleton is its text lower-cased with "
     "calls, quoted text, the script's names and numbers masked. An arc is a row's first-mistake turn and its error "
-    "types in order. Not shown: thoughts asserting what no observation showed (needs a verifier rule)."
+    "types in order. A thought is ungrounded when it asserts a state of the script's things (the player's place or "
+    "inventory, an item's place, a thing's state) that neither what the player read nor the world replayed to that "
+    "turn supports; plans and guesses assert nothing."
 )
 REPEAT_LABELS = {"moves": "same move (action and arguments)", "mistakes": "same refused move, same error",
                  "injected": "same injected move", "thoughts": "same thought"}  # fmt: skip
@@ -43,6 +45,7 @@ KINDS = [
     ("share", "share", as_pct),
 ]
 ARCS = [("arc", "arc", as_text), ("rows", "rows", as_int), ("share", "share", as_pct)]
+UNGROUNDED = [("row", "trajectory_id", as_text), ("first ungrounded assertion", "example", as_text)]
 
 
 def row_quality_parts(q: dict[str, Any]) -> list[str]:
@@ -51,7 +54,7 @@ def row_quality_parts(q: dict[str, Any]) -> list[str]:
         return []
     head = subsection("refine-rows", "Inside each refine row", INTRO)
     return [head, _tiles(q), _repeats(q["repeats"]), _skeletons(q["observations"]), _kinds(q["mistake_kinds"]),
-            _arcs(q["arcs"])]  # fmt: skip
+            _arcs(q["arcs"]), _grounding(q["grounding"])]  # fmt: skip
 
 
 def _tiles(q: dict[str, Any]) -> str:
@@ -60,7 +63,8 @@ def _tiles(q: dict[str, Any]) -> str:
                   ("repeated thoughts", as_int(rep["thoughts"]["repeated"])),
                   ("observations in shared skeletons", as_pct(obs["share_in_shared_skeleton"])),
                   (f"error types above {kinds['floor']:.0%}", as_int(kinds["types_above_floor"])),
-                  ("distinct arcs / rows", as_pct(arcs["by_position_and_types"]["share_distinct"]))])  # fmt: skip
+                  ("distinct arcs / rows", as_pct(arcs["by_position_and_types"]["share_distinct"])),
+                  ("ungrounded state assertions", as_pct(q["grounding"]["ungrounded_assertion_rate"]))])  # fmt: skip
 
 
 def _repeats(repeats: dict[str, Any]) -> str:
@@ -98,3 +102,13 @@ def _arcs(arcs: dict[str, Any]) -> str:
     ) + table(ARCS, types["top"], "refine-arc-types",
               f"Error types alone: {types['distinct']} distinct of {arcs['rows']} rows")  # fmt: skip
     return f'<div class="panel"><h3>Arcs rows share</h3>{tables}</div>'
+
+
+def _grounding(g: dict[str, Any]) -> str:
+    caption = (
+        f"{g['ungrounded_assertions']} of {g['state_assertions']} state assertions ungrounded "
+        f"({as_pct(g['ungrounded_assertion_rate'])}); {g['ungrounded_thoughts']} of {g['trained_thoughts']} trained "
+        f"thoughts, {g['rows_with_ungrounded']} of {g['checked_rows']} rows; {g['unchecked_rows']} rows unchecked"
+    )
+    inner = table(UNGROUNDED, g["examples"], "refine-ungrounded", caption)
+    return f'<div class="panel"><h3>Grounded thoughts</h3>{inner}</div>'
