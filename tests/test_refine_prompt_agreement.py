@@ -168,3 +168,13 @@ def test_a_parameter_goal_kind_is_refused_by_the_schema():
     bad = {**GARDEN, "goal": {"conditions": [{"kind": "param_in_inventory", "value": "item"}]}}
     with pytest.raises(ValueError, match="goal.conditions.0.kind"):
         DeclarativeScriptDraft.model_validate(bad)
+
+
+# -- 6. the simulated player starts from what the trained player is told -----------------------------------
+def test_the_simulated_player_is_told_where_it_starts_and_what_it_sees(garden):
+    from factory.refine.narration import opening_observation  # also the trained row's first observation (output.py)
+
+    user = TrajectorySimulator().request(garden, [], 0, "t").messages[-1]["content"]
+    opening = opening_observation(garden)
+    assert f"What the player is told at the start (where it stands, what it carries, what it sees): {opening}" in user
+    assert opening.startswith("You are in the kitchen.")  # where GARDEN's player starts, in the DM's words

@@ -155,6 +155,7 @@ class TrajectorySimulator(Role):
         user = render_prompt(
             "refine/trajectory_user", environment=describe_environment(script), task=script.task,
             actions=describe_actions(script), rules=dm_rules(script), progress=progress,
+            opening=opening_observation(script),  # the player's first observation, as its instruction shows it
         )  # fmt: skip
         schema = trajectory_schema(script, self.min_steps if not prefix else 1, self.max_steps, open_thoughts)
         reply = self.max_steps * (3 * TEXT_MAX + STEP_EXTRA_CHARS) + open_thoughts * TEXT_MAX  # as the schema bounds it
