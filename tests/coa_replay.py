@@ -39,7 +39,7 @@ import jsonschema
 from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).parent))
-from loopback_server import LoopbackServer  # noqa: E402
+from loopback_server import LoopbackServer, completion, estimated_usage  # noqa: E402
 
 ROLE_MARKERS = {  # the opening of each role's system prompt (prompts/coa/<role>.md, crawl_summary.md)
     "Your step now: PLAN.": "planner",
@@ -68,10 +68,6 @@ def write_tasks(recordings: list[dict[str, Any]], path: str | Path) -> Path:
     return Path(path)
 
 
-def json_rows(path: str | Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def file_name(task_id: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(task_id)) + ".json"
 
@@ -84,17 +80,6 @@ def role_of(body: dict[str, Any]) -> str | None:
 
 def user_text(body: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content", "")) for m in body.get("messages") or [] if m.get("role") == "user")
-
-
-def completion_body(prompt: str, content: str) -> dict[str, Any]:
-    # The replies were not metered by a provider: about 4 characters a token, labelled an estimate in the results.
-    usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4}
-    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    return {
-        "id": "chatcmpl-coa-replay", "object": "chat.completion", "created": int(time.time()), "model": "replay",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": usage,
-    }  # fmt: skip
 
 
 class CoaReplayServer(LoopbackServer):
@@ -131,7 +116,7 @@ class CoaReplayServer(LoopbackServer):
         free_text = not body.get("response_format") and set(reply) == {"text"}  # a free-text request
         content = reply["text"] if free_text else json.dumps(reply, ensure_ascii=False)
         prompt = "".join(str(m.get("content", "")) for m in body.get("messages") or [])
-        return web.json_response(completion_body(prompt, content))
+        return web.json_response(completion(content, usage=estimated_usage(prompt, content)))
 
     def refuse(self, what: str) -> web.Response:
         message = f"replay: no recorded reply for {what}"
@@ -209,12 +194,14 @@ def show(path: Path) -> str:
 
 def record(args: argparse.Namespace) -> None:
     from factory.coa import run_coa
+    from factory.rows import json_rows
     from factory.run_config import FactoryConfig
     from factory.tasks import load_tasks
 
     folder = Path(args.set)
     folder.mkdir(parents=True, exist_ok=True)
-    for row, task in zip(json_rows(args.tasks), load_tasks(args.tasks)):
+    rows = [row for _, row in json_rows(Path(args.tasks))[1]]
+    for row, task in zip(rows, load_tasks(args.tasks)):
         path = folder / file_name(row["id"])
         if not path.exists():
             recording = {"task": row, "question": task.question, "replies": []}

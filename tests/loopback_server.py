@@ -58,15 +58,22 @@ def provider_error(
     return Action(status=status, body=json.dumps(body), headers={"Content-Type": "application/json", **(headers or {})})
 
 
-def completion(content: str, finish_reason: str = "stop") -> dict[str, Any]:
+def completion(content: str, finish_reason: str = "stop", usage: dict[str, int] | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-loopback",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": "loopback",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+
+
+def estimated_usage(prompt: str, content: str) -> dict[str, int]:
+    """Token counts for recorded replies no provider metered: about 4 characters a token (an estimate)."""
+    prompt_tokens, completion_tokens = len(prompt) // 4, len(content) // 4
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
 
 
 class LoopbackServer:

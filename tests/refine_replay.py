@@ -25,12 +25,11 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from loopback_server import Action, LoopbackServer, serve_forever  # noqa: E402
+from loopback_server import Action, LoopbackServer, completion, estimated_usage, serve_forever  # noqa: E402
 
 from factory.prompts import load_prompt  # noqa: E402
 
@@ -83,16 +82,6 @@ def _tasks(recording: dict[str, Any]) -> list[str]:
     return [r["reply"]["task"] for r in recording["replies"] if r["stage"] == "script" and "task" in r["reply"]]
 
 
-def _usage_estimate(prompt: str, content: str) -> dict[str, int]:
-    # The replies were not metered by a provider: about 4 characters a token, labelled an estimate.
-    prompt_tokens, completion_tokens = len(prompt) // 4, len(content) // 4
-    return {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-    }
-
-
 class ReplayServer(LoopbackServer):
     def __init__(self, recordings: list[dict[str, Any]], pending_dir: str | Path | None = None):
         super().__init__()
@@ -128,15 +117,8 @@ class ReplayServer(LoopbackServer):
 
     def _answer(self, body: dict[str, Any], content: str) -> Action:
         prompt = _text(body, "system") + _text(body, "user")
-        completion = {
-            "id": "chatcmpl-replay",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": "replay",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": _usage_estimate(prompt, content),
-        }
-        return Action(body=json.dumps(completion), headers={"Content-Type": "application/json"})
+        reply = completion(content, usage=estimated_usage(prompt, content))
+        return Action(body=json.dumps(reply), headers={"Content-Type": "application/json"})
 
     def _missing(self, body: dict[str, Any], what: str) -> Action:
         message = f"replay: no recorded reply for {what}"

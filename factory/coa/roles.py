@@ -114,9 +114,7 @@ def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...]
     if tools and "tool" in base.model_fields:
         argument_chars = limits.code if "code" in tools else SEARCH_ARGUMENT_CHARS
         fields["tool"] = (Literal[tools], ...)
-        described = ", or ".join(
-            tool_spec(tool).argument if tool_spec(tool) else tool for tool in tools
-        )  # offered only
+        described = ", or ".join(argument_of(tool) for tool in tools)  # the schema names no tool not offered
         # A program when code is offered: marked as code, the LaTeX repair (factory.llm) leaves its escapes alone.
         code = {"contentMediaType": "text/x-python"} if "code" in tools else None
         fields["argument"] = (
@@ -124,6 +122,12 @@ def bounded_reply(base: type[Reply], limits: ReplyLimits, tools: tuple[str, ...]
             Field(min_length=1, max_length=argument_chars, description=described, json_schema_extra=code),
         )
     return create_model(base.__name__, __base__=base, **fields)
+
+
+def argument_of(tool: str) -> str:
+    """What a tool's argument is, as its declaration says (an imported tool's own name when undeclared)."""
+    declared = tool_spec(tool)
+    return declared.argument if declared else tool
 
 
 class CoaRole(Role):

@@ -16,7 +16,7 @@ from .candidate import Candidate
 from .expand import ExpandResult
 
 
-def variant_row(task: Any) -> dict[str, Any]:
+def task_row(task: Any) -> dict[str, Any]:
     """A kept variant as a task row: math answers as they are; code tests as the ground truth the checker reads."""
     row = {"id": task.id.split("/", 1)[-1], "data_source": task.source, "domain": task.domain,
            "question": task.question, "extra_info": task.extra}  # fmt: skip
@@ -25,10 +25,6 @@ def variant_row(task: Any) -> dict[str, Any]:
     else:
         row["answers"] = task.answers
     return row
-
-
-def task_row(candidate: Candidate) -> dict:
-    return variant_row(candidate.task)
 
 
 def report_row(candidate: Candidate) -> dict:
@@ -44,7 +40,7 @@ def write_outputs(result: ExpandResult, out: Path) -> Path:
     report = out.with_name(out.stem + ".report.jsonl")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(b"".join(orjson.dumps(task_row(c)) + b"\n" for c in result.kept))
+        out.write_bytes(b"".join(orjson.dumps(task_row(c.task)) + b"\n" for c in result.kept))
         report.write_bytes(b"".join(orjson.dumps(report_row(c)) + b"\n" for c in result.candidates))
         summary = out.with_name(out.stem + ".summary.json")
         summary.write_text(json.dumps(result.summary(), indent=2) + "\n")
