@@ -17,7 +17,10 @@ Runs `factory refine` in-process into a fresh run folder (cache off unless
 - the quality of the verified trajectories (`factory.refine.quality`): whether the
   last action completes the task, where the first mistake falls, error-type mix,
   mistakes per row, whether the first move trains, distinct actions per row,
-  repeated or templated mistake thoughts, diversity across environments.
+  repeated or templated mistake thoughts, diversity across environments;
+- inside each row (`factory.refine.quality_rows`, key `inside_rows`): slip kinds and
+  how many hold more than 10%, injected steps answered with a world template, fact
+  ids in observations, repeated moves and thoughts, observation skeletons, arcs.
 
 With --replay DIR the model is a recorded set of capable-model replies served over
 loopback HTTP (tests/refine_replay.py): its own personas, the LLM as DM and no
@@ -40,6 +43,7 @@ from results_file import per, report, timed_run
 
 from factory.refine.batch import run_refine
 from factory.refine.quality import refine_quality
+from factory.refine.quality_rows import row_quality
 from factory.run_config import FactoryConfig
 from factory.store import Store
 
@@ -115,6 +119,7 @@ def measure(store: Store, funnel: dict[str, int], losses: dict[str, int], second
         "share_lost_by_rule": {rule: round(n / failed, 3) for rule, n in losses.items()},
         "failed_scripts_by_problem": script_problem_kinds(store),
         "quality": refine_quality(store),
+        "inside_rows": row_quality(store),  # issue 26: slip kinds, DM lines, repeats, skeletons, arcs, grounding
     }
 
 

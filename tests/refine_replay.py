@@ -17,12 +17,16 @@ model's earlier reply, by the client's own repair message), gets an HTTP 400 nam
 pipeline records as a failed call. With `pending_dir`, such requests are also
 written there as JSON, ready to be answered and added to the set.
 
-    python tests/refine_replay.py DIR   # serve DIR; prints the base URL
+    python tests/refine_replay.py DIR [PENDING]       # serve DIR; prints the base URL
+    python tests/refine_replay.py show REQUEST [--schema] # a pending request, as the model reads it
+    python tests/refine_replay.py check REQUEST REPLY     # the reply against the request's schema
+    python tests/refine_replay.py merge DIR FOLDER...     # answered requests into the set
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from pathlib import Path
@@ -131,9 +135,56 @@ class ReplayServer(LoopbackServer):
         return Action(status=400, body=json.dumps({"error": {"message": message, "code": 400}}))
 
 
+# --- recording: answering pending requests (benchmarks/data/refine_replay/RECORDING.md) ----------------------
+
+
+def show(request: str, schema: bool = False) -> str:
+    """A pending request as the model receives it: its messages, then (with `schema`) the reply's schema."""
+    body = json.loads(Path(request).read_text())
+    parts = [f"===== {m['role'].upper()} =====\n{m['content']}\n" for m in body["messages"]]
+    if schema:
+        parts.append(
+            "===== REPLY JSON SCHEMA =====\n" + json.dumps(body["response_format"]["json_schema"]["schema"], indent=1)
+        )
+    return "\n".join(parts)
+
+
+def check(request: str, reply: str) -> str:
+    """The reply against the request's JSON schema: what constrained decoding would enforce, nothing more."""
+    import jsonschema
+
+    body = json.loads(Path(request).read_text())
+    jsonschema.validate(json.loads(Path(reply).read_text()), body["response_format"]["json_schema"]["schema"])
+    return "schema ok"
+
+
+def merge(set_dir: str, *folders: str) -> list[str]:
+    """Answered pending requests (`NAME.reply.json` beside each) into the set's files, by persona and attempt."""
+    merged = []
+    for folder in folders:
+        for answer in sorted(Path(folder).glob("*.reply.json")):
+            found = re.search(r"stage-(\w+)_persona-(\w+)_attempt-(\d+)", answer.name)
+            stage, persona, attempt = found.group(1), found.group(2), int(found.group(3))
+            path = Path(set_dir) / f"{persona}.json"
+            recording = json.loads(path.read_text())
+            replies = [r for r in recording["replies"] if (r["stage"], r["attempt"]) != (stage, attempt)]
+            replies.append({"stage": stage, "attempt": attempt, "reply": json.loads(answer.read_text())})
+            recording["replies"] = sorted(replies, key=lambda r: (r["stage"] != "script", r["attempt"]))
+            path.write_text(json.dumps(recording, indent=1, ensure_ascii=False) + "\n")
+            merged.append(f"{persona} {stage} {attempt}")
+    return merged
+
+
 def main() -> None:
-    server = ReplayServer(load_replay_set(sys.argv[1]), pending_dir=sys.argv[2] if len(sys.argv) > 2 else None)
-    serve_forever(server)
+    command, *rest = sys.argv[1:]
+    if command == "show":
+        print(show(rest[0], "--schema" in rest))
+    elif command == "check":
+        print(check(*rest))
+    elif command == "merge":
+        print("\n".join(merge(*rest)))
+    else:  # a set folder to serve, and optionally where unanswered requests go
+        serve_forever(ReplayServer(load_replay_set(command), pending_dir=rest[0] if rest else None))
 
 
 if __name__ == "__main__":

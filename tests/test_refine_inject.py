@@ -26,16 +26,17 @@ from factory.refine.inject import (
     candidate_positions,
     draw_target,
     eligible_positions,
-    fill_thoughts,
+    fill_open,
     inject_mistakes,
-    injected_step,
+    open_lines,
     open_slots,
 )  # fmt: skip
 from factory.refine.pipeline import refine_one
 from factory.refine.quality import refine_quality
 from factory.refine.roles import TrajectorySimulator
-from factory.refine.schemas import MISSING_THOUGHTS, from_wire, param_values, to_wire
+from factory.refine.schemas import MISSING_LINES, MISSING_THOUGHTS, from_wire, param_values, to_wire
 from factory.refine.script import Script
+from factory.refine.slips import SlipMix, finishing_actions, slips_here
 from factory.refine.solvable import shortest_plan
 from factory.refine.verify import verify_steps
 from factory.refine.world import WorldState, check_action, format_action, step
@@ -47,6 +48,8 @@ OPENERS = ["Hmm,", "Right,", "Okay, so", "Looking around,", "Let me think:", "Al
 REASONS = ["{a} seems the obvious next move", "I could try {a} and see", "{a} should get me closer",
            "my best guess is {a}", "I'll go with {a}", "{a} looks right from here", "trying {a} feels sensible",
            "nothing stops me doing {a}"]  # fmt: skip
+LINES = ["That gets you nowhere: {a} is not possible as things stand.", "Nothing happens when you try {a}.",
+         "You try {a}, but it does not work out.", "{a}? Not like this, not yet."]  # fmt: skip
 TAILS = ["", " before anything else", " to keep things moving", " since the task needs it", " for now",
          " while I'm here", " if I remember the layout", " given what I was told"]  # fmt: skip
 
@@ -58,6 +61,7 @@ class WorldPlayer:
         self.script, self.slip = script, slip
         self.rng = random.Random(0)  # the sampling: one stream over the whole run, like a temperature
         self.written: list[str] = []  # every missing thought it wrote
+        self.lines: list[str] = []  # every missing DM line it wrote
 
     def thought(self, call: str) -> str:
         text = f"{self.rng.choice(OPENERS)} {self.rng.choice(REASONS).format(a=call)}{self.rng.choice(TAILS)}."
@@ -78,9 +82,18 @@ class WorldPlayer:
         ]
         assert len(thoughts) == missing
         self.written += thoughts
+        lines = [
+            self.rng.choice(LINES).format(a=format_action(s["action"]["name"], s["action"]["params"]))
+            for s in story
+            if s["observation"].startswith("<missing DM line")
+        ]
+        assert len(lines) == schema["properties"].get(MISSING_LINES, {}).get("minItems", 0)
+        self.lines += lines
         reply = {"steps": [to_wire(s) for s in self.play(state_after(self.script, story))]}
         if missing:
             reply[MISSING_THOUGHTS] = thoughts
+        if lines:
+            reply[MISSING_LINES] = lines
         return json.dumps(reply)
 
     def play(self, state: WorldState) -> list[dict]:
@@ -95,7 +108,7 @@ class WorldPlayer:
     def slip_call(self, state: WorldState) -> tuple[str, dict]:
         for _ in range(50):
             action = self.rng.choice(self.script.actions)
-            params = {p.name: self.rng.choice(param_values(self.script, p.name)) for p in action.parameters}
+            params = {p.name: self.rng.choice(param_values(self.script, p)) for p in action.parameters}
             if not check_action(self.script, state, action.name, params).ok:
                 return action.name, params
         return "dance", {}
@@ -154,6 +167,7 @@ def test_mistakes_spread_over_the_trajectory_and_most_first_moves_train(server, 
     assert thoughts["share_repeated"] <= 0.1 and thoughts["top_prefix_share"] <= 0.25, thoughts
     injected = injected_steps(store)
     assert injected and {s["thought"] for s in injected} <= set(player.written)  # the model's words, no template
+    assert {s["observation"] for s in injected} <= set(player.lines)  # the DM line too
     assert all(not s["thought"].startswith("<missing") for s in injected)
 
 
@@ -167,18 +181,20 @@ def test_each_rows_mistake_count_is_drawn_from_the_config(server, fast_config, t
 
 @pytest.mark.parametrize(
     "mix, expected",
-    [({"location": 1}, {"location": 1.0}), ({"parameter": 3, "unknown_action": 1}, {"parameter": 0.75, "logic": 0.25})],
-)
-def test_the_error_mix_follows_the_config(server, fast_config, tmp_path, mix, expected):
-    settings = RefineConfig(with_code=False, seed=9, error_mix=mix, mistake_counts={3: 1})
+    [({"wrong_place": 1}, {"wrong_place": 1.0}),  # a row's second slip is another kind where it can:
+     ({"wrong_amount": 1, "missing_item": 1}, {"wrong_amount": 0.5, "missing_item": 0.5})],
+)  # fmt: skip
+def test_the_slip_mix_follows_the_config(server, fast_config, tmp_path, mix, expected):
+    weights = dict.fromkeys(SlipMix().mix, 0.0) | mix
+    settings = RefineConfig(with_code=False, seed=9, slip_mix=weights, mistake_counts={3: 1})
     verified, store, _ = run_rows(server, fast_config, tmp_path, settings, rows=24)
     assert all(verified)
-    types = refine_quality(store)["error_types"]
-    total = sum(types.values())
-    assert total >= 60
+    kinds = Counter(s["injected"] for s in injected_steps(store))
+    total = sum(kinds.values())
+    assert total >= 40  # 3 a row where the kinds allowed fit
     for kind, share in expected.items():
-        assert abs(types.get(kind, 0) / total - share) <= 0.12, types
-    assert Counter(s["injected"] for s in injected_steps(store)).keys() == mix.keys()
+        assert abs(kinds[kind] / total - share) <= 0.12, kinds
+    assert kinds.keys() == mix.keys()
 
 
 def test_a_row_with_enough_own_mistakes_gets_none_injected(server, fast_config, tmp_path):
@@ -221,34 +237,44 @@ def test_draw_target_follows_the_weights_and_the_minimum():
 
 def test_injection_keeps_earlier_steps_as_corrections_and_cuts_after_the_last(script):
     rng = random.Random(3)
-    prefix = inject_mistakes(script, CLEAN, 3, {"parameter": 1}, 1.0, rng)
+    prefix = inject_mistakes(script, CLEAN, 3, SlipMix(), 1.0, rng)
     kinds = [("mistake" if s.get("injected") else s.get("open_thought", "kept")) for s in prefix]
     assert kinds == ["mistake", "correction", "mistake", "correction", "mistake"]
     assert [s["action"]["name"] for s in prefix if not s.get("injected")] == ["take", "go"]
     assert verify_steps(script, prefix, min_corrections=0).rule == "not_done"  # every step judged right
-    filled = fill_thoughts(prefix, ["a", "b", "c", "d", "e"])
+    assert open_lines(prefix) == [0, 2, 4]  # every injected step's DM line is the model's to write
+    filled = fill_open(prefix, ["a", "b", "c", "d", "e"], ["x", "y", "z"])
     assert [s["thought"] for s in filled] == ["a", "b", "c", "d", "e"] and not open_slots(filled)
-    assert filled[1]["rewritten_thought"] and fill_thoughts(prefix, ["a"]) is None
+    assert [filled[i]["observation"] for i in (0, 2, 4)] == ["x", "y", "z"] and not open_lines(filled)
+    assert filled[1]["rewritten_thought"] and fill_open(prefix, ["a"], ["x", "y", "z"]) is None
+    assert fill_open(prefix, ["a", "b", "c", "d", "e"], ["x", " ", "z"]) is None  # a blank DM line
 
 
-def test_injected_steps_follow_the_mix_where_possible(script):
+def test_injected_kinds_follow_the_mix_where_possible(script):
     rng = random.Random(0)
-    state = WorldState("garden", [], {"kitchen": ["watering_can"]}, set())  # every kind is possible here
-    kinds = Counter(injected_step(script, state, rng, {"logic": 1, "parameter": 1})["injected"] for _ in range(400))
-    assert kinds.keys() == {"logic", "parameter"} and 150 <= kinds["logic"] <= 250
-    start = WorldState.initial(script)  # no logic error is possible in the kitchen: it yields
-    assert injected_step(script, start, rng, {"logic": 1, "unknown_action": 0.001})["injected"] == "unknown_action"
+    state = WorldState("garden", [], {"kitchen": ["watering_can"]}, set())  # many kinds are possible here
+    found = slips_here(script, [state, state], set(), finishing_actions(script))  # the last move changed nothing
+    assert found.keys() == {"wrong_place", "missing_item"}  # too much water would fail anyway: no wrong amount
+    mix = SlipMix({"wrong_place": 1, "missing_item": 1})
+    kinds = Counter(mix.draw(found, "middle", set(), rng) for _ in range(400))
+    assert kinds.keys() == {"wrong_place", "missing_item"} and 150 <= kinds["wrong_place"] <= 250
+    held = Counter(mix.draw(found, "middle", {"wrong_place"}, rng) for _ in range(400))  # the row has one
+    assert held["wrong_place"] < 0.3 * 400
+    assert SlipMix({"premature_finish": 1}).draw(found, "middle", set(), rng) is None  # impossible here
 
 
-def test_the_request_marks_open_thoughts_and_asks_for_one_each(script):
-    prefix = inject_mistakes(script, CLEAN, 2, {"unknown_action": 1}, 0.0, random.Random(4))
+def test_the_request_marks_open_thoughts_and_lines_and_asks_for_one_each(script):
+    prefix = inject_mistakes(script, CLEAN, 2, SlipMix(), 0.0, random.Random(4))
     request = TrajectorySimulator().request(script, prefix, 1, "t")
     user = request.messages[-1]["content"]
     assert "<missing thought 1: why the player tries this move>" in user
     assert "<missing thought 2: the player's reaction to the observation just before>" in user
     assert "<missing thought 3: why" in user and "3 of the player's thoughts" in user  # mistake, correction, mistake
+    assert "<missing DM line 2: what the DM tells the player" in user and "2 of the DM's lines" in user
     spec = request.response_model["properties"][MISSING_THOUGHTS]
     assert spec["minItems"] == spec["maxItems"] == len(open_slots(prefix)) == 3
+    lines = request.response_model["properties"][MISSING_LINES]
+    assert lines["minItems"] == lines["maxItems"] == 2
     assert "injected" not in user and "open_thought" not in user  # bookkeeping stays off the wire
     plain = TrajectorySimulator().request(script, CLEAN[:1], 1, "t").response_model
-    assert MISSING_THOUGHTS not in plain["properties"]
+    assert MISSING_THOUGHTS not in plain["properties"] and MISSING_LINES not in plain["properties"]

@@ -34,7 +34,7 @@ def go(config, store, settings, persona="p1", checker=None):
 
 
 # GOOD as a model can write it (its 'attic' is not in the wire's vocabulary): two mistakes of its own.
-PLAYED = [step("go", {"place": "watering_can"}, error="parameter"), *GOOD[1:]]
+PLAYED = [step("water", {"litres": 5}, error="parameter"), *GOOD[1:]]
 CLEAN = [
     step("take", {"item": "watering_can"}),
     step("go", {"place": "garden"}),
@@ -91,7 +91,7 @@ def test_a_failed_check_continues_from_the_verified_prefix(server, fast_config, 
     assert verdicts == [(0, False, "unflagged_error", 2), (1, True, None, None)]
     assert "The story so far" in server.requests[2]["body"]["messages"][1]["content"]
     steps = json.loads(store.query("SELECT steps FROM trajectories")[0][0])
-    assert [s["action"]["name"] for s in steps] == ["go", "take", "water", "go", "water"]
+    assert [s["action"]["name"] for s in steps] == ["water", "take", "water", "go", "water"]
 
 
 def test_after_a_failed_check_mistakes_go_inside_the_verified_prefix(server, fast_config, tmp_path):
@@ -188,7 +188,7 @@ def test_factory_refine_and_show_from_the_command_line(server, tmp_path):
 
 def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server, fast_config, tmp_path):
     misjudged = [
-        step("go", {"place": "watering_can"}),  # a parameter error the LLM's DM misses
+        step("water", {"litres": 5}),  # a parameter error the LLM's DM misses
         step("take", {"item": "watering_can"}, error="logic"),  # a false alarm
         step("water", {"litres": 2}),  # a location error, missed again
         step("go", {"place": "garden"}),
@@ -204,7 +204,7 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
     assert [s["evaluation"]["error"] for s in steps] == ["parameter", "none", "location", "none", "none"]
     assert steps[-1]["action"]["name"] == "water" and steps[-1]["evaluation"]["task_done"]
     told = [s["observation"] for s in steps]
-    assert "watering can" in told[0] and "place" in told[0]  # the DM's voice, display names (wording varies)
+    assert "litres" in told[0] and "5" in told[0]  # the DM's voice, display names (wording varies)
     assert "in the garden" in told[2] and "the kitchen" in told[2] and "_" not in "".join(told)
     # an accepted move is narrated by the world, never by the model (whose DM text said "You are in the garden."),
     # and says only what changed: the can is held now; the room is described on arriving in the garden
@@ -225,7 +225,7 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
 
 def test_the_llm_judges_by_default_and_its_misjudgements_fail(server, fast_config, tmp_path):
     server.route(SCRIPT_MARK, ok(GARDEN))
-    server.route(TRAJ_MARK, *[replies([step("go", {"place": "watering_can"})] * 2)] * 4)
+    server.route(TRAJ_MARK, *[replies([step("water", {"litres": 5})] * 2)] * 4)
     store = Store(tmp_path / "r.duckdb")
     assert not go(fast_config(), store, RefineConfig(with_code=False, injection=False, budget=2))
     assert rule_losses(store) == {"unflagged_error": 1}

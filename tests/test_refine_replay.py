@@ -16,6 +16,7 @@ from refine_replay import ReplayServer, load_replay_set, request_stage, write_pe
 
 from factory.refine.batch import run_refine
 from factory.refine.quality import refine_quality
+from factory.refine.quality_rows import row_quality
 from factory.run_config import FactoryConfig
 from factory.store import Store
 
@@ -45,7 +46,7 @@ def replayed(tmp_path_factory):
     finally:
         server.stop()
     with Store.open(folder / "run", read_only=True) as store:
-        yield recordings, outcome, refine_quality(store), server
+        yield recordings, outcome, refine_quality(store), server, row_quality(store)
 
 
 def test_the_set_holds_at_least_20_personas_with_script_and_trajectory_replies(replayed):
@@ -79,6 +80,19 @@ def test_mistakes_per_row_vary(replayed):
     assert len(per_row) >= 2, per_row  # not every row holds the same number of corrected mistakes
 
 
+def test_injected_mistakes_are_varied_slips_the_dm_answers_in_its_own_words(replayed):
+    """Issue 26's done-when on the recorded set: the DM's line on every injected step is the model's (no world
+    template), no observation names a fact id, no injected move repeats in its row, and the mistakes are of
+    at least 4 kinds holding more than 10% each."""
+    rows = replayed[4]
+    lines = rows["dm_lines"]
+    assert lines["injected_steps"] >= 10 and lines["template_lines_on_injected"] == 0, lines["template_examples"]
+    assert lines["with_fact_ids"] == 0, lines["fact_id_examples"]
+    assert rows["repeats"]["injected"]["turns"] >= 10 and rows["repeats"]["injected"]["repeated"] == 0
+    assert rows["slip_kinds"]["kinds_above_floor"] >= 4, rows["slip_kinds"]["kinds"]
+    assert "unlabelled" not in rows["slip_kinds"]["kinds"]
+
+
 def test_yield_and_calls_are_within_the_measured_floors(replayed):
     funnel = replayed[1].funnel
     assert funnel["personas"] == len(replayed[0])
@@ -91,7 +105,7 @@ def test_the_set_answers_every_request_of_its_own_run(replayed):
 
 
 def test_calls_per_verified_trajectory_stay_under_the_floor(replayed):
-    recordings, outcome, _, server = replayed
+    recordings, outcome, _, server, _ = replayed
     calls = sum(server.asked.values())
     assert calls / outcome.funnel["verified"] <= MAX_CALLS_PER_VERIFIED
 

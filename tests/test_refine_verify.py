@@ -115,14 +115,17 @@ def test_a_first_step_failure_restarts(script):
 def test_injected_steps_are_mistakes_the_verifier_accepts(script):
     import random
 
-    from factory.refine.inject import injected_step
+    from factory.refine.inject import mistake_step
+    from factory.refine.slips import finishing_actions, slips_here
     from factory.refine.world import WorldState
 
-    kinds = set()
+    start = WorldState.initial(script)
+    found = slips_here(script, [start], set(), finishing_actions(script))
+    kinds = set(found)
     for seed in range(30):
-        step_ = injected_step(script, WorldState.initial(script), random.Random(seed))
-        kinds.add(step_["injected"])
+        kind = random.Random(seed).choice(sorted(found))
+        step_ = mistake_step(script, start, *random.Random(seed).choice(found[kind]), kind, "opening")
         verdict = verify_steps(script, [step_] + GOOD[1:])
         assert verdict.checks[0].action.ok is False  # a real mistake...
         assert verdict.failed_step != 0, verdict.reason  # ...that the DM evaluated correctly
-    assert kinds == {"parameter", "location", "unknown_action"}
+    assert kinds == {"wrong_place"}  # what the kitchen allows: watering here (an amount would fail anyway)

@@ -17,6 +17,7 @@ from ..scale import ray_enabled, shard_subset
 from ..store import Store
 from .config import RefineConfig
 from .pipeline import refine_one
+from .slips import learned_counts
 from .store import finished_ids, refine_funnel, rule_losses, save_trajectory
 from .validation_code import SandboxCodeChecker
 
@@ -76,6 +77,7 @@ async def run_refine_async(config: FactoryConfig, progress: bool = True) -> Refi
     checker = SandboxCodeChecker() if settings.with_code else None
     with open_run(config.run_dir, "refine", config) as run:
         save_personas(run.store, personas)
+        settings = settings.with_slip_counts(learned_counts(run.store))  # what earlier batches' LLM got wrong
         done = finished_ids(run.store)
         todo = [p for p in personas if f"refine:{p.id}" not in done]
         async with LLMClient(config.llm, run.store, run.run_id) as llm:

@@ -50,8 +50,10 @@ def add_refine_parser(commands: argparse._SubParsersAction) -> argparse.Argument
 
 
 def cmd_refine(args: argparse.Namespace, config: FactoryConfig) -> int:
+    from ..store.snapshot import open_snapshot
     from .batch import run_refine
     from .quality import format_quality, run_quality
+    from .quality_rows import format_row_quality, row_quality
 
     outcome = run_refine(config, progress=not args.quiet)
     print(funnel_line(outcome.funnel))
@@ -64,4 +66,6 @@ def cmd_refine(args: argparse.Namespace, config: FactoryConfig) -> int:
     print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (factory show {config.run_dir} ID)")
     print(format_call_summary(summarize_calls(config.run_dir)))
     print(format_quality(run_quality(config.run_dir)))  # issue 13: the data's quality, not only its yield
+    with open_snapshot(config.run_dir) as store:  # issue 26: what only a look inside each row shows
+        print(format_row_quality(row_quality(store)))
     return 0

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from ..config import StrictModel
+
+# The mistakes an agent really makes (refine/slips.py says what each is and how a move is judged one).
+SlipKind = Literal["wrong_value", "wrong_amount", "wrong_place", "missing_item", "skipped_step", "premature_finish",
+                   "stale_belief"]  # fmt: skip
+SLIPS: tuple[str, ...] = get_args(SlipKind)
 
 
 class RefineConfig(StrictModel):
@@ -24,9 +29,10 @@ class RefineConfig(StrictModel):
         description="weights of how many corrected mistakes a row aims for (never below min_corrections); "
         "the LLM's own mistakes count, injection adds the rest",
     )
-    error_mix: dict[Literal["parameter", "location", "logic", "unknown_action"], float] = Field(
-        {"parameter": 0.3, "location": 0.3, "logic": 0.25, "unknown_action": 0.15},
-        description="weights of the injected error types (a type impossible at the chosen step yields to another)",
+    slip_mix: dict[SlipKind, float] = Field(
+        default_factory=lambda: dict.fromkeys(SLIPS, 1.0),
+        description="weights of the injected slip kinds (refine/slips.py), times a prior learned from the LLM's "
+        "own mistakes in the run store; a kind impossible at the chosen step yields to another",
     )
     first_move_mistakes: float = Field(
         0.1,
@@ -36,7 +42,27 @@ class RefineConfig(StrictModel):
         "the other positions are drawn uniformly over the verified steps",
     )
 
-    @field_validator("mistake_counts", "error_mix")
+    # LLM-made slips the run store held when the batch began (slips.learned_counts), set by the batch: the
+    # injected kinds lean toward them. Read once, so a run's draws do not depend on which rows finish first.
+    _slip_counts: dict[str, dict[str, int]] = PrivateAttr(default_factory=dict)
+
+    def with_slip_counts(self, counts: dict[str, dict[str, int]]) -> "RefineConfig":
+        copy = self.model_copy()
+        copy._slip_counts = counts
+        return copy
+
+    @property
+    def slip_counts(self) -> dict[str, dict[str, int]]:
+        return self._slip_counts
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "error_mix" in data:
+            raise ValueError(f"refine.error_mix was replaced by refine.slip_mix, weights of: {', '.join(SLIPS)}")
+        return data
+
+    @field_validator("mistake_counts", "slip_mix")
     @classmethod
     def _weights(cls, weights: dict) -> dict:
         if any(w < 0 for w in weights.values()) or not any(w > 0 for w in weights.values()):

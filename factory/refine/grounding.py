@@ -42,9 +42,12 @@ def state_after(script: Script, steps: list[dict]) -> WorldState:
     return state
 
 
-def dm_feedback(script: Script, state: WorldState, call: str, check: ActionCheck) -> dict[str, str]:
-    """The DM's lines for a refused action: its private check and what the player is told."""
-    thinking = words()["dm_rejects"].format(action=call, rule=check.rule or check.reason, reason=check.reason)
+def dm_feedback(script: Script, state: WorldState, call: str, check: ActionCheck, told: bool = True) -> dict[str, str]:
+    """The DM's lines for a refused action: its private check and what the player is told. With `told`
+    False the check names the rule only: the DM's words to the player are left for the LLM to write
+    (an injected mistake, inject.py), and no world phrasing is there to copy."""
+    template = words()["dm_rejects" if told else "dm_rejects_open"]
+    thinking = template.format(action=call, rule=check.rule or check.reason, reason=check.reason)
     plan = shortest_plan(script, state)
     if plan:  # the DM knows the whole world; this private note steers the continuation, the player never reads it
         thinking += f" What would work from here: {describe_plan(plan)}."

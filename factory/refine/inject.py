@@ -7,14 +7,16 @@ decides how often the first move is one): the prefix is cut after the last one,
 and the LLM continues from the DM's observation of it. An earlier injection
 keeps the verified step after it, which becomes its correction.
 
-A mistake's error type is drawn from `RefineConfig.error_mix`, as in
-AgentRefine's error types: a wrong parameter value, an action not possible where
-the player stands (location), one the rules refuse for another reason (logic),
-or an action that does not exist. Its DM evaluation comes from the world's step
-function, not an LLM, so it is right by construction; it never trains
-(loss=false) because it is a mistake. Its thought, and the thought of a kept step
-that now follows it, are left open (`open_thought`): the continuation call writes
-them in the trajectory's own voice (roles.py), so no template is ever used.
+A mistake is a slip an agent really makes (slips.py: a wrong value or amount, a
+wrong place, a missing item, a skipped step, a premature finish, a stale
+belief), its kind drawn by `SlipMix` (the config's `slip_mix`, blended with
+what the LLM's own mistakes in the run store were), one the player could make
+after what it last read, never a move the row already holds. Its evaluation
+comes from the world's step function, not an LLM, so it is right by
+construction; it never trains (loss=false) because it is a mistake. Its
+thought, the DM's line that answers it (`open_observation`) and the thought of a
+kept step that now follows it are left open: the continuation call writes them
+in the trajectory's own voice (roles.py), so no template is ever used.
 """
 
 from __future__ import annotations
@@ -22,99 +24,34 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from .grounding import dm_feedback, state_after
-from .script import Parameter, Script
-from .values import valid_typed
-from .world import WorldState, check_action, format_action, step
-
-KINDS = ("parameter", "location", "logic", "unknown_action")
-UNKNOWN_ACTIONS = ("look_around", "ask_for_help", "use_map", "wait", "search", "check_notes", "call_out")
-MAX_TRIES = 40  # random calls tried per kind before it counts as impossible in this state
+from .grounding import dm_feedback
+from .script import Script
+from .slips import SlipMix, finishing_actions, label_slips, move_key, phase, replay_states, slips_here
+from .world import WorldState, check_action, format_action
 
 
-def _random_call(script: Script, rng: random.Random) -> tuple[str, dict[str, Any]]:
-    """Any action with valid values of their declared types (the player sends 15, not "15")."""
-    action = rng.choice(script.actions)
-    return action.name, {p.name: rng.choice(valid_typed(p)) for p in action.parameters if valid_typed(p)}
-
-
-def _confusions(script: Script, target: Parameter) -> list[Any]:
-    """Wrong values a player could mistake for the right one: a number past the valid ones; another place
-    of the world for a place, another thing of the world for a thing (never a value of another kind,
-    such as a number for a destination)."""
-    if target.type in ("integer", "number"):
-        numbers = [v for v in valid_typed(target) if isinstance(v, (int, float))]
-        return [int(max(numbers, default=0)) + k for k in range(1, 10)]
-    if target.type == "boolean":
-        return []
-    valid = set(target.valid_values)
-    places = {loc.name for loc in script.environment.locations}
-    things = {i for loc in script.environment.locations for i in loc.items} | set(script.environment.player.inventory)
-    kind = places if valid & places else things if valid & things else set()
-    return sorted(kind - valid)
-
-
-def _wrong_value(script: Script, state: WorldState, rng: random.Random):
-    candidates = [(a, p) for a in script.actions for p in a.parameters if _confusions(script, p)]
-    if not candidates:
-        return None
-    action, target = rng.choice(candidates)
-    params = {p.name: rng.choice(valid_typed(p)) for p in action.parameters if valid_typed(p)}
-    params[target.name] = rng.choice(_confusions(script, target))
-    return action.name, params
-
-
-def _refused_as(error_type: str):
-    """A call with valid values that the rules refuse in this state with `error_type`."""
-
-    def pick(script: Script, state: WorldState, rng: random.Random):
-        for _ in range(MAX_TRIES):
-            name, params = _random_call(script, rng)
-            checked = check_action(script, state, name, params)
-            if not checked.ok and checked.error_type == error_type:
-                return name, params
-        return None
-
-    return pick
-
-
-def _unknown_action(script: Script, state: WorldState, rng: random.Random):
-    names = [n for n in UNKNOWN_ACTIONS if script.action(n) is None]
-    return (rng.choice(names), {}) if names else None
-
-
-CORRUPTIONS = {"parameter": _wrong_value, "location": _refused_as("location"), "logic": _refused_as("logic"),
-               "unknown_action": _unknown_action}  # fmt: skip
+def mistake_step(script: Script, state: WorldState, name: str, params: dict[str, Any], kind: str,
+                 where: str) -> dict[str, Any]:  # fmt: skip
+    """An injected slip (slips.py) as a step: the world's refusal in the DM's private check; its thought and
+    the DM's line to the player are left open for the continuation call."""
+    checked = check_action(script, state, name, params)
+    return {
+        "thought": "",
+        "action": {"name": name, "params": params},
+        **dm_feedback(script, state, format_action(name, params), checked, told=False),
+        "evaluation": {"error": checked.error_type, "task_done": False},
+        "injected": kind,
+        "slip": kind,
+        "phase": where,
+        "open_thought": "mistake",
+        "open_observation": True,
+    }
 
 
 def weighted_order(weights: dict[str, float], rng: random.Random) -> list[str]:
     """The keys in a random order where heavier ones tend to come first; zero weights left out."""
     keyed = [(rng.random() ** (1.0 / w), k) for k, w in weights.items() if w > 0]
     return [k for _, k in sorted(keyed, reverse=True)]
-
-
-def injected_step(
-    script: Script, state: WorldState, rng: random.Random, mix: dict[str, float] | None = None
-) -> dict[str, Any] | None:
-    """A mistaken step with the DM's correct evaluation and an open thought; None if no kind applies.
-    The kind is drawn from `mix` (equal weights by default); a kind impossible here yields to the next."""
-    for kind in weighted_order(mix or dict.fromkeys(KINDS, 1.0), rng):
-        picked = CORRUPTIONS[kind](script, state, rng)
-        if picked is None:
-            continue
-        name, params = picked
-        checked = step(script, state, name, params).check
-        if checked.ok:  # e.g. the "wrong" value happened to be valid: try another kind
-            continue
-        return {
-            "thought": "",
-            "action": {"name": name, "params": params},
-            **dm_feedback(script, state, format_action(name, params), checked),
-            "evaluation": {"error": checked.error_type, "task_done": False},
-            "injected": kind,
-            "open_thought": "mistake",
-        }
-    return None
 
 
 # --- where the mistakes go -----------------------------------------------------------------------------------
@@ -157,19 +94,31 @@ def candidate_positions(steps: list[dict], first_move_share: float, rng: random.
 
 
 def inject_mistakes(
-    script: Script, steps: list[dict], target: int, mix: dict[str, float], first_move_share: float, rng: random.Random
+    script: Script, steps: list[dict], target: int, mix: SlipMix, first_move_share: float, rng: random.Random
 ) -> list[dict] | None:
     """The prefix to continue from: `steps` with mistakes inserted, cut after the last one.
 
-    Positions are tried in `candidate_positions` order; one where no kind of the mix applies is passed
-    over for the next, until the row holds `target` corrected mistakes. None when none can be placed."""
+    Until the row holds `target` corrected mistakes: a slip kind is drawn among those some eligible
+    position allows (`SlipMix`: a kind possible at one spot only is as likely as one possible anywhere),
+    then a position that allows it (`_position_for`). No injected move repeats a mistaken move of the row
+    (a premature finish may be the finishing move itself, tried too early), and a row's slips are of
+    different kinds where it can. None when none can be placed."""
+    used = {move_key(s["action"]["name"], s["action"]["params"]) for s in steps if is_mistake(s)}
+    row_kinds = {s["slip"] for s in label_slips(script, steps) if "slip" in s}  # the LLM's own slips in the row
+    finishing, states = finishing_actions(script), replay_states(script, steps)
+    order = candidate_positions(steps, first_move_share, rng)
+    found = {p: slips_here(script, states[: p + 1], used, finishing) for p in order}
     placed: dict[int, dict] = {}
-    for position in candidate_positions(steps, first_move_share, rng):
-        mistake = injected_step(script, state_after(script, steps[:position]), rng, mix)
-        if mistake is not None:
-            placed[position] = mistake
-        if placed and len(placed) + corrections_before(steps, max(placed)) >= target:
+    while not placed or len(placed) + corrections_before(steps, max(placed)) < target:
+        offered = {p: _unused(found[p], used) for p in order if p not in placed}
+        kind = mix.draw({k: [] for moves in offered.values() for k in moves}, None, row_kinds, rng)
+        if kind is None:
             break
+        position = _position_for(kind, [p for p, moves in offered.items() if kind in moves], steps, mix, rng)
+        name, params = rng.choice(offered[position][kind])
+        placed[position] = mistake_step(script, states[position], name, params, kind, phase(steps, position))
+        used.add(move_key(name, params))
+        row_kinds.add(kind)
     if not placed:
         return None
     prefix: list[dict] = []
@@ -184,15 +133,35 @@ def inject_mistakes(
     return prefix
 
 
+def _unused(found: dict[str, list], used: set[str]) -> dict[str, list]:
+    kept = {kind: [m for m in moves if move_key(*m) not in used] for kind, moves in found.items()}
+    return {kind: moves for kind, moves in kept.items() if moves}
+
+
+def _position_for(kind: str, positions: list[int], steps: list[dict], mix: SlipMix, rng: random.Random) -> int:
+    """The first move when it was drawn to go first (`candidate_positions`) and allows the kind; otherwise
+    a position drawn by how well its phase fits the kind (`SlipMix.fit`)."""
+    if positions[0] == 0:
+        return 0
+    weights = {str(p): mix.fit(phase(steps, p), kind) + 1e-6 for p in positions}
+    return int(weighted_order(weights, rng)[0])
+
+
 def open_slots(steps: list[dict]) -> list[int]:
     """Indices of the steps whose thought the next call writes."""
     return [i for i, s in enumerate(steps) if s.get("open_thought")]
 
 
-def fill_thoughts(steps: list[dict], thoughts: list[str]) -> list[dict] | None:
-    """The steps with their open thoughts written; None when the reply has not one per open slot."""
-    slots = open_slots(steps)
-    if len(thoughts) != len(slots) or any(not t.strip() for t in thoughts):
+def open_lines(steps: list[dict]) -> list[int]:
+    """Indices of the steps whose DM line to the player the next call writes."""
+    return [i for i, s in enumerate(steps) if s.get("open_observation")]
+
+
+def fill_open(steps: list[dict], thoughts: list[str], lines: list[str]) -> list[dict] | None:
+    """The steps with their open thoughts and DM lines written; None when the reply has not one
+    non-blank text per open slot."""
+    slots, line_slots = open_slots(steps), open_lines(steps)
+    if len(thoughts) != len(slots) or len(lines) != len(line_slots) or any(not t.strip() for t in thoughts + lines):
         return None
     filled = [dict(s) for s in steps]
     for index, thought in zip(slots, thoughts):
@@ -200,4 +169,7 @@ def fill_thoughts(steps: list[dict], thoughts: list[str]) -> list[dict] | None:
         filled[index]["thought"] = thought.strip()
         if kind == "correction":
             filled[index]["rewritten_thought"] = True
+    for index, line in zip(line_slots, lines):
+        filled[index].pop("open_observation")
+        filled[index]["observation"] = line.strip()
     return filled

@@ -87,6 +87,7 @@ WORDS: dict[str, Any] = {
         "clear_fact": "'{fact}' becomes false",
     },
     "dm_rejects": "The player tries {action}, which the rules refuse ({rule}). I tell the player: {reason}",
+    "dm_rejects_open": "The player tries {action}, which the rules refuse: {rule}.",
     "accepted": "{action} worked. {state}",
     "always": "always allowed",
     "allowed": "allowed when {conditions}",

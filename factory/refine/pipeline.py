@@ -26,11 +26,12 @@ from ..llm import LLMClient
 from ..store import Store
 from .config import RefineConfig
 from .grounding import ground_steps
-from .inject import corrections_before, draw_target, fill_thoughts, inject_mistakes
+from .inject import corrections_before, draw_target, fill_open, inject_mistakes
 from .output import build_trajectory
 from .roles import ScriptWriter, TrajectorySimulator
 from .scaffold import scaffold_trajectory
 from .script import Script
+from .slips import SlipMix, label_slips
 from .solvable import solvability_problems
 from .store import save_script, save_trajectory, save_verdict
 from .verify import TrajectoryVerdict, verify_steps
@@ -113,7 +114,7 @@ def _next_prefix(
         if base and base[-1]["evaluation"]["task_done"]:
             return None if settings.injection else []  # a finished story with nothing to add: start over
         return base
-    return inject_mistakes(script, base, target, settings.error_mix, settings.first_move_mistakes, rng)
+    return inject_mistakes(script, base, target, SlipMix.of(settings), settings.first_move_mistakes, rng)
 
 
 async def refine_one(
@@ -140,7 +141,7 @@ async def refine_one(
     if held is not None:  # verified, possibly before an attempt to add mistakes that did not verify
         _save_verified(store, base, trajectory_id, script, *held, spend, settings)
         return True
-    steps_json = json.dumps(last_steps) if last_steps else None
+    steps_json = json.dumps(label_slips(script, last_steps)) if last_steps else None
     save_trajectory(
         store, {**base, "verified": False, "reason": last_reason, "steps": steps_json, **_spend_row(spend)}, None
     )
@@ -161,10 +162,16 @@ async def _play(llm: LLMClient, store: Store, trajectory_id: str, persona_id: st
     while spend.calls < settings.budget:
         result = await llm.run(simulator.request(script, state.prefix, state.attempt, trajectory_id))
         spend.add(result)
-        prefix = fill_thoughts(state.prefix, simulator.missing_thoughts(result.parsed)) if result.ok else None
+        prefix = (
+            fill_open(state.prefix, simulator.missing_thoughts(result.parsed), simulator.missing_lines(result.parsed))
+            if result.ok
+            else None
+        )
         if prefix is None:
             last_reason = (
-                f"llm {result.error_kind}: {result.error}" if not result.ok else "format: a missing thought left empty"
+                f"llm {result.error_kind}: {result.error}"
+                if not result.ok
+                else "format: a missing thought or DM line left empty"
             )
             save_verdict(store, trajectory_id, state.attempt, None, last_reason, len(state.prefix))
             state = Attempts(state.prefix, state.attempt + 1)
@@ -198,7 +205,15 @@ def _save_verified(store: Store, base: dict, trajectory_id: str, script: Script,
                   "script_source": source, "trajectory_source": "scaffolded" if scaffolded else "llm"}  # fmt: skip
     trajectory = build_trajectory(trajectory_id, script, verdict.checks, provenance)
     save_trajectory(
-        store, {**base, "verified": True, "reason": None, "steps": json.dumps(steps), **_spend_row(spend)}, trajectory
+        store,
+        {
+            **base,
+            "verified": True,
+            "reason": None,
+            "steps": json.dumps(label_slips(script, steps)),
+            **_spend_row(spend),
+        },
+        trajectory,
     )
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..store import Store
+from .quality_dm import dm_lines, format_dm_figures, slip_kinds
 
 TOP = 5  # skeletons and arcs listed
 KIND_FLOOR = 0.10  # a mistake kind "counts" above this share (issue 26's done-when: 4 kinds above 10%)
@@ -134,6 +135,8 @@ def row_quality(store: Store) -> dict[str, Any]:
         "mistake_kinds": _mistake_kinds(store),
         "arcs": _arcs(store, rows),
         "grounding": _grounding(store),
+        "slip_kinds": slip_kinds(store),
+        "dm_lines": dm_lines(store),
     }
 
 
@@ -266,6 +269,7 @@ def format_row_quality(q: dict[str, Any]) -> str:
         f"({_pct(arc['share_distinct'])}){top_arc if arc['top'] else ''}; type sequences "
         f"{by_types['distinct']}/{arcs['rows']} distinct",
         _grounding_text(q["grounding"]),
+        format_dm_figures(q["slip_kinds"], q["dm_lines"]),
     ])  # fmt: skip
 
 

@@ -13,9 +13,10 @@ from typing import Any
 from ..llm import Request
 from ..llm.role import Role, chat
 from ..prompts import load_prompt, prompt_file, render_prompt
-from .inject import open_slots
+from .inject import open_lines, open_slots
 from .narration import describe_goal, describe_rules, opening_observation
 from .schemas import (
+    MISSING_LINES,
     MISSING_THOUGHTS,
     SCAFFOLD_KEYS,
     TEXT_MAX,
@@ -142,14 +143,18 @@ class TrajectorySimulator(Role):
         example = {"steps": [to_wire(s) for s in _example("trajectory_example.json")["steps"]]}
         example = json.dumps(example, separators=(",", ":"))
         system = render_prompt("refine/trajectory_system", min_corrections=self.min_corrections, example=example)
-        progress, open_thoughts = "", 0
+        progress, open_thoughts, lines = "", 0, 0
         if prefix:
             numbers = {index: n for n, index in enumerate(open_slots(prefix), start=1)}
+            line_numbers = {index: n for n, index in enumerate(open_lines(prefix), start=1)}
             shown = "\n".join(
-                json.dumps(_shown(s, numbers.get(i)), separators=(",", ":")) for i, s in enumerate(prefix)
+                json.dumps(_shown(s, numbers.get(i), line_numbers.get(i)), separators=(",", ":"))
+                for i, s in enumerate(prefix)
             )
             progress = render_prompt("refine/trajectory_continue", steps=shown)
-            open_thoughts = len(numbers)
+            open_thoughts, lines = len(numbers), len(line_numbers)
+            if lines:
+                progress += "\n" + render_prompt("refine/trajectory_dm_lines", count=lines)
             if open_thoughts:
                 progress += "\n" + render_prompt("refine/trajectory_thoughts", count=open_thoughts)
         user = render_prompt(
@@ -157,8 +162,8 @@ class TrajectorySimulator(Role):
             actions=describe_actions(script), rules=dm_rules(script), progress=progress,
             opening=opening_observation(script),  # the player's first observation, as its instruction shows it
         )  # fmt: skip
-        schema = trajectory_schema(script, self.min_steps if not prefix else 1, self.max_steps, open_thoughts)
-        reply = self.max_steps * (3 * TEXT_MAX + STEP_EXTRA_CHARS) + open_thoughts * TEXT_MAX  # as the schema bounds it
+        schema = trajectory_schema(script, self.min_steps if not prefix else 1, self.max_steps, open_thoughts, lines)
+        reply = self.max_steps * (3 * TEXT_MAX + STEP_EXTRA_CHARS) + (open_thoughts + lines) * TEXT_MAX  # the bounds
         return Request(chat(system, user), schema, stage="trajectory", sample_index=attempt, tag=trajectory_id,
                        reply_tokens=reply // CHARS_PER_TOKEN)  # fmt: skip
 
@@ -171,12 +176,20 @@ class TrajectorySimulator(Role):
         """The thoughts written for the story's open slots (inject.py), in order."""
         return list(parsed.get(MISSING_THOUGHTS) or [])
 
+    @staticmethod
+    def missing_lines(parsed: dict) -> list[str]:
+        """The DM's lines written for the story's open observations (injected mistakes), in order."""
+        return list(parsed.get(MISSING_LINES) or [])
 
-def _shown(step: dict, number: int | None) -> dict:
-    """A step of the story so far as the model reads it; an open thought shows as its numbered marker."""
+
+def _shown(step: dict, number: int | None, line: int | None = None) -> dict:
+    """A step of the story so far as the model reads it; an open thought or DM line shows as its numbered marker."""
     wire = to_wire(step)
+    markers = _example("injected_step.json")
     if number is not None:
-        wire[WIRE_KEYS["thought"]] = _example("injected_step.json")[step["open_thought"]].format(n=number)
+        wire[WIRE_KEYS["thought"]] = markers[step["open_thought"]].format(n=number)
+    if line is not None:
+        wire[WIRE_KEYS["observation"]] = markers["dm_line"].format(n=line)
     return wire
 
 

@@ -27,6 +27,7 @@ from .grounding import accepted_feedback
 from .inject import draw_target, inject_mistakes
 from .roles import ThoughtWriter
 from .script import Script
+from .slips import SlipMix
 from .solvable import shortest_plan
 from .store import save_verdict
 from .verify import TrajectoryVerdict, verify_steps
@@ -67,11 +68,12 @@ def with_mistakes(
     """The plan with mistakes injected at drawn positions, each followed by the planned move that corrects it."""
     if not settings.injection:
         return plan
-    prefix = inject_mistakes(script, plan, target, settings.error_mix, settings.first_move_mistakes, rng)
+    prefix = inject_mistakes(script, plan, target, SlipMix.of(settings), settings.first_move_mistakes, rng)
     if prefix is None:
         return plan
     kept = sum(1 for s in prefix if not s.get("injected"))  # plan steps already in the prefix, in order
-    return [{k: v for k, v in s.items() if k != "open_thought"} for s in prefix + plan[kept:]]
+    # The world's refusal stays the DM's line here: the scaffold's one call writes thoughts only.
+    return [{k: v for k, v in s.items() if k not in ("open_thought", "open_observation")} for s in prefix + plan[kept:]]
 
 
 def tidy_thought(text: str) -> str:

@@ -1,12 +1,15 @@
 """Response schemas built per script for the DM + player trajectory call.
 
-The schema limits action names to the script's actions and parameter values to
-the script's own vocabulary (every valid value, location and item it names), so
-a model decoding under it cannot invent actions, yet can still pick a wrong
-value or an action invalid where it stands: the mistakes AgentRefine trains on.
-Each action is its own `anyOf` branch carrying exactly its parameters, so a
-parameter can be neither missing nor extra (SmolLM2 filled every parameter name
-on every call when one object offered them all).
+The schema limits action names to the script's actions and each action's
+parameters to their own values: the valid ones and those a player could take for
+them (slips.confusions: another place for a place, an item like a right one, a
+number just past the valid ones), so a model decoding under it cannot invent
+actions or send a destination to a parameter that takes an amount, yet can still
+pick a wrong value or an action invalid where it stands: the mistakes AgentRefine
+trains on. A parameter with one valid value offers only it (the action list
+shows there is no choice). Each action is its own `anyOf` branch carrying
+exactly its parameters, so a parameter can be neither missing nor extra (SmolLM2
+filled every parameter name on every call when one object offered them all).
 Values go on the wire in their declared types (values.py): an integer
 parameter's valid values are offered as JSON numbers, a string parameter's as
 text, so the player sends exactly what validation code is written against.
@@ -25,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .script import Action, Script
+from .script import Action, Parameter, Script
+from .slips import confusions
 from .values import valid_typed
 
 ERROR_TYPES = ["none", "parameter", "location", "logic"]
@@ -36,6 +40,7 @@ WIRE_KEYS = {"thought": "1_thought", "action": "2_action", "dm_thinking": "3_dm_
              "observation": "4_observation", "evaluation": "5_evaluation"}  # fmt: skip
 FROM_WIRE = {wire: name for name, wire in WIRE_KEYS.items()}
 MISSING_THOUGHTS = "missing_thoughts"  # the reply's field for the thoughts the story so far leaves open
+MISSING_LINES = "missing_dm_lines"  # and for the DM's lines to the player it leaves open (injected mistakes)
 
 
 def to_wire(step: dict[str, Any]) -> dict[str, Any]:
@@ -47,30 +52,11 @@ def from_wire(step: dict[str, Any]) -> dict[str, Any]:
     return {FROM_WIRE.get(key, key): value for key, value in step.items()}
 
 
-def script_vocabulary(script: Script) -> list[str]:
-    """Every text a parameter could sensibly take in this script (string parameters'
-    valid values, locations, items), sorted."""
-    words: set[str] = set()
-    for action in script.actions:
-        for param in action.parameters:
-            if param.type == "string":
-                words.update(param.valid_values)
-    for location in script.environment.locations:
-        words.add(location.name)
-        words.update(location.items)
-    words.update(script.environment.player.inventory)
-    return sorted(words)
-
-
-def param_values(script: Script, name: str) -> list[Any]:
-    """What the wire offers parameter `name`: the vocabulary (so wrong picks stay possible)
-    and the typed valid values of every parameter of that name."""
-    typed: list[Any] = []
-    for action in script.actions:
-        for param in action.parameters:
-            if param.name == name and param.type != "string":
-                typed.extend(v for v in valid_typed(param) if v not in typed)
-    return script_vocabulary(script) + typed
+def param_values(script: Script, param: Parameter) -> list[Any]:
+    """What the wire offers a parameter: its typed valid values, then the values a player could take
+    for them (so a wrong pick of the right kind stays possible)."""
+    valid = valid_typed(param)
+    return valid + [v for v in confusions(script, param) if v not in valid]
 
 
 def _bounded_text(max_length: int) -> dict[str, Any]:
@@ -79,13 +65,9 @@ def _bounded_text(max_length: int) -> dict[str, Any]:
 
 def _params_schema(script: Script, action: Action) -> dict[str, Any]:
     """Exactly this action's parameters, all required: no missing or extra parameter can be decoded.
-    Each value is the script's vocabulary plus the parameter's typed valid values, so a wrong value
-    (a parameter error the data teaches) stays possible."""
-    vocabulary = script_vocabulary(script)
-    properties = {}
-    for param in action.parameters:
-        typed = [v for v in valid_typed(param) if v not in vocabulary] if param.type != "string" else []
-        properties[param.name] = {"enum": vocabulary + typed}
+    Each offers its own values (`param_values`), so a wrong value of the right kind (a parameter error
+    the data teaches) stays possible and one of another kind does not."""
+    properties = {param.name: {"enum": param_values(script, param)} for param in action.parameters}
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
@@ -128,15 +110,15 @@ def step_schema(script: Script) -> dict[str, Any]:
 
 
 def trajectory_schema(
-    script: Script, min_steps: int = 3, max_steps: int = 10, missing_thoughts: int = 0
+    script: Script, min_steps: int = 3, max_steps: int = 10, missing_thoughts: int = 0, missing_lines: int = 0
 ) -> dict[str, Any]:
-    """The reply: the next steps; with `missing_thoughts`, first the player's thoughts that the story
-    so far leaves open (injected mistakes and the steps after them, inject.py), one per open slot, in order.
-    `missing_thoughts` sorts before `steps`, so llama.cpp writes them first, as the story reads."""
+    """The reply: the next steps; with `missing_lines` and `missing_thoughts`, first the DM's lines and the
+    player's thoughts that the story so far leaves open (injected mistakes and the steps after them,
+    inject.py), one per open slot, in order. Both sort before `steps`, so llama.cpp writes them first."""
     properties: dict[str, Any] = {}
-    if missing_thoughts:
-        properties[MISSING_THOUGHTS] = {"type": "array", "items": _bounded_text(TEXT_MAX),
-                                        "minItems": missing_thoughts, "maxItems": missing_thoughts}  # fmt: skip
+    for key, count in ((MISSING_LINES, missing_lines), (MISSING_THOUGHTS, missing_thoughts)):
+        if count:
+            properties[key] = {"type": "array", "items": _bounded_text(TEXT_MAX), "minItems": count, "maxItems": count}
     properties["steps"] = {"type": "array", "items": step_schema(script), "minItems": min_steps, "maxItems": max_steps}
     return {
         "title": "Trajectory",

@@ -64,6 +64,7 @@ class ActionCheck:
     reason: str = ""  # what the DM tells the player
     rule: str = ""  # the rule broken, in plain words, for the DM's own notes
     params: dict[str, Any] | None = None  # the call's values in their declared types, when they are valid
+    failed: str = ""  # what refused it: a precondition kind, "already_held", "parameter", "unknown_action", "code"
 
 
 @dataclass
@@ -105,7 +106,7 @@ def _precondition_holds(
         return ActionCheck(False, "logic", refusal("has_item", key, item=the(rule.value)))
     item = params.get(rule.value)
     if rule.kind == "param_at_location" and str(item) in state.inventory:  # not "there is none here": it is held
-        return ActionCheck(False, "logic", refusal("already_held", key, item=the(item)))
+        return ActionCheck(False, "logic", refusal("already_held", key, item=the(item)), failed="already_held")
     if rule.kind == "param_at_location" and str(item) not in state.items_here():
         return ActionCheck(False, "location", refusal("param_at_location", key, item=the(item), here=here))
     if rule.kind == "param_in_inventory" and str(params.get(rule.value)) not in state.inventory:
@@ -121,15 +122,23 @@ def check_action(script: Script, state: WorldState, name: str, params: dict[str,
     key = (script.task, name, state.key())  # the same refusal in another row or state may read otherwise
     if action is None:
         return ActionCheck(
-            False, "logic", refusal("unknown_action", key, action=display(name)), f"'{name}' is not an action"
+            False,
+            "logic",
+            refusal("unknown_action", key, action=display(name)),
+            f"'{name}' is not an action",
+            failed="unknown_action",
         )
     checked = check_parameters(action, params, key)
     if not checked.ok:
+        checked.failed = "parameter"
         return checked
     for rule in action.preconditions:
         held = _precondition_holds(script, rule, checked.params, state, key)
         if not held.ok:
-            held.rule = f"{name} needs {rule_words(rule)}"
+            held.failed = held.failed or rule.kind
+            item = checked.params.get(rule.value)  # an item already held is refused for that, not for where it is
+            held.rule = f"the player already carries {item}" if held.failed == "already_held" else \
+                f"{name} needs {rule_words(rule)}"  # fmt: skip
             return held
     return checked
 
@@ -167,7 +176,7 @@ def step(script: Script, state: WorldState, name: str, params: dict[str, Any], e
     if checked.ok and extra is not None:
         outcome = extra(name, checked.params, state)
         if outcome is not None and not outcome[0]:
-            checked = ActionCheck(False, "logic", outcome[1], "the validation code refuses it")
+            checked = ActionCheck(False, "logic", outcome[1], "the validation code refuses it", failed="code")
     if not checked.ok:
         return Step(checked, state, False)
     after = apply_action(script, state, name, checked.params)

@@ -53,7 +53,7 @@ def row_quality_parts(q: dict[str, Any]) -> list[str]:
     if not q["rows"]:
         return []
     head = subsection("refine-rows", "Inside each refine row", INTRO)
-    return [head, _tiles(q), _repeats(q["repeats"]), _skeletons(q["observations"]), _kinds(q["mistake_kinds"]),
+    return [head, _tiles(q), _repeats(q["repeats"]), _skeletons(q["observations"]), _kinds(q["mistake_kinds"], q["slip_kinds"]),
             _arcs(q["arcs"]), _grounding(q["grounding"])]  # fmt: skip
 
 
@@ -62,7 +62,9 @@ def _tiles(q: dict[str, Any]) -> str:
     return cards([("repeated injected moves", as_int(rep["injected"]["repeated"])),
                   ("repeated thoughts", as_int(rep["thoughts"]["repeated"])),
                   ("observations in shared skeletons", as_pct(obs["share_in_shared_skeleton"])),
-                  (f"error types above {kinds['floor']:.0%}", as_int(kinds["types_above_floor"])),
+                  (f"slip kinds above {kinds['floor']:.0%}", as_int(q["slip_kinds"]["kinds_above_floor"])),
+                  ("injected DM lines from a template", as_int(q["dm_lines"]["template_lines_on_injected"])),
+                  ("observations naming a fact id", as_int(q["dm_lines"]["with_fact_ids"])),
                   ("distinct arcs / rows", as_pct(arcs["by_position_and_types"]["share_distinct"])),
                   ("ungrounded state assertions", as_pct(q["grounding"]["ungrounded_assertion_rate"]))])  # fmt: skip
 
@@ -85,12 +87,13 @@ def _skeletons(obs: dict[str, Any]) -> str:
     )
 
 
-def _kinds(kinds: dict[str, Any]) -> str:
-    rows = [{"origin": "all mistakes", "kind": t, **v} for t, v in kinds["error_types"].items()]
-    rows += [{"origin": "injected", "kind": k, **v} for k, v in kinds["injected"].items()]
-    chart = bar_chart("refine-kinds", [(t, v["share"]) for t, v in kinds["error_types"].items()], fmt=as_pct,
-                      color=COLORS[3]) if kinds["error_types"] else empty("no mistakes")  # fmt: skip
-    caption = f"Error types ({kinds['mistakes']} mistakes; {kinds['llm_made']} made by the LLM), injected kinds"
+def _kinds(kinds: dict[str, Any], slips: dict[str, Any]) -> str:
+    rows = [{"origin": "slip kind", "kind": k, **v} for k, v in slips["kinds"].items()]
+    rows += [{"origin": "error type", "kind": t, **v} for t, v in kinds["error_types"].items()]
+    chart = bar_chart("refine-kinds", [(k, v["share"]) for k, v in slips["kinds"].items()], fmt=as_pct,
+                      color=COLORS[3]) if slips["kinds"] else empty("no mistakes")  # fmt: skip
+    caption = (f"Slip kinds (refine/slips.py) and error types of {slips['mistakes']} mistakes; "
+               f"{kinds['llm_made']} made by the LLM, the rest injected")  # fmt: skip
     return panel("Mistake kinds", chart, table(KINDS, rows, "refine-kinds", caption))
 
 
