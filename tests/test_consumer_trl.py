@@ -41,10 +41,12 @@ def trl_export(exported) -> datasets.Dataset:
     return datasets.load_dataset(builder, data_files=files)["train"]
 
 
-def trl_labels(dataset: datasets.Dataset, tmp_path, **config) -> tuple[list[list[int]], list[list[int]]]:
+def trl_labels(
+    dataset: datasets.Dataset, tmp_path, tokenizer=None, **config
+) -> tuple[list[list[int]], list[list[int]]]:
     """Labels as TRL's SFTTrainer feeds them to the model: its dataset preparation, then its collator.
     Packed rows are cut back into their sequences (`seq_lengths`), so each can be compared with its render."""
-    tokenizer = qwen_tokenizer()
+    tokenizer = tokenizer or qwen_tokenizer()
     tokenizer.pad_token = tokenizer.eos_token
     values = {"output_dir": str(tmp_path / "sft"), "report_to": [], "use_cpu": True, "bf16": False}
     args = trl.SFTConfig(**{**values, **config})

@@ -201,7 +201,7 @@ def test_card_yaml_names_the_configs_and_the_provenance(hub_folder):
 
     text = (hub_folder / "README.md").read_text()
     header = yaml.safe_load(text.split("---")[1])
-    assert [c["config_name"] for c in header["configs"]] == ["sharegpt", "messages", "afm", "llamafactory"]
+    assert [c["config_name"] for c in header["configs"]] == ["sharegpt", "messages", "afm", "llamafactory", "openai"]
     tag = next((hub_folder / "data" / "sharegpt").glob("train-*")).name.split("-")[1]  # the content digest
     assert header["configs"][0]["data_files"] == [
         {"split": "train", "path": f"data/sharegpt/train-{tag}-*.parquet"},

@@ -21,7 +21,9 @@ def tok():
     return tiny_tokenizer()
 
 
-def test_an_openai_tool_call_message_is_refused_naming_the_field(tok):
+def test_a_tool_call_the_template_cannot_write_is_refused_naming_the_field(tok):
+    """The tiny ChatML template has no tool branch: the call would vanish from the text (issue 27 renders
+    tool calls through templates that write them, tests/test_export_native.py)."""
     row = {
         "id": "t1",
         "messages": [
@@ -42,7 +44,7 @@ def test_an_openai_tool_call_message_is_refused_naming_the_field(tok):
             {"role": "assistant", "content": "calling", "tool_calls": [TOOL_CALL]},
         ],
     }
-    with pytest.raises(RenderError, match=r"messages\[1\]\.tool_calls"):  # the call would vanish here too
+    with pytest.raises(RenderError, match=r"messages\[1\]\.tool_calls"):  # the text stays, the call would vanish
         render(with_text, tok)
     empty_list = {
         "id": "t3",

@@ -52,7 +52,7 @@ def test_ids_equal_tokenizing_the_full_template_output(tok, row):
 
 def test_fast_template_path_agrees_with_apply_chat_template(tok, monkeypatch):
     fast = [render(row, tok) for row in (GAME, TOOL_CALL, MESSAGES, afm_row())]
-    monkeypatch.setattr(render_module, "fast_chat_text", lambda tokenizer: None)
+    monkeypatch.setattr(render_module, "fast_chat_text", lambda tokenizer, tools=None: None)
     slow = [render(row, tok) for row in (GAME, TOOL_CALL, MESSAGES, afm_row())]
     assert [(r.input_ids, r.labels) for r in fast] == [(r.input_ids, r.labels) for r in slow]
 

@@ -35,7 +35,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
-from train.render_rows import Message, RenderError, Span, row_messages
+from train.render_rows import Message, RenderError, Span, row_messages, row_tools
 from train.render_template import ChatText, fast_chat_text, public_chat_text
 
 IGNORE = -100  # the label torch's cross-entropy skips
@@ -79,7 +79,10 @@ def render(
     messages = row_messages(row)
     if not messages:
         return Rendered([], [], reason="the row has no turns")
-    text, turn_ranges, trained_ranges = _checked_layout(messages, tokenizer, (train_on_observations, train_turn_suffix))
+    switches = (train_on_observations, train_turn_suffix)
+    tools = row_tools(row)
+    text, turn_ranges, trained_ranges = _checked_layout(messages, tokenizer, switches, tools)
+    _check_tools_written(messages, tokenizer, tools, text, turn_ranges, f"row {row.get('id', '?')!r}")
     encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids, offsets = list(encoding["input_ids"]), encoding["offset_mapping"]
     labels = _labels(ids, offsets, trained_ranges)
@@ -92,10 +95,24 @@ def render(
     return rendered
 
 
-def _checked_layout(messages: list[Message], tokenizer, switches: tuple[bool, bool]):
-    """The layout from the fast template path, if it renders the whole row exactly as apply_chat_template does."""
-    public = public_chat_text(tokenizer)
-    fast = fast_chat_text(tokenizer)
+def _check_tools_written(messages: list[Message], tokenizer, tools, text: str, turns: list[Span], where: str) -> None:
+    """A template without tool support drops `tools` and `tool_calls` silently: the model would learn calls
+    that are not in its text, or no calls at all. Refuse the row instead, naming the field."""
+    for k, message in enumerate(messages):
+        start, end = turns[k]
+        if message.tool_calls and not all(call["function"]["name"] in text[start:end] for call in message.tool_calls):
+            raise RenderError(f"{where}: messages[{k}].tool_calls: the chat template does not write tool calls "
+                              "(the call would vanish from the text); use a template with tool support")  # fmt: skip
+    first = _chat(messages[:1])
+    if tools and public_chat_text(tokenizer, tools)(first, False) == public_chat_text(tokenizer)(first, False):
+        raise RenderError(f"{where}: tools: the chat template does not write the tools it is given")
+
+
+def _checked_layout(messages: list[Message], tokenizer, switches: tuple[bool, bool], tools: list[dict] | None = None):
+    """The layout from the fast template path, if it renders the whole row exactly as apply_chat_template does.
+    `tools` (native tool calling) go to the template on every prefix, as a trainer hands them over."""
+    public = public_chat_text(tokenizer, tools)
+    fast = fast_chat_text(tokenizer, tools)
     if fast is not None:
         layout = _layout(messages, fast, switches)
         if layout[0] == public(_chat(messages)):
@@ -132,7 +149,7 @@ def _layout(messages: list[Message], chat_text: ChatText, switches: tuple[bool, 
 
 
 def _chat(messages: list[Message]) -> list[dict]:
-    return [{"role": m.role, "content": m.content} for m in messages]
+    return [m.chat() for m in messages]
 
 
 def _assistant_start(chat_text: ChatText, messages: list[Message], k: int, text: str, turn_start: int) -> int:

@@ -8,8 +8,11 @@ Formats are told apart by their keys (the export contract in docs/DESIGN.md):
   row-level `system`. Observations inside human turns (the AgentRefine
   convention) are user turns and never train.
 * `messages` — OpenAI / TRL / axolotl: `weight` 0|1 (or `train`) on assistant
-  messages, missing: trains. A message with `tool_calls` is refused (the chat
-  template is given content only, so the call would silently vanish).
+  messages, missing: trains. Native tool calling (factory/export/native.py):
+  assistant `tool_calls` (OpenAI's shape, `arguments` a JSON string or a dict),
+  `tool` messages with `tool_call_id`, and the row's `tools` (a list of
+  JSON-schema functions, or that list as JSON text), all handed to the chat
+  template; an assistant turn whose only content is its call trains.
 
 In every format an assistant turn whose content is empty or blank never
 trains (it stays in context, masked): training it would teach the model to
@@ -54,6 +57,32 @@ class Message:
     content: str
     trains: bool = False  # an assistant turn inside the loss
     observation_spans: tuple[Span, ...] = ()  # character ranges of `content` that are environment output
+    tool_calls: tuple[dict, ...] = ()  # native calls, `arguments` a dict (as chat templates take them)
+    tool_call_id: str | None = None  # a tool message: the call it answers
+    name: str | None = None  # a tool message: the tool's name (Llama's and Mistral's templates read it)
+
+    def chat(self) -> dict[str, Any]:
+        """The message as a chat template takes it."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = list(self.tool_calls)
+        out.update({k: v for k, v in (("tool_call_id", self.tool_call_id), ("name", self.name)) if v})
+        return out
+
+
+def row_tools(row: dict[str, Any]) -> list[dict] | None:
+    """The row's `tools` (JSON-schema functions), as a list; None when it offers none."""
+    tools = row.get("tools")
+    if isinstance(tools, str):
+        import json
+
+        try:
+            tools = json.loads(tools) if tools.strip() else None
+        except ValueError:
+            raise RenderError(f"row {row.get('id', '?')!r}: tools is not JSON") from None
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        raise RenderError(f"row {row.get('id', '?')!r}: tools must be a list of function schemas")
+    return tools or None
 
 
 def row_messages(row: dict[str, Any]) -> list[Message]:
@@ -103,15 +132,36 @@ def _openai(messages: Any, where: str) -> list[Message]:
         role = message.get("role") if isinstance(message, dict) else None
         if role not in MESSAGE_ROLES:
             raise RenderError(f"{field}.role {role!r} is not one of {', '.join(MESSAGE_ROLES)}")
-        if message.get("tool_calls"):
-            raise RenderError(
-                f"{field}.tool_calls: tool calls cannot be rendered (the chat template gets content only, so the "
-                "call would vanish from the text); write the call into content, or export as sharegpt function_call"
-            )
+        calls = _tool_calls(message.get("tool_calls"), f"{field}.tool_calls")
         content = _content(message.get("content"), f"{field}.content")
         weight = message.get("weight", message.get("train"))
-        out.append(Message(role, content, _trains(role, content, weight, f"{field}.weight")))
+        trains = _trains(role, content or ("call" if calls else ""), weight, f"{field}.weight")
+        out.append(Message(role, content, trains, (), calls, message.get("tool_call_id"), message.get("name")))
     return out
+
+
+def _tool_calls(calls: Any, field: str) -> tuple[dict, ...]:
+    """OpenAI tool calls with `arguments` parsed to a dict (a chat template writes `arguments | tojson`)."""
+    if not calls:
+        return ()
+    if not isinstance(calls, list):
+        raise RenderError(f"{field}: must be a list")
+    import json
+
+    out = []
+    for i, entry in enumerate(calls):
+        function = entry.get("function") if isinstance(entry, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise RenderError(f"{field}[{i}]: a call needs function.name")
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                raise RenderError(f"{field}[{i}].function.arguments: not JSON") from None
+        out.append({**entry, "type": entry.get("type", "function"),
+                    "function": {"name": function["name"], "arguments": arguments or {}}})  # fmt: skip
+    return tuple(out)
 
 
 def _single(row: dict[str, Any], prompt: str, output: Any, field: str, where: str) -> list[Message]:

@@ -19,14 +19,16 @@ from train.render_rows import RenderError
 ChatText = Callable[[list[dict], bool], str]  # (messages, add_generation_prompt) -> text
 
 
-def public_chat_text(tokenizer) -> ChatText:
+def public_chat_text(tokenizer, tools: list[dict] | None = None) -> ChatText:
     def chat_text(messages: list[dict], add_generation_prompt: bool = False) -> str:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+        return tokenizer.apply_chat_template(
+            messages, tools=tools, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
 
     return _named_errors(chat_text)
 
 
-def fast_chat_text(tokenizer) -> ChatText | None:
+def fast_chat_text(tokenizer, tools: list[dict] | None = None) -> ChatText | None:
     """The compiled template rendered the way apply_chat_template renders it, or None if unavailable."""
     try:
         from transformers.utils.chat_template_utils import _compile_jinja_template
@@ -38,7 +40,7 @@ def fast_chat_text(tokenizer) -> ChatText | None:
 
     def chat_text(messages: list[dict], add_generation_prompt: bool = False) -> str:
         return compiled.render(
-            messages=messages, tools=None, documents=None, add_generation_prompt=add_generation_prompt, **special
+            messages=messages, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **special
         )
 
     return _named_errors(chat_text)

@@ -21,10 +21,14 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pretty-name", help="title of the dataset card")
     parser.add_argument("--tokenizer", help="the trl format is pre-tokenized with this tokenizer (folder or Hub name)")
     parser.add_argument("--max-length", type=int, help="trl format: keep whole turns up to this many tokens")
+    parser.add_argument("--tool-calls", choices=["text", "native"],
+                        help="trl format: actions as the trajectory's text (default) or native tool calls")  # fmt: skip
 
 
 def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("export", help="write kept trajectories as sharegpt / messages / AFM datasets")
+    parser = subparsers.add_parser(
+        "export", help="write kept trajectories as sharegpt / messages / AFM / native tool-call datasets"
+    )
     _add_common(parser)
     parser.add_argument("--format", default="all", choices=[*FORMATS, "all"], help="which format (default all)")
     parser.add_argument("--out", required=True, help="output folder: <format>/<split>-*.parquet and README.md")
@@ -69,7 +73,8 @@ def add_publish_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 def _options(args: argparse.Namespace, file_type: str = "parquet"):
     return export_options(formats=args.format, file_type=file_type, validation=args.validation,
                           upsample=args.upsample, license=args.license, pretty_name=args.pretty_name,
-                          tokenizer=args.tokenizer, max_length=args.max_length)  # fmt: skip
+                          tokenizer=args.tokenizer, max_length=args.max_length,
+                          tool_calls=args.tool_calls)  # fmt: skip
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -11,7 +11,11 @@ from ..store import Store
 from .formats import FORMAT_SQL
 from .lengths import measure
 from .llamafactory import llamafactory_mode, llamafactory_sql, write_dataset_info
+from .openai_format import SCHEMA as NATIVE_SCHEMA
+from .openai_format import native_rows
 from .options import ExportOptions, FormatName
+from .registry import format_spec
+from .stream import write_stream
 from .trl import load_export_tokenizer, rendered_rows, write_trl_split
 from .writers import write_split
 
@@ -20,28 +24,47 @@ SplitWriter = Callable[[str, Path], tuple[int, list[Path]]]  # (split, staging f
 
 def unavailable(name: FormatName, options: ExportOptions) -> str | None:
     """Why a format cannot be written with these options (checked before any work), or None."""
-    if name == "trl" and not options.tokenizer:
-        return "the trl format is pre-tokenized: name the tokenizer (--tokenizer PATH_OR_NAME)"
-    return None
+    spec = format_spec(name)
+    return spec.needs_message if spec.needs and not getattr(options, spec.needs) else None
 
 
 def split_writer(
     store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict[str, Any]
 ) -> SplitWriter:
-    """A writer for one format's splits; `settings` receives what the trainer's config must say (e.g. the mode)."""
-    if name == "trl":
-        tokenizer = load_export_tokenizer(options.tokenizer)
-        skipped: Counter = settings.setdefault("skipped", Counter())
-        settings.update(tokenizer=options.tokenizer, max_length=options.max_length)
-        return lambda split, folder: write_trl_split(
-            rendered_rows(store, selection, split, tokenizer, options, skipped), split, folder, options
-        )
-    if name == "llamafactory":
-        settings["mode"] = llamafactory_mode(store, selection)
-        sql = llamafactory_sql(selection, settings["mode"])
-    else:
-        sql = FORMAT_SQL[name](selection)
+    """A writer for one format's splits (registry.py names it); `settings` receives what the trainer's config
+    must say (e.g. the mode)."""
+    return format_spec(name).split_writer(store, name, selection, options, settings)
+
+
+def sql_writer(store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict) -> SplitWriter:
+    sql = FORMAT_SQL[name](selection)
     return lambda split, folder: write_split(store, sql, split, folder, options)
+
+
+def llamafactory_writer(store: Store, name: FormatName, selection: str, options: ExportOptions,
+                        settings: dict) -> SplitWriter:  # fmt: skip
+    settings["mode"] = llamafactory_mode(store, selection)
+    sql = llamafactory_sql(selection, settings["mode"])
+    return lambda split, folder: write_split(store, sql, split, folder, options)
+
+
+def trl_writer(store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict) -> SplitWriter:
+    tokenizer = load_export_tokenizer(options.tokenizer)
+    skipped: Counter = settings.setdefault("skipped", Counter())
+    settings.update(tokenizer=options.tokenizer, max_length=options.max_length)
+    return lambda split, folder: write_trl_split(
+        rendered_rows(store, selection, split, tokenizer, options, skipped), split, folder, options
+    )
+
+
+def openai_writer(store: Store, name: FormatName, selection: str, options: ExportOptions,
+                  settings: dict) -> SplitWriter:  # fmt: skip
+    skipped: Counter = settings.setdefault("skipped", Counter())
+    as_text = options.file_type == "parquet"  # one Arrow column cannot hold every row's function schemas
+    settings["tools_as_text"] = as_text
+    return lambda split, folder: write_stream(
+        native_rows(store, selection, split, as_text, skipped), split, folder, options, NATIVE_SCHEMA
+    )
 
 
 def finish_format(

@@ -12,21 +12,10 @@ from ..store import Store
 from .card import write_card
 from .consumers import finish_format, skipped_note, split_writer, unavailable
 from .options import ExportError, ExportOptions, FormatName
+from .registry import format_spec
 from .selection import groups_in_several_splits, open_store, selection_sql, split_counts, unconfirmed_answers
 from .verl import RLFiles, RLOptions, clear_rl, write_rl
 from .writers import fresh_folder, replace_folder
-
-EMPTY_FORMAT = {
-    "afm": "no AFM rows: only coa/import trajectories have the single-string form",
-    "sharegpt": "no rows in the turn order LLaMA-Factory's sharegpt reader accepts",
-    "messages": "no rows with turns",
-    "llamafactory": "no rows with a gpt turn that trains",
-    "trl": "no row renders with a trained token",
-}
-LEFT_OUT = {
-    "sharegpt": "turn order LLaMA-Factory's sharegpt reader cannot read",
-    "messages": "no turns",
-}  # llamafactory writes a sample per trained turn and trl counts its own skips, so neither is compared here
 
 
 @dataclass
@@ -92,9 +81,9 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
                 result.formats.append(written)
                 note_left_out(written, result)
             elif len(options.formats) == 1:
-                raise ExportError(f"{run_dir}: {EMPTY_FORMAT[name]}")
+                raise ExportError(f"{run_dir}: {format_spec(name).empty}")
             else:
-                result.warnings.append(f"{name}: skipped, {EMPTY_FORMAT[name]}")
+                result.warnings.append(f"{name}: skipped, {format_spec(name).empty}")
         result.card = write_card(store, result, load_path)
     return result
 
@@ -123,10 +112,11 @@ def write_format(
 
 
 def note_left_out(written: FormatFiles, result: ExportResult) -> None:
-    """Say how many kept rows a format could not hold (AFM exists only for coa/import, so it is not noted)."""
-    missing = sum(result.selected.values()) - sum(written.rows.values())
-    if missing > 0 and written.name in LEFT_OUT:
-        result.warnings.append(f"{written.name}: {missing} row(s) left out ({LEFT_OUT[written.name]})")
+    """Say how many kept rows a format could not hold (formats that count their own skips, and AFM, which
+    exists only for coa/import, are not noted here)."""
+    missing, why = sum(result.selected.values()) - sum(written.rows.values()), format_spec(written.name).left_out
+    if missing > 0 and why:
+        result.warnings.append(f"{written.name}: {missing} row(s) left out ({why})")
 
 
 def fingerprint_shards(shards: dict[str, list[Path]]) -> tuple[str, dict[str, list[Path]]]:

@@ -8,9 +8,7 @@ from pydantic import Field
 
 from ..config import StrictModel, validate_config
 from ..errors import FactoryError
-
-FormatName = Literal["sharegpt", "messages", "afm", "llamafactory", "trl"]
-FORMATS: tuple[FormatName, ...] = ("sharegpt", "messages", "afm", "llamafactory", "trl")
+from .registry import FORMATS, FormatName  # noqa: F401  (declared once, in registry.py)
 
 
 class ExportOptions(StrictModel):
@@ -24,6 +22,10 @@ class ExportOptions(StrictModel):
     # The trl format is pre-tokenized with this tokenizer (a local folder or a Hub name), by train.render.
     tokenizer: str | None = None
     max_length: int | None = Field(None, ge=16)  # trl rows: render keeps whole turns up to this many tokens
+    # How the trl rows write actions: as the trajectory's own text (Thought/Action lines, AFM tags: what
+    # AgentRefine and AFM trained on) or as native tool calls (the `openai` form: tools in the template's
+    # system block, calls as the template writes them), for models served with a tool-call parser.
+    tool_calls: Literal["text", "native"] = "text"
     license: str = "apache-2.0"
     pretty_name: str | None = None
 

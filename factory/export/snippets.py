@@ -155,6 +155,16 @@ def _snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -
     if fmt.name == "trl":
         snippet = trl_snippet(fmt.settings, path, file_type)
         return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{snippet}\n```"
+    if fmt.name == "openai":
+        tools = "JSON text (one Arrow column cannot hold every row's schemas)" if fmt.settings.get("tools_as_text") \
+            else "a list"  # fmt: skip
+        return (
+            "**Native tool calls** (`openai`: OpenAI's fine-tuning chat format; assistant `tool_calls` with "
+            f"`arguments` as JSON text, `tool` messages with `tool_call_id`, `weight` 0/1, and `tools` as {tools}). "
+            "Export with `--jsonl` to upload to OpenAI fine-tuning as is. TRL and axolotl hand `tools` "
+            "to the chat template but ignore the per-message weight: for TRL use the `trl` export with "
+            "`--tool-calls native`, pre-tokenized from these rows."
+        )
     if fmt.name == "messages":
         dataset = axolotl_dataset(repo_id, "messages") if repo_id else axolotl_dataset(path)
         entry = yaml.safe_dump({"chat_template": "tokenizer_default", "datasets": [dataset]}, sort_keys=False).strip()

@@ -23,14 +23,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
-import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..store import Store
 from .formats import messages_sql
+from .openai_format import native_rows
 from .options import ExportError, ExportOptions
-from .writers import PARQUET_ROW_GROUP, numbered_shards
+from .stream import write_stream
 
 SCHEMA_FIELDS = [("input_ids", pa.list_(pa.int32())), ("assistant_masks", pa.list_(pa.int8()))]
 METADATA_TYPES = {"source": pa.string(), "task_id": pa.string(), "script_id": pa.string(), "weight": pa.float64()}
@@ -62,69 +61,32 @@ def rendered_rows(
     from train.render import IGNORE, render
     from train.render_rows import RenderError
 
+    for row in _source_rows(store, selection, split, options, skipped):
+        try:
+            rendered = render(row, tokenizer, options.max_length)
+        except RenderError as exc:
+            skipped[str(exc).split(": ", 1)[-1]] += 1
+            continue
+        if rendered.reason:
+            skipped[rendered.reason] += 1
+            continue
+        masks = [int(label != IGNORE) for label in rendered.labels]
+        yield {"id": row["id"], "input_ids": rendered.input_ids, "assistant_masks": masks,
+               **{key: row[key] for key in METADATA_TYPES}}  # fmt: skip
+
+
+def _source_rows(store: Store, selection: str, split: str, options: ExportOptions, skipped: Counter):
+    """The split's rows as render reads them: `messages` rows, or native ones with `tools` (openai_format)."""
+    if options.tool_calls == "native":
+        yield from native_rows(store, selection, split, True, skipped)
+        return
     query = f"SELECT * EXCLUDE (split) FROM ({messages_sql(selection)}) WHERE split = '{split}'"
     for batch in store.arrow_batches(query):
-        for row in batch.to_pylist():
-            try:
-                rendered = render(row, tokenizer, options.max_length)
-            except RenderError as exc:
-                skipped[str(exc).split(": ", 1)[-1]] += 1
-                continue
-            if rendered.reason:
-                skipped[rendered.reason] += 1
-                continue
-            masks = [int(label != IGNORE) for label in rendered.labels]
-            yield {"id": row["id"], "input_ids": rendered.input_ids, "assistant_masks": masks,
-                   **{key: row[key] for key in METADATA_TYPES}}  # fmt: skip
+        yield from batch.to_pylist()
 
 
 def write_trl_split(
     rows: Iterator[dict[str, Any]], split: str, folder: Path, options: ExportOptions
 ) -> tuple[int, list[Path]]:
     """Stream rows into folder/<split>-NNNNN-of-NNNNN.<ext>, a new file past max_file_mb: (rows, files)."""
-    limit = options.max_file_mb * 1024 * 1024
-    parts: list[Path] = []
-    written, sink = 0, None
-    for chunk in _chunks(rows, PARQUET_ROW_GROUP):
-        if sink is None or sink.size() > limit:
-            if sink:
-                sink.close()
-            parts.append(folder / f".{split}.part-{len(parts)}")
-            sink = _Sink(parts[-1], options.file_type)
-        sink.write(chunk)
-        written += len(chunk)
-    if sink:
-        sink.close()
-    return written, numbered_shards(parts, folder, split, options.file_type)
-
-
-def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    chunk: list[dict[str, Any]] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-class _Sink:
-    """One shard being written: Parquet row groups or JSON lines."""
-
-    def __init__(self, path: Path, file_type: str):
-        self.path = path
-        self.parquet = file_type == "parquet"
-        self.handle = pq.ParquetWriter(path, SCHEMA, compression="zstd") if self.parquet else path.open("wb")
-
-    def write(self, chunk: list[dict[str, Any]]) -> None:
-        if self.parquet:
-            self.handle.write_table(pa.Table.from_pylist(chunk, schema=SCHEMA))
-        else:
-            self.handle.write(b"".join(orjson.dumps(row) + b"\n" for row in chunk))
-
-    def size(self) -> int:
-        return self.path.stat().st_size if self.path.exists() else 0
-
-    def close(self) -> None:
-        self.handle.close()
+    return write_stream(rows, split, folder, options, SCHEMA)

@@ -239,7 +239,7 @@ class CodeTool:
 
 
 SPEC = ToolSpec(
-    name="code", config=CodeToolConfig, build=lambda config, context: CodeTool(config), argument="the Python program",
+    name="code", config=CodeToolConfig, build=lambda config, context: CodeTool(config), argument="the Python program", parameter="code",
     variants=("code",), on_request=("mas",), aliases=("python", "python_interpreter", "run_python"),
     rl_domains=("math", "code"), order=30,
 )  # fmt: skip

@@ -185,6 +185,6 @@ def build_crawl_page(config: CrawlToolConfig, context: BuildContext) -> CrawlPag
 
 
 SPEC = ToolSpec(
-    name="crawl_page", config=CrawlToolConfig, build=build_crawl_page, argument="the URL / corpus:// id to read",
+    name="crawl_page", config=CrawlToolConfig, build=build_crawl_page, argument="the URL / corpus:// id to read", parameter="url",
     variants=("mas",), aliases=("visit_webpage", "browse", "fetch"), rl_domains=("qa",), order=20,
 )  # fmt: skip

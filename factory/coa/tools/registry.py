@@ -50,6 +50,7 @@ class ToolSpec:
     aliases: tuple[str, ...] = ()  # its names in imported agent logs (OpenAI tool calling, smolagents)
     rl_domains: tuple[str, ...] = ()  # task domains whose RL rows get it in tools_kwargs (verl export)
     order: int = 100  # position in every list (the AFM prompt's tool lines, the grammar's tags)
+    parameter: str = "input"  # the argument's name when the tool is offered as a native function (export/native.py)
 
 
 @lru_cache(maxsize=None)

@@ -196,6 +196,6 @@ def opened(corpus: LocalSearchBackend) -> LocalSearchBackend:
 
 
 SPEC = ToolSpec(
-    name="web_search", config=SearchToolConfig, build=build_web_search, argument="the query", variants=("mas",),
+    name="web_search", config=SearchToolConfig, build=build_web_search, argument="the query", parameter="query", variants=("mas",),
     aliases=("search", "google_search", "bing_search"), rl_domains=("qa",), order=10,
 )  # fmt: skip

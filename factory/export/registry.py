@@ -1,0 +1,51 @@
+"""The one declaration of each export format; every list of formats is derived from it.
+
+A format is a `FormatSpec` here: its name (the `--format` choice, the data folder, the config key), why
+an export may hold none of its rows (`empty`), what a kept row missing from it means (`left_out`, for
+formats that write one row per trajectory), what it needs first (`needs`), and where its writer lives
+(`writer`, "module:function" read when the format is written, so this module imports nothing heavy).
+`FormatName` (the config's Literal) and `FORMATS` come from here. Before this registry, adding a format
+touched the Literal and the tuple kept in sync by hand, the writer's branch, the empty-format message
+(a KeyError when forgotten) and the left-out notes; the card's snippet is still per trainer (snippets.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    name: str
+    empty: str  # why an export holds none of its rows
+    writer: str  # "module:function" -> (store, selection, options, settings) -> SplitWriter
+    left_out: str | None = None  # one row per kept trajectory: what a missing one means (None: not compared)
+    needs: str | None = None  # an option the format cannot be written without, e.g. "tokenizer"
+    needs_message: str = ""
+
+    def split_writer(self, *args: Any) -> Callable:
+        module, function = self.writer.split(":")
+        return getattr(importlib.import_module(f"factory.export.{module}"), function)(*args)
+
+
+SPECS: tuple[FormatSpec, ...] = (
+    FormatSpec("sharegpt", "no rows in the turn order LLaMA-Factory's sharegpt reader accepts", "consumers:sql_writer",
+               left_out="turn order LLaMA-Factory's sharegpt reader cannot read"),
+    FormatSpec("messages", "no rows with turns", "consumers:sql_writer", left_out="no turns"),
+    FormatSpec("afm", "no AFM rows: only coa/import trajectories have the single-string form",
+               "consumers:sql_writer"),
+    FormatSpec("llamafactory", "no rows with a gpt turn that trains", "consumers:llamafactory_writer"),
+    FormatSpec("trl", "no row renders with a trained token", "consumers:trl_writer", needs="tokenizer",
+               needs_message="the trl format is pre-tokenized: name the tokenizer (--tokenizer PATH_OR_NAME)"),
+    FormatSpec("openai", "no row converts to native tool calls with an assistant message that trains",
+               "consumers:openai_writer"),
+)  # fmt: skip
+
+FORMATS: tuple[str, ...] = tuple(spec.name for spec in SPECS)
+FormatName = Literal[FORMATS]  # type: ignore[valid-type]  # derived: the names above, nothing to keep in sync
+
+
+def format_spec(name: str) -> FormatSpec:
+    return next(spec for spec in SPECS if spec.name == name)
