@@ -100,7 +100,8 @@ def _check_tools_written(messages: list[Message], tokenizer, tools, text: str, t
     that are not in its text, or no calls at all. Refuse the row instead, naming the field."""
     for k, message in enumerate(messages):
         start, end = turns[k]
-        if message.tool_calls and not all(call["function"]["name"] in text[start:end] for call in message.tool_calls):
+        outside = text[start:end].replace(message.content, "", 1)  # the name must be the call's, not the thought's
+        if message.tool_calls and not all(call["function"]["name"] in outside for call in message.tool_calls):
             raise RenderError(f"{where}: messages[{k}].tool_calls: the chat template does not write tool calls "
                               "(the call would vanish from the text); use a template with tool support")  # fmt: skip
     first = _chat(messages[:1])
