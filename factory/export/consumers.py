@@ -11,6 +11,8 @@ from ..store import Store
 from .formats import FORMAT_SQL
 from .lengths import measure
 from .llamafactory import llamafactory_mode, llamafactory_sql, write_dataset_info
+from .llamafactory_native import SCHEMA as NATIVE_LF_SCHEMA
+from .llamafactory_native import native_samples
 from .openai_format import SCHEMA as NATIVE_SCHEMA
 from .openai_format import native_rows
 from .options import ExportOptions, FormatName
@@ -43,6 +45,12 @@ def sql_writer(store: Store, name: FormatName, selection: str, options: ExportOp
 
 def llamafactory_writer(store: Store, name: FormatName, selection: str, options: ExportOptions,
                         settings: dict) -> SplitWriter:  # fmt: skip
+    if options.tool_calls == "native":  # function_call / observation turns; a sample per trained turn
+        skipped: Counter = settings.setdefault("skipped", Counter())
+        settings.update(mode="last", native=True)
+        return lambda split, folder: write_stream(
+            native_samples(store, selection, split, skipped), split, folder, options, NATIVE_LF_SCHEMA
+        )
     settings["mode"] = llamafactory_mode(store, selection)
     sql = llamafactory_sql(selection, settings["mode"])
     return lambda split, folder: write_split(store, sql, split, folder, options)
@@ -75,7 +83,8 @@ def finish_format(
     settings["splits"] = list(files)
     if name not in ("llamafactory", "afm") or not files:
         return
-    settings["datasets"] = write_dataset_info(staging, files, "sharegpt" if name == "llamafactory" else "alpaca")
+    formatting = "sharegpt" if name == "llamafactory" else "alpaca"
+    settings["datasets"] = write_dataset_info(staging, files, formatting, native=bool(settings.get("native")))
     staged = [staging / path.name for paths in files.values() for path in paths]
     tokenizer = load_export_tokenizer(options.tokenizer) if options.tokenizer else None
     settings.update(measure(staged, name, options.file_type, tokenizer), tokenizer_name=options.tokenizer)

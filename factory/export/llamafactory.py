@@ -76,14 +76,17 @@ ALPACA_COLUMNS = {"prompt": "instruction", "query": "input", "response": "output
 
 
 def write_dataset_info(
-    folder: Path, files: dict[str, list[Path]], formatting: str = "sharegpt"
+    folder: Path, files: dict[str, list[Path]], formatting: str = "sharegpt", native: bool = False
 ) -> dict[str, list[str]]:
-    """folder/dataset_info.json with one entry per shard; returns split -> dataset names, for the config."""
+    """folder/dataset_info.json with one entry per shard; returns split -> dataset names, for the config.
+    `native`: the samples carry function_call / observation turns and a `tools` column (llamafactory_native.py)."""
     columns = (
-        {"columns": {"messages": "conversations"}, "tags": SHAREGPT_TAGS}
+        {"columns": {"messages": "conversations", **({"tools": "tools"} if native else {})},
+         "tags": {**SHAREGPT_TAGS, **({"observation_tag": "observation", "function_tag": "function_call"}
+                                      if native else {})}}
         if formatting == "sharegpt"
         else {"columns": ALPACA_COLUMNS}
-    )
+    )  # fmt: skip
     info, names = {}, {}
     for split, paths in files.items():
         for k, path in enumerate(paths):

@@ -28,8 +28,6 @@ from .openai_format import METADATA_TYPES, native_rows
 TURN = pa.struct([("from", pa.string()), ("value", pa.string()), ("loss", pa.bool_())])
 SCHEMA = pa.schema([("id", pa.string()), ("turn", pa.int32()), ("conversations", pa.list_(TURN)),
                     ("tools", pa.string()), *METADATA_TYPES.items()])  # fmt: skip
-NATIVE_TAGS = {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
-               "observation_tag": "observation", "function_tag": "function_call", "system_tag": "system"}  # fmt: skip
 
 
 def sharegpt_turn(message: dict[str, Any]) -> dict[str, str]:

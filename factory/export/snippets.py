@@ -140,6 +140,9 @@ def _snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -
             if fmt.settings.get("mode") == "last"
             else "one sample per row; every gpt turn in it trains"
         )
+        if fmt.settings.get("native"):
+            mode += "; native tool calls: `function_call` / `observation` turns and a `tools` column, which the " \
+                "`qwen` template writes exactly as Qwen2.5's own (leaving `template` unset writes a ReAct form)"  # fmt: skip
         return (
             f"**LLaMA-Factory** (`llamafactory`, {mode}; {length_note(fmt.settings)}; tested with the `qwen` "
             "template and with the template LLaMA-Factory parses from the tokenizer, `template` unset; "
