@@ -18,6 +18,7 @@ from .coa.command import add_coa_parsers
 from .errors import FactoryError, require_train_extra
 from .export.command import add_export_parser, add_publish_parser
 from .filters.command import add_filter_parser
+from .interchange.command import add_import_parser
 from .passrate.command import add_passrate_parser
 from .pipeline.command import add_run_parser
 from .refine.command import add_refine_parser
@@ -34,6 +35,7 @@ COMMAND_PARSERS = (
     add_smoke_parsers,
     add_refine_parser,
     add_coa_parsers,
+    add_import_parser,
     add_synth_parsers,
     add_show_parser,
     add_calls_parser,

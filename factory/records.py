@@ -27,6 +27,15 @@ class Turn(BaseModel):
     loss: bool = False  # train on this turn's tokens
     kind: str = "text"  # thought_action, observation, reflection, plan, answer, ...
     error: TurnError | None = None
+    # Native tool calling (imported ATIF/ADP rows, factory/interchange): an assistant turn's calls in OpenAI's
+    # shape, and a tool turn's answer to one. Stored only when set (`stored`), so other rows keep their shape.
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def stored(self) -> dict[str, Any]:
+        native = ("tool_calls", "tool_call_id", "name")
+        return self.model_dump(exclude={key for key in native if getattr(self, key) is None})
 
 
 class Trajectory(BaseModel):

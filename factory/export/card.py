@@ -31,10 +31,10 @@ def size_category(rows: int) -> str:
 
 
 def card_data(result: ExportResult) -> DatasetCardData:
-    extension = "parquet" if result.options.file_type == "parquet" else "jsonl"
     configs = []
     for index, fmt in enumerate(result.formats):
         tag = f"{fmt.fingerprint}-" if fmt.fingerprint else ""  # see dataset.fingerprint_shards
+        extension = _extension(fmt)
         files = [{"split": split, "path": f"{fmt.folder.as_posix()}/{split}-{tag}*.{extension}"} for split in fmt.rows]
         configs.append({"config_name": fmt.name, "data_files": files, **({"default": True} if index == 0 else {})})
     largest = max((sum(fmt.rows.values()) for fmt in result.formats), default=0)
@@ -209,6 +209,12 @@ def prompts_table(store: Store) -> str:
     return table(["stage", "system prompt sha256", "calls"], facts.prompt_fingerprints(store))
 
 
+def _extension(fmt) -> str:
+    """What the format's shards are (the interchange formats write JSON lines whatever the export's file type)."""
+    first = next((path for paths in fmt.files.values() for path in paths), None)
+    return "jsonl" if first is not None and str(first).endswith(".jsonl") else "parquet"
+
+
 def runs_table(store: Store) -> str:
     return table(["command", "started", "status", "model", "temperature", "max tokens"], facts.runs(store))
 
@@ -218,7 +224,7 @@ def samples_text(store: Store, result: ExportResult) -> str:
     for fmt in result.formats:
         split = next(iter(fmt.files))
         files = [str(result.out / path) for path in fmt.files[split]]
-        rows = [shorten(row) for row in facts.sample_rows(store, files, result.options.file_type)]
+        rows = [shorten(row) for row in facts.sample_rows(store, files, _extension(fmt))]
         parts.append(f"`{fmt.name}` ({split}):\n\n```json\n{json.dumps(rows, indent=1, ensure_ascii=False)}\n```")
     return "\n\n".join(parts)
 

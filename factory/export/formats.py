@@ -22,6 +22,9 @@ SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\
 # says something (render's rule, so every export's flags are the masks render draws).
 TRAINS = f"(coalesce(x.loss, false) AND x.error IS NULL AND regexp_matches(x.content, '[^{SPACE}]'))"
 METADATA = "split, source, task_id, script_id, weight"
+# Rows whose calls are native (imported ATIF/ADP, `tools` set): a text format would write their turns without
+# the calls, so only the native formats (openai, trl/llamafactory with tool_calls native) hold them.
+TEXT_ROWS = "tools IS NULL"
 
 
 def sharegpt_sql(selection: str) -> str:
@@ -35,7 +38,7 @@ def sharegpt_sql(selection: str) -> str:
     """
     return f"""
         WITH parsed AS (
-            SELECT *, from_json(turns, '{TURNS_TYPE}') AS t FROM ({selection}) WHERE turns IS NOT NULL
+            SELECT *, from_json(turns, '{TURNS_TYPE}') AS t FROM ({selection}) WHERE turns IS NOT NULL AND {TEXT_ROWS}
         ), sided AS (
             SELECT *, list_transform(t, lambda x, i: CASE WHEN x.role = 'assistant' THEN 'gpt'
                 WHEN x.role = 'system' AND i = 1 THEN 'system' ELSE 'human' END) AS sides FROM parsed
@@ -68,7 +71,7 @@ def messages_sql(selection: str) -> str:
                    role := x.role, content := x.content,
                    weight := CASE WHEN x.role = 'assistant' THEN {TRAINS}::INTEGER END)) AS messages,
                {METADATA}
-        FROM ({selection}) WHERE turns IS NOT NULL AND json_array_length(turns) > 0"""
+        FROM ({selection}) WHERE turns IS NOT NULL AND json_array_length(turns) > 0 AND {TEXT_ROWS}"""
 
 
 def afm_sql(selection: str) -> str:

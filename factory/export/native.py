@@ -88,7 +88,7 @@ def refine_native(turns: list[dict], steps: list[dict], script: Script) -> Nativ
         )
         messages.append({"role": "tool", "tool_call_id": f"call_{index}", "name": action["name"],
                          "content": step.get("observation", "")})  # fmt: skip
-    return Native(_trimmed(messages), tools)
+    return Native(messages, tools)
 
 
 def _weight(turn: dict) -> int:
@@ -130,7 +130,7 @@ def coa_native(prompt: str, completion: str) -> Native:
             reasoning.append(markup(block.tag, block.text))
     if reasoning:
         messages.append({"role": "assistant", "content": "\n".join(reasoning), "weight": 1})
-    return Native(_trimmed(messages), tools)
+    return Native(messages, tools)
 
 
 def _coa_tool(name: str) -> dict[str, Any]:
@@ -142,8 +142,22 @@ def _coa_tool(name: str) -> dict[str, Any]:
 # --- both -----------------------------------------------------------------------------------------------------
 
 
-def native_row(row: dict[str, Any]) -> Native:
-    """A selection row (with `steps` and `script` joined for refine) as native messages and tools."""
+def native_row(row: dict[str, Any], keep_trailing: bool = False) -> Native:
+    """A selection row (with `steps` and `script` joined for refine, `tools` for imported rows) as native
+    messages and tools. `keep_trailing`: keep the observations after the last assistant message (an
+    interchange file keeps everything; a training row has no use for them)."""
+    native = _converted(row)
+    if native.messages is not None and not keep_trailing:
+        native.messages = _trimmed(native.messages)
+    return native
+
+
+def _converted(row: dict[str, Any]) -> Native:
+    if row.get("tools") is not None:  # an imported native trajectory: its turns hold the calls
+        try:
+            return imported_native(json.loads(row["turns"] or "[]"), json.loads(row["tools"]))
+        except ValueError as exc:
+            return Native(None, [], f"stored turns or tools do not parse ({str(exc).splitlines()[0]})")
     if row.get("source") == "refine" and row.get("steps") and row.get("script"):
         try:
             script = Script.model_validate_json(row["script"])
@@ -153,7 +167,19 @@ def native_row(row: dict[str, Any]) -> Native:
         return refine_native(turns, steps, script)
     if isinstance(row.get("prompt"), str) and isinstance(row.get("completion"), str):
         return coa_native(row["prompt"], row["completion"])
-    return Native(None, [], "no steps and script (refine) or AFM prompt and completion (coa)")
+    return Native(None, [], "no steps and script (refine), AFM prompt and completion (coa) or native turns")
+
+
+def imported_native(turns: list[dict], tools: list[dict]) -> Native:
+    """Turns stored in native form (factory/interchange): each as its message, `weight` from its own flag."""
+    messages = []
+    for turn in turns:
+        message = {"role": turn["role"], "content": turn.get("content", "")}
+        message.update({k: turn[k] for k in ("tool_calls", "tool_call_id", "name") if turn.get(k) is not None})
+        if turn["role"] == "assistant":
+            message["weight"] = _weight(turn)
+        messages.append(message)
+    return Native(messages, tools)
 
 
 def _trimmed(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

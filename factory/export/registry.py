@@ -27,20 +27,23 @@ class FormatSpec:
 
     def split_writer(self, *args: Any) -> Callable:
         module, function = self.writer.split(":")
-        return getattr(importlib.import_module(f"factory.export.{module}"), function)(*args)
+        return getattr(importlib.import_module(module), function)(*args)
 
 
 SPECS: tuple[FormatSpec, ...] = (
-    FormatSpec("sharegpt", "no rows in the turn order LLaMA-Factory's sharegpt reader accepts", "consumers:sql_writer",
-               left_out="turn order LLaMA-Factory's sharegpt reader cannot read"),
-    FormatSpec("messages", "no rows with turns", "consumers:sql_writer", left_out="no turns"),
+    FormatSpec("sharegpt", "no rows in the turn order LLaMA-Factory's sharegpt reader accepts", "factory.export.consumers:sql_writer",
+               left_out="turn order LLaMA-Factory's sharegpt reader cannot read, or native tool calls: see openai"),
+    FormatSpec("messages", "no rows with turns", "factory.export.consumers:sql_writer",
+               left_out="no turns, or native tool calls: see openai"),
     FormatSpec("afm", "no AFM rows: only coa/import trajectories have the single-string form",
-               "consumers:sql_writer"),
-    FormatSpec("llamafactory", "no rows with a gpt turn that trains", "consumers:llamafactory_writer"),
-    FormatSpec("trl", "no row renders with a trained token", "consumers:trl_writer", needs="tokenizer",
+               "factory.export.consumers:sql_writer"),
+    FormatSpec("llamafactory", "no rows with a gpt turn that trains", "factory.export.consumers:llamafactory_writer"),
+    FormatSpec("trl", "no row renders with a trained token", "factory.export.consumers:trl_writer", needs="tokenizer",
                needs_message="the trl format is pre-tokenized: name the tokenizer (--tokenizer PATH_OR_NAME)"),
     FormatSpec("openai", "no row converts to native tool calls with an assistant message that trains",
-               "consumers:openai_writer"),
+               "factory.export.consumers:openai_writer"),
+    FormatSpec("atif", "no row converts to native tool calls", "factory.interchange.export:interchange_writer"),
+    FormatSpec("adp", "no row converts to native tool calls", "factory.interchange.export:interchange_writer"),
 )  # fmt: skip
 
 FORMATS: tuple[str, ...] = tuple(spec.name for spec in SPECS)

@@ -22,7 +22,10 @@ from .options import ExportError, ExportOptions
 
 SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")  # what the Hub and `datasets` accept as a split name
 # The trajectory columns the formats read (not all: `conversations` there is the stored text, not the export's).
-COLUMNS = "t.trajectory_id, t.source, t.task_id, t.script_id, t.turns, t.prompt, t.completion, t.observation_spans"
+# `tools`: set on imported native trajectories (their calls live in the turns): only the native formats hold them.
+COLUMNS = (
+    "t.trajectory_id, t.source, t.task_id, t.script_id, t.turns, t.prompt, t.completion, t.observation_spans, t.tools"
+)
 GROUP_KEY = "coalesce(t.task_id, t.script_id, t.persona_id, t.trajectory_id)"
 HASH_BUCKETS = 1_000_000
 

@@ -200,4 +200,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         # earlier keep NULL: an empty list.
         "ALTER TABLE coa_traces ADD COLUMN steps VARCHAR",
     ),
+    (
+        "0013_native_tools",
+        # The tools (JSON-schema functions, as JSON text) an imported native trajectory offered its agent
+        # (ATIF's agent.tool_definitions, factory/interchange); NULL for rows whose tools come from their
+        # script (refine) or their AFM tags (coa).
+        "ALTER TABLE trajectories ADD COLUMN tools VARCHAR",
+    ),
 ]

@@ -35,7 +35,7 @@ def turn_columns(trajectory: Trajectory | None, stats: TrajectoryStats) -> dict[
     if trajectory is None:
         return dict.fromkeys(TURN_COLUMNS)
     return {
-        "turns": json.dumps([turn.model_dump() for turn in trajectory.turns]),
+        "turns": json.dumps([turn.stored() for turn in trajectory.turns]),
         "conversations": json.dumps(to_conversations(trajectory.turns)),
         "n_turns": len(trajectory.turns),
         **stats.mistake_columns(),
