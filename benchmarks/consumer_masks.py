@@ -2,6 +2,7 @@
 
     python benchmarks/consumer_masks.py                 # the consumer tests' refine + coa rows
     python benchmarks/consumer_masks.py --run outputs/refine
+    python benchmarks/consumer_masks.py --native        # native tool calls (issue 27), Qwen2.5's tool template
 
 For every consumer, "before" is the export a user had before the consumer
 formats (sharegpt for LLaMA-Factory, messages for TRL and axolotl) read with
@@ -10,6 +11,13 @@ Each trainer's own data code makes the labels (tests/consumer_harness.py);
 a row counts as masked correctly when the trainer's trained tokens, over all
 its samples, are exactly render's. Figures go to
 benchmarks/results/consumer_masks.json.
+
+With --native the rows are tests/native_rows.py's (2 refine, 2 coa) in their native tool-call form, on a
+tokenizer with Qwen2.5's tool-calling template, and render's labels are those of the `openai` row. Before:
+each trainer on what it would read without the consumer forms (TRL tokenizing the `openai` rows itself;
+LLaMA-Factory on the native samples without the card's `mask_history: true`; axolotl on the `openai` rows
+without `message_field_training`); after: the native `trl` and `llamafactory` exports and the card's
+axolotl entry.
 """
 
 from __future__ import annotations
@@ -38,9 +46,9 @@ def trained(labels) -> dict[int, int]:
     return {i: int(x) for i, x in enumerate(labels) if x != IGNORE}
 
 
-def agreement(samples: list[tuple[list[int], list[int]]], rows: list[dict], suffix: bool) -> dict:
+def agreement(samples: list[tuple[list[int], list[int]]], rows: list[dict], suffix: bool, tokenizer=None) -> dict:
     """Rows kept (some sample is a prefix of the row's render) and masked correctly (labels equal render's)."""
-    tokenizer = qwen_tokenizer()
+    tokenizer = tokenizer or qwen_tokenizer()
     expected = {row["id"]: render(row, tokenizer, train_turn_suffix=suffix) for row in rows}
     got: dict[str, dict[int, int]] = {}
     for ids, labels in samples:
@@ -81,28 +89,28 @@ def llamafactory(out: Path, settings: dict, work: Path) -> dict:
     return {"before": agreement(pairs(before), sharegpt, True), "after": agreement(pairs(after), sharegpt, True)}
 
 
-def trl(out: Path, work: Path) -> dict:
-    import datasets
+def trl_labels(dataset, work: Path, make_tokenizer=qwen_tokenizer) -> list[tuple[list[int], list[int]]]:
     import trl as trl_package
 
     from train.tiny import tiny_model
 
-    def labels_of(dataset):
-        tokenizer = qwen_tokenizer()
-        tokenizer.pad_token = tokenizer.eos_token
-        args = trl_package.SFTConfig(
-            output_dir=str(work / "sft"), report_to=[], max_length=None, use_cpu=True, bf16=False
-        )
-        trainer = trl_package.SFTTrainer(
-            model=tiny_model(tokenizer), args=args, train_dataset=dataset, processing_class=tokenizer
-        )
-        prepared = [{c: r[c] for c in ("input_ids", "labels") if c in r} for r in trainer.train_dataset]
-        batch = trainer.data_collator(prepared)
-        return [(r["input_ids"], batch["labels"][i, : len(r["input_ids"])].tolist()) for i, r in enumerate(prepared)]
+    tokenizer = make_tokenizer()
+    tokenizer.pad_token = tokenizer.eos_token
+    args = trl_package.SFTConfig(output_dir=str(work / "sft"), report_to=[], max_length=None, use_cpu=True, bf16=False)
+    trainer = trl_package.SFTTrainer(
+        model=tiny_model(tokenizer), args=args, train_dataset=dataset, processing_class=tokenizer
+    )
+    prepared = [{c: r[c] for c in ("input_ids", "labels") if c in r} for r in trainer.train_dataset]
+    batch = trainer.data_collator(prepared)
+    return [(r["input_ids"], batch["labels"][i, : len(r["input_ids"])].tolist()) for i, r in enumerate(prepared)]
+
+
+def trl(out: Path, work: Path) -> dict:
+    import datasets
 
     messages = rows_of(out, "messages")
-    before = labels_of(datasets.Dataset.from_list([{"messages": r["messages"]} for r in messages]))
-    after = labels_of(datasets.load_dataset("parquet", data_files=str(out / "trl" / "train-*.parquet"))["train"])
+    before = trl_labels(datasets.Dataset.from_list([{"messages": r["messages"]} for r in messages]), work)
+    after = trl_labels(datasets.load_dataset("parquet", data_files=str(out / "trl" / "train-*.parquet"))["train"], work)
     return {"before": agreement(before, messages, False), "after": agreement(after, messages, False)}
 
 
@@ -117,11 +125,49 @@ def axolotl(out: Path) -> dict:
     return result
 
 
+def native(work: Path) -> dict:
+    """The native tool-call forms (see the module docstring): before/after per trainer."""
+    import datasets
+    from native_rows import make_native_run, qwen_tools_tokenizer
+
+    tokenizer_dir = work / "tools-tokenizer"
+    qwen_tools_tokenizer().save_pretrained(tokenizer_dir)
+    options = ExportOptions(formats=["openai", "llamafactory", "trl"], validation=0, tokenizer=str(tokenizer_dir),
+                            tool_calls="native")  # fmt: skip
+    result = export_dataset(make_native_run(work / "native-run"), work / "native", options)
+    out, tok = work / "native", qwen_tools_tokenizer()
+    rows = rows_of(out, "openai")
+    pairs = lambda samples: [(s["input_ids"], s["labels"]) for s in samples]  # noqa: E731
+    settings = next(f.settings for f in result.formats if f.name == "llamafactory")
+    config = {k: v for k, v in llamafactory_config(settings, str(out / "llamafactory")).items()
+              if k in ("dataset_dir", "dataset", "template", "mask_history")}  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        lf_before = llamafactory_samples(patch, work, qwen_tools_tokenizer(), **{**config, "mask_history": False})
+        lf_after = llamafactory_samples(patch, work, qwen_tools_tokenizer(), **config)
+    conversational = datasets.Dataset.from_list([{"messages": r["messages"], "tools": r["tools"]} for r in rows])
+    trl_before = trl_labels(conversational, work, qwen_tools_tokenizer)
+    trl_after = trl_labels(datasets.load_dataset("parquet", data_files=str(out / "trl" / "train-*.parquet"))["train"],
+                           work, qwen_tools_tokenizer)  # fmt: skip
+    entry = axolotl_dataset(str(out / "openai"))
+    plain = {k: v for k, v in entry.items() if k != "message_field_training"}
+    return {
+        "llamafactory": {"before": agreement(pairs(lf_before), rows, True, tok),
+                         "after": agreement(pairs(lf_after), rows, True, tok)},
+        "trl": {"before": agreement(trl_before, rows, False, tok), "after": agreement(trl_after, rows, False, tok)},
+        "axolotl": {name: agreement(pairs(axolotl_samples(qwen_tools_tokenizer(), rows, e)), rows, False, tok)
+                    for name, e in (("before", plain), ("after", entry))},
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", help="a run folder (default: the consumer tests' rows in a fresh store)")
+    parser.add_argument("--native", action="store_true", help="the native tool-call forms (tests/native_rows.py)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="consumer-masks-"))
+    if args.native:
+        report(RESULTS, "native tool calls (tests/native_rows.py)", native(work))
+        return
     run = args.run or make_consumer_run(work / "run")
     tokenizer_dir = work / "tokenizer"
     qwen_tokenizer().save_pretrained(tokenizer_dir)

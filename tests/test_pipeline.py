@@ -207,5 +207,5 @@ def test_an_unknown_export_format_is_named_with_the_choices(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.endswith(
         "field 'pipeline.export.formats': unknown format 'sharegtp' "
-        "(formats: sharegpt, messages, afm, llamafactory, trl, openai, or all)"
+        "(formats: sharegpt, messages, afm, llamafactory, trl, openai, atif, adp, or all)"
     )

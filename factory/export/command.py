@@ -30,7 +30,12 @@ def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
         "export", help="write kept trajectories as sharegpt / messages / AFM / native tool-call datasets"
     )
     _add_common(parser)
-    parser.add_argument("--format", default="all", choices=[*FORMATS, "all"], help="which format (default all)")
+    parser.add_argument(
+        "--format",
+        default="all",
+        choices=[*FORMATS, "all"],
+        help="which format (default all: every one but the interchange formats atif and adp)",
+    )
     parser.add_argument("--out", required=True, help="output folder: <format>/<split>-*.parquet and README.md")
     parser.add_argument("--jsonl", action="store_true", help="JSON lines instead of Parquet")
     _add_rl(parser)

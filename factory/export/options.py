@@ -8,11 +8,11 @@ from pydantic import Field
 
 from ..config import StrictModel, validate_config
 from ..errors import FactoryError
-from .registry import FORMATS, FormatName  # noqa: F401  (declared once, in registry.py)
+from .registry import ALL_FORMATS, FORMATS, FormatName  # noqa: F401  (declared once, in registry.py)
 
 
 class ExportOptions(StrictModel):
-    formats: list[FormatName] = Field(default_factory=lambda: list(FORMATS), min_length=1)
+    formats: list[FormatName] = Field(default_factory=lambda: list(ALL_FORMATS), min_length=1)
     file_type: Literal["parquet", "jsonl"] = "parquet"
     # Share of task groups held out when the store has no curation split (a split filter's verdicts win).
     validation: float = Field(0.05, ge=0.0, le=0.5)
@@ -34,7 +34,7 @@ def export_options(formats: str | list[str] | None = None, **values: object) -> 
     """Options from command-line style values: `formats` may be "all", one name or a list."""
     data = {key: value for key, value in values.items() if value is not None}
     if formats is not None:
-        data["formats"] = list(FORMATS) if formats == "all" else [formats] if isinstance(formats, str) else formats
+        data["formats"] = list(ALL_FORMATS) if formats == "all" else [formats] if isinstance(formats, str) else formats
     return validate_config(ExportOptions, data, "export options")
 
 

@@ -24,6 +24,7 @@ class FormatSpec:
     left_out: str | None = None  # one row per kept trajectory: what a missing one means (None: not compared)
     needs: str | None = None  # an option the format cannot be written without, e.g. "tokenizer"
     needs_message: str = ""
+    in_all: bool = True  # written by "all" (the interchange formats are asked for by name)
 
     def split_writer(self, *args: Any) -> Callable:
         module, function = self.writer.split(":")
@@ -42,11 +43,14 @@ SPECS: tuple[FormatSpec, ...] = (
                needs_message="the trl format is pre-tokenized: name the tokenizer (--tokenizer PATH_OR_NAME)"),
     FormatSpec("openai", "no row converts to native tool calls with an assistant message that trains",
                "factory.export.consumers:openai_writer"),
-    FormatSpec("atif", "no row converts to native tool calls", "factory.interchange.export:interchange_writer"),
-    FormatSpec("adp", "no row converts to native tool calls", "factory.interchange.export:interchange_writer"),
+    FormatSpec("atif", "no row converts to native tool calls", "factory.interchange.export:interchange_writer",
+               in_all=False),
+    FormatSpec("adp", "no row converts to native tool calls", "factory.interchange.export:interchange_writer",
+               in_all=False),
 )  # fmt: skip
 
 FORMATS: tuple[str, ...] = tuple(spec.name for spec in SPECS)
+ALL_FORMATS: tuple[str, ...] = tuple(spec.name for spec in SPECS if spec.in_all)  # what "all" writes
 FormatName = Literal[FORMATS]  # type: ignore[valid-type]  # derived: the names above, nothing to keep in sync
 
 

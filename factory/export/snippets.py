@@ -164,9 +164,10 @@ def _snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -
         return (
             "**Native tool calls** (`openai`: OpenAI's fine-tuning chat format; assistant `tool_calls` with "
             f"`arguments` as JSON text, `tool` messages with `tool_call_id`, `weight` 0/1, and `tools` as {tools}). "
-            "Export with `--jsonl` to upload to OpenAI fine-tuning as is. TRL and axolotl hand `tools` "
-            "to the chat template but ignore the per-message weight: for TRL use the `trl` export with "
-            "`--tool-calls native`, pre-tokenized from these rows."
+            "Export with `--jsonl` to upload to OpenAI fine-tuning as is. axolotl reads these rows with the "
+            "`messages` entry below pointed at this folder (`message_field_training: weight`; it parses the "
+            "`arguments` and `tools` text). TRL ignores the per-message weight: for TRL use the `trl` export "
+            "with `--tool-calls native`, pre-tokenized from these rows."
         )
     if fmt.name == "messages":
         dataset = axolotl_dataset(repo_id, "messages") if repo_id else axolotl_dataset(path)

@@ -22,7 +22,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..config import StrictModel, read_yaml_mapping
 from ..errors import ConfigError
-from ..export.options import FORMATS, FormatName
+from ..export.options import ALL_FORMATS, FORMATS, FormatName
 from ..llm.config import LLMConfig
 from ..passrate.config import PassrateConfig
 from .expand_stage import ExpandStage
@@ -111,7 +111,7 @@ class PipelineConfig(StrictModel):
     def formats(self) -> list[str]:
         if self.export is None:
             return []
-        chosen = list(FORMATS) if self.export.formats == "all" else list(self.export.formats)
+        chosen = list(ALL_FORMATS) if self.export.formats == "all" else list(self.export.formats)
         if self.train is not None and self.train.format not in chosen:
             chosen.append(self.train.format)  # the trainer reads it, so it is written
         return chosen
