@@ -132,7 +132,7 @@ def _openai(messages: Any, where: str) -> list[Message]:
         role = message.get("role") if isinstance(message, dict) else None
         if role not in MESSAGE_ROLES:
             raise RenderError(f"{field}.role {role!r} is not one of {', '.join(MESSAGE_ROLES)}")
-        calls = _tool_calls(message.get("tool_calls"), f"{field}.tool_calls")
+        calls = template_tool_calls(message.get("tool_calls"), f"{field}.tool_calls")
         content = _content(message.get("content"), f"{field}.content")
         weight = message.get("weight", message.get("train"))
         trains = _trains(role, content or ("call" if calls else ""), weight, f"{field}.weight")
@@ -140,7 +140,7 @@ def _openai(messages: Any, where: str) -> list[Message]:
     return out
 
 
-def _tool_calls(calls: Any, field: str) -> tuple[dict, ...]:
+def template_tool_calls(calls: Any, field: str) -> tuple[dict, ...]:
     """OpenAI tool calls with `arguments` parsed to a dict (a chat template writes `arguments | tojson`)."""
     if not calls:
         return ()

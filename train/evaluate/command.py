@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -40,9 +41,14 @@ class EvalSettings(StrictModel):
     temperature: float = Field(0.0, ge=0, le=2, description="0: greedy")
     batch_size: int = Field(8, ge=1, description="HF checkpoints: turns generated together")
     limit: int | None = Field(None, ge=1, description="evaluate only the first N held-out environments")
+    tool_calls: Literal["text", "native"] = Field(
+        "text",
+        description="how the player acts: Thought/Action text (the text exports), or native tool calls "
+        "(the actions as tools; for a model trained on the native exports)",
+    )
 
 
-FLAGS = ("max_steps", "concurrency", "loop_k", "max_new_tokens", "temperature", "batch_size", "limit")
+FLAGS = ("max_steps", "concurrency", "loop_k", "max_new_tokens", "temperature", "batch_size", "limit", "tool_calls")
 
 
 def add_eval_parser(subparsers) -> argparse.ArgumentParser:
@@ -78,6 +84,8 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, help="HF checkpoints: turns generated together (default 8)")
     parser.add_argument("--limit", type=int, help="evaluate only the first N held-out environments")
     parser.add_argument("--no-validation-code", action="store_true", help="judge by the declarative rules only")
+    parser.add_argument("--tool-calls", choices=["text", "native"],
+                        help="native: the actions as tools, a call read as the model family writes it")  # fmt: skip
     add_env_arguments(parser)
     parser.set_defaults(func=cmd_eval)
     return parser
@@ -129,8 +137,7 @@ def run_eval(args: argparse.Namespace):
         if settings.limit is not None:
             selection.environments = selection.environments[: settings.limit]
         player = make_player(args, settings, run.store, run.run_id)
-        results = evaluate(
-            selection, player, settings.max_steps, settings.concurrency, settings.loop_k, settings.validation_code
-        )
+        results = evaluate(selection, player, settings.max_steps, settings.concurrency, settings.loop_k,
+                           settings.validation_code, settings.tool_calls == "native")  # fmt: skip
         path = write_results(results, run_dir, {"run_id": run.run_id, "scripts": args.scripts})
     return results, path

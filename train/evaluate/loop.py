@@ -20,7 +20,7 @@ from factory.refine.solvable import shortest_plan
 from factory.refine.validation_code import SandboxCodeChecker
 from factory.refine.world import ExtraCheck, WorldState, format_action, step
 
-from . import dialogue
+from . import dialogue, native
 from .environments import Environment, Selection
 from .metrics import EpisodeResult, MistakeTracker, StepRecord, progress_rate, summarize
 from .players import Player, PlayerError
@@ -50,27 +50,30 @@ def code_check(env: Environment, validation_code: bool) -> ExtraCheck | None:
 
 
 async def play_episode(
-    env: Environment, player: Player, max_steps: int = 20, loop_k: int = 3, validation_code: bool = True
-) -> EpisodeResult:
+    env: Environment, player: Player, max_steps: int = 20, loop_k: int = 3, validation_code: bool = True,
+    native: bool = False,
+) -> EpisodeResult:  # fmt: skip
+    """One episode; `native`: the player gets the actions as `tools` and calls them (native.py)."""
     script, extra = env.script, code_check(env, validation_code)
     state = WorldState.initial(script)
-    messages = [{"role": "user", "content": dialogue.first_turn(script)}]
+    turns = _NativeTurns(script) if native else _TextTurns(script)
+    messages = turns.first()
     tracker, transcript = MistakeTracker(loop_k), []
     format_errors, invalid = 0, {}
     status, error = "step_limit", None
     for _ in range(max_steps):
         try:
-            reply = dialogue.cut_reply(await player.act(list(messages)))
+            reply = dialogue.cut_reply(await turns.act(player, list(messages)))
         except PlayerError as exc:
             status, error = "player_error", str(exc)
             break
-        messages.append({"role": "assistant", "content": reply})
-        parsed = dialogue.parse_action(reply)
+        parsed, said = turns.read(reply)
+        messages.append(said)
         if parsed is None:
             format_errors += 1
             tracker.see(state.key(), "format:" + " ".join(reply.split()), valid=False)
             transcript.append(StepRecord(reply, None, "format"))
-            messages.append({"role": "user", "content": dialogue.format_error()})
+            messages.append(turns.format_error())
             continue
         call = format_action(parsed.name, parsed.params)
         # The sandbox blocks on a child process: keep it off the loop so other episodes play on.
@@ -80,16 +83,66 @@ async def play_episode(
         if not checked.ok:
             invalid[checked.error_type] = invalid.get(checked.error_type, 0) + 1
             transcript.append(StepRecord(reply, call, checked.error_type, checked.reason))
-            messages.append({"role": "user", "content": dialogue.rejected(checked.reason)})
+            messages.append(turns.answer(parsed, dialogue.rejected(checked.reason)))
             continue
         before, state, done = state, moved.after, bool(moved.done)
         transcript.append(StepRecord(reply, call, "ok"))
-        said = dialogue.accepted(script, before, state, parsed.name, parsed.params, done)
-        messages.append({"role": "user", "content": said})
+        messages.append(
+            turns.answer(parsed, dialogue.accepted(script, before, state, parsed.name, parsed.params, done))
+        )
         if done:
             status = "success"
             break
     return _result(env, state, status, error, transcript, format_errors, invalid, tracker)
+
+
+class _TextTurns:
+    """The training rows' text form: Thought/Action replies, `Observation:` user turns."""
+
+    def __init__(self, script):
+        self.script = script
+
+    def first(self) -> list[dict]:
+        return [{"role": "user", "content": dialogue.first_turn(self.script)}]
+
+    async def act(self, player: Player, messages: list[dict]) -> str:
+        return await player.act(messages)
+
+    def read(self, reply: str):
+        return dialogue.parse_action(reply), {"role": "assistant", "content": reply}
+
+    def answer(self, parsed, said: str) -> dict:
+        return {"role": "user", "content": said}
+
+    def format_error(self) -> dict:
+        return {"role": "user", "content": dialogue.format_error()}
+
+
+class _NativeTurns(_TextTurns):
+    """Native tool calling: the actions as `tools`, a call read in its model family's form, `tool` answers."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.tools, self.calls = native.tools(script), 0
+
+    def first(self) -> list[dict]:
+        return native.first_messages(self.script)
+
+    async def act(self, player: Player, messages: list[dict]) -> str:
+        return await player.act(messages, self.tools)
+
+    def read(self, reply: str):
+        found = native.parse_tool_call(reply)
+        if found is None:
+            return None, {"role": "assistant", "content": reply}
+        self.calls += 1
+        return found[1], native.assistant_message(found[0], found[1], self.calls)
+
+    def answer(self, parsed, said: str) -> dict:
+        return native.tool_message(self.calls, parsed.name, said)
+
+    def format_error(self) -> dict:
+        return native.format_error_message()
 
 
 def _result(env, state, status, error, transcript, format_errors, invalid, tracker) -> EpisodeResult:
@@ -132,19 +185,23 @@ def run_closing(player: Player, evaluation: Callable[[], Awaitable[EvalResults]]
 
 
 async def evaluate_async(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20,
-                         concurrency: int = 8, loop_k: int = 3,
-                         validation_code: bool = True) -> EvalResults:  # fmt: skip
+                         concurrency: int = 8, loop_k: int = 3, validation_code: bool = True,
+                         native_tools: bool = False) -> EvalResults:  # fmt: skip
     """Play every environment once (`concurrency` at a time); episodes come back in env order."""
     selection = envs if isinstance(envs, Selection) else Selection(list(envs))
     episodes = await play_all(
-        selection.environments, lambda env: play_episode(env, player, max_steps, loop_k, validation_code), concurrency
+        selection.environments,
+        lambda env: play_episode(env, player, max_steps, loop_k, validation_code, native_tools),
+        concurrency,
     )
     settings = {"max_steps": max_steps, "concurrency": concurrency, "loop_k": loop_k,
-                "validation_code": validation_code, **getattr(player, "settings", {})}  # fmt: skip
+                "validation_code": validation_code, "tool_calls": "native" if native_tools else "text",
+                **getattr(player, "settings", {})}  # fmt: skip
     return EvalResults(player.name, settings, episodes, selection.to_dict())
 
 
 def evaluate(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20, concurrency: int = 8,
-             loop_k: int = 3, validation_code: bool = True) -> EvalResults:  # fmt: skip
+             loop_k: int = 3, validation_code: bool = True, native_tools: bool = False) -> EvalResults:  # fmt: skip
     """The synchronous entry point: runs the episodes, then closes the player's connections."""
-    return run_closing(player, lambda: evaluate_async(envs, player, max_steps, concurrency, loop_k, validation_code))
+    return run_closing(player, lambda: evaluate_async(envs, player, max_steps, concurrency, loop_k, validation_code,
+                                                      native_tools))  # fmt: skip

@@ -29,7 +29,8 @@ class PlayerError(Exception):
 class Player(Protocol):
     name: str
 
-    async def act(self, messages: list[dict[str, str]]) -> str: ...
+    # `tools`: JSON-schema functions the player may call natively (`factory eval --tool-calls native`).
+    async def act(self, messages: list[dict[str, Any]], tools: list[dict] | None = None) -> str: ...
 
 
 class LLMPlayer:
@@ -40,8 +41,10 @@ class LLMPlayer:
         self.name = config.model if not config.model.startswith("local:") else f"gguf:{Path(config.model[6:]).name}"
         self.settings = {"temperature": config.temperature, "max_tokens": config.max_tokens}
 
-    async def act(self, messages: list[dict[str, str]]) -> str:
-        result = await self.client.complete(messages, stage="eval")
+    async def act(self, messages: list[dict[str, Any]], tools: list[dict] | None = None) -> str:
+        """The reply as text; with `tools`, they go in the request, and calls the server parsed come back as
+        Hermes-style text (llm/transport.py), so the loop reads a call whichever side parsed it."""
+        result = await self.client.complete(messages, stage="eval", **({"tools": tools} if tools else {}))
         if not result.ok and not (result.error_kind == "length" and result.text):
             raise PlayerError(f"{result.error_kind}: {result.error}")
         return result.text or ""
@@ -61,6 +64,14 @@ def llm_config(model: str, base_url: str | None = None, max_new_tokens: int = 25
     return LLMConfig(**values)
 
 
+def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI-shaped messages as chat templates take them: a call's `arguments` a dict, not JSON text."""
+    from train.render_rows import template_tool_calls
+
+    return [{**m, "tool_calls": list(template_tool_calls(m["tool_calls"], "tool_calls"))} if m.get("tool_calls") else m
+            for m in messages]  # fmt: skip
+
+
 class HFPlayer:
     def __init__(self, model: Any, tokenizer: Any, name: str = "hf", max_new_tokens: int = 256,
                  temperature: float = 0.0, batch_size: int = 8):  # fmt: skip
@@ -71,7 +82,7 @@ class HFPlayer:
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
         self.max_new_tokens, self.temperature, self.batch_size = max_new_tokens, temperature, batch_size
         self.settings = {"temperature": temperature, "max_new_tokens": max_new_tokens, "batch_size": batch_size}
-        self._pending: list[tuple[list[dict[str, str]], asyncio.Future]] = []
+        self._pending: list[tuple[tuple[list[dict], list[dict] | None], asyncio.Future]] = []
         self._worker: asyncio.Task | None = None
 
     @classmethod
@@ -97,9 +108,9 @@ class HFPlayer:
             raise FactoryError(f"{path}: cannot load the checkpoint ({str(exc).splitlines()[0]})") from None
         return cls(model.to(device), tokenizer, name=str(path), **kwargs)
 
-    async def act(self, messages: list[dict[str, str]]) -> str:
+    async def act(self, messages: list[dict[str, Any]], tools: list[dict] | None = None) -> str:
         future = asyncio.get_running_loop().create_future()
-        self._pending.append((messages, future))
+        self._pending.append(((messages, tools), future))
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._drain())
         return await future
@@ -120,9 +131,12 @@ class HFPlayer:
                 else:
                     future.set_result(reply)
 
-    def _generate(self, conversations: list[list[dict[str, str]]]) -> list[str | PlayerError]:
+    def _generate(self, conversations: list[tuple[list[dict], list[dict] | None]]) -> list[str | PlayerError]:
         prompts = [
-            self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations
+            self.tokenizer.apply_chat_template(
+                template_messages(c), tools=tools, tokenize=False, add_generation_prompt=True
+            )
+            for c, tools in conversations
         ]
         limit = getattr(self.model.config, "max_position_embeddings", None)
         lengths = [len(self.tokenizer(p, add_special_tokens=False).input_ids) for p in prompts]
