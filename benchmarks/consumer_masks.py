@@ -151,12 +151,41 @@ def native(work: Path) -> dict:
     entry = axolotl_dataset(str(out / "openai"))
     plain = {k: v for k, v in entry.items() if k != "message_field_training"}
     return {
+        "verl": verl_native(out, rows, tok),
         "llamafactory": {"before": agreement(pairs(lf_before), rows, True, tok),
                          "after": agreement(pairs(lf_after), rows, True, tok)},
         "trl": {"before": agreement(trl_before, rows, False, tok), "after": agreement(trl_after, rows, False, tok)},
         "axolotl": {name: agreement(pairs(axolotl_samples(qwen_tools_tokenizer(), rows, e)), rows, False, tok)
                     for name, e in (("before", plain), ("after", entry))},
     }  # fmt: skip
+
+
+def verl_native(out: Path, rows: list[dict], tok) -> dict:
+    """verl's MultiTurnSFTDataset: stock (it refuses JSON-text tools: nothing kept) and the card's custom_cls."""
+    import types
+
+    stand_in = types.ModuleType("verl.models.transformers.qwen2_vl")  # transformers 5.24 lacks what it imports
+    stand_in.get_rope_index = lambda *args, **kwargs: None
+    sys.modules.setdefault("verl.models.transformers.qwen2_vl", stand_in)
+    from omegaconf import OmegaConf
+    from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
+
+    from factory.export.verl_sft import NativeSFTDataset
+
+    config = OmegaConf.create({"max_length": 1 << 16, "truncation": "error", "pad_mode": "no_padding"})
+    files = [str(path) for path in sorted((out / "openai").glob("train-*.parquet"))]
+    result = {}
+    for name, cls in (("before", MultiTurnSFTDataset), ("after", NativeSFTDataset)):
+        samples = []
+        for i in range(len(rows)):
+            try:
+                item = cls(parquet_files=list(files), tokenizer=tok, config=config)[i]
+            except (ValueError, AssertionError):
+                continue
+            ids = item["input_ids"].tolist()
+            samples.append((ids, [t if m else IGNORE for t, m in zip(ids, item["loss_mask"].tolist())]))
+        result[name] = agreement(samples, rows, True, tok)
+    return result
 
 
 def main() -> None:

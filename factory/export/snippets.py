@@ -167,7 +167,9 @@ def _snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -
             "Export with `--jsonl` to upload to OpenAI fine-tuning as is. axolotl reads these rows with the "
             "`messages` entry below pointed at this folder (`message_field_training: weight`; it parses the "
             "`arguments` and `tools` text). TRL ignores the per-message weight: for TRL use the `trl` export "
-            "with `--tool-calls native`, pre-tokenized from these rows."
+            "with `--tool-calls native`, pre-tokenized from these rows. verl's multi-turn SFT trainer reads them "
+            'through `data.custom_cls: {path: "pkg://factory.export.verl_sft", name: NativeSFTDataset}` '
+            "(its stock dataset cannot read JSON-text tools and trains every assistant message)."
         )
     if fmt.name == "messages":
         dataset = axolotl_dataset(repo_id, "messages") if repo_id else axolotl_dataset(path)
