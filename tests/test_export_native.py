@@ -117,3 +117,12 @@ def test_a_template_without_tool_support_is_refused_not_silently_emptied(exporte
     no_calls = {**row, "messages": [m for m in row["messages"][:2]] + [{"role": "assistant", "content": "done"}]}
     with pytest.raises(RenderError, match="tools: the chat template does not write the tools"):
         render(no_calls, tiny_tokenizer())
+
+
+def test_the_card_gives_each_trainer_its_config_for_the_native_rows(tmp_path):
+    run = make_native_run(tmp_path / "run")
+    export_dataset(run, tmp_path / "out", ExportOptions(formats=["openai"], validation=0))
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "pkg://factory.export.verl_sft" in card and "NativeSFTDataset" in card  # verl's custom_cls
+    assert "message_field_training: weight" in card and "out/openai" in card  # axolotl, pointed at these rows
+    assert "--tool-calls native" in card  # TRL: the pre-tokenized export

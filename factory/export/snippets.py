@@ -133,46 +133,59 @@ def consumer_section(result: ExportResult, load_path: str) -> str:
 
 
 def _snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str | None:
-    if fmt.name == "llamafactory":
-        config = yaml.safe_dump(llamafactory_config(fmt.settings, path), sort_keys=False).strip()
-        mode = (
-            "one sample per trained turn, so `mask_history: true`"
-            if fmt.settings.get("mode") == "last"
-            else "one sample per row; every gpt turn in it trains"
-        )
-        if fmt.settings.get("native"):
-            mode += "; native tool calls: `function_call` / `observation` turns and a `tools` column, which the " \
-                "`qwen` template writes exactly as Qwen2.5's own (leaving `template` unset writes a ReAct form)"  # fmt: skip
-        return (
-            f"**LLaMA-Factory** (`llamafactory`, {mode}; {length_note(fmt.settings)}; tested with the `qwen` "
-            "template and with the template LLaMA-Factory parses from the tokenizer, `template` unset; "
-            f"reasoning templates rewrite turns):\n\n```yaml\n{config}\n```"
-        )
-    if fmt.name == "afm":
-        config = yaml.safe_dump(afm_fork_config(fmt.settings, path), sort_keys=False).strip()
-        return (
-            "**AFM's LLaMA-Factory fork** (`afm`; it finds `<observation>` spans by token ids, so use a "
-            f"Qwen2/Llama-3-family tokenizer, see docs/afm_format.md; {length_note(fmt.settings)}):"
-            f"\n\n```yaml\n{config}\n```"
-        )
-    if fmt.name == "trl":
-        snippet = trl_snippet(fmt.settings, path, file_type)
-        return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{snippet}\n```"
-    if fmt.name == "openai":
-        tools = "JSON text (one Arrow column cannot hold every row's schemas)" if fmt.settings.get("tools_as_text") \
-            else "a list"  # fmt: skip
-        return (
-            "**Native tool calls** (`openai`: OpenAI's fine-tuning chat format; assistant `tool_calls` with "
-            f"`arguments` as JSON text, `tool` messages with `tool_call_id`, `weight` 0/1, and `tools` as {tools}). "
-            "Export with `--jsonl` to upload to OpenAI fine-tuning as is. axolotl reads these rows with the "
-            "`messages` entry below pointed at this folder (`message_field_training: weight`; it parses the "
-            "`arguments` and `tools` text). TRL ignores the per-message weight: for TRL use the `trl` export "
-            "with `--tool-calls native`, pre-tokenized from these rows. verl's multi-turn SFT trainer reads them "
-            'through `data.custom_cls: {path: "pkg://factory.export.verl_sft", name: NativeSFTDataset}` '
-            "(its stock dataset cannot read JSON-text tools and trains every assistant message)."
-        )
-    if fmt.name == "messages":
-        dataset = axolotl_dataset(repo_id, "messages") if repo_id else axolotl_dataset(path)
-        entry = yaml.safe_dump({"chat_template": "tokenizer_default", "datasets": [dataset]}, sort_keys=False).strip()
-        return f"**axolotl** (`messages`):\n\n```yaml\n{entry}\n```"
-    return None
+    """The format's card snippet, as the registry names it (registry.py); None for a format without one."""
+    from .registry import format_spec
+
+    return format_spec(fmt.name).card_snippet(fmt, path, repo_id, file_type)
+
+
+def llamafactory_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
+    config = yaml.safe_dump(llamafactory_config(fmt.settings, path), sort_keys=False).strip()
+    mode = (
+        "one sample per trained turn, so `mask_history: true`"
+        if fmt.settings.get("mode") == "last"
+        else "one sample per row; every gpt turn in it trains"
+    )
+    if fmt.settings.get("native"):
+        mode += "; native tool calls: `function_call` / `observation` turns and a `tools` column, which the " \
+            "`qwen` template writes exactly as Qwen2.5's own (leaving `template` unset writes a ReAct form)"  # fmt: skip
+    return (
+        f"**LLaMA-Factory** (`llamafactory`, {mode}; {length_note(fmt.settings)}; tested with the `qwen` "
+        "template and with the template LLaMA-Factory parses from the tokenizer, `template` unset; "
+        f"reasoning templates rewrite turns):\n\n```yaml\n{config}\n```"
+    )
+
+
+def afm_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
+    config = yaml.safe_dump(afm_fork_config(fmt.settings, path), sort_keys=False).strip()
+    return (
+        "**AFM's LLaMA-Factory fork** (`afm`; it finds `<observation>` spans by token ids, so use a "
+        f"Qwen2/Llama-3-family tokenizer, see docs/afm_format.md; {length_note(fmt.settings)}):"
+        f"\n\n```yaml\n{config}\n```"
+    )
+
+
+def trl_card_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
+    snippet = trl_snippet(fmt.settings, path, file_type)
+    return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{snippet}\n```"
+
+
+def messages_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
+    dataset = axolotl_dataset(repo_id, fmt.name) if repo_id else axolotl_dataset(path)
+    entry = yaml.safe_dump({"chat_template": "tokenizer_default", "datasets": [dataset]}, sort_keys=False).strip()
+    return f"**axolotl** (`{fmt.name}`):\n\n```yaml\n{entry}\n```"
+
+
+def openai_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
+    tools = "JSON text (one Arrow column cannot hold every row's schemas)" if fmt.settings.get("tools_as_text") \
+        else "a list"  # fmt: skip
+    verl = yaml.safe_dump({"data": {"train_files": f"{path}/train-*", "custom_cls": {
+        "path": "pkg://factory.export.verl_sft", "name": "NativeSFTDataset"}}}, sort_keys=False).strip()  # fmt: skip
+    return (
+        "**Native tool calls** (`openai`: OpenAI's fine-tuning chat format; assistant `tool_calls` with "
+        f"`arguments` as JSON text, `tool` messages with `tool_call_id`, `weight` 0/1, and `tools` as {tools}). "
+        "Export with `--jsonl` to upload to OpenAI fine-tuning as is. TRL ignores the per-message weight: for "
+        "TRL use the `trl` export with `--tool-calls native`, pre-tokenized from these rows. verl's multi-turn "
+        "SFT trainer (its stock dataset cannot read JSON-text tools and trains every assistant message):"
+        f"\n\n```yaml\n{verl}\n```\n\n" + messages_snippet(fmt, path, repo_id, file_type)
+    )
