@@ -104,7 +104,11 @@ def _check_tools_written(messages: list[Message], tokenizer, tools, text: str, t
         if message.tool_calls and not all(call["function"]["name"] in outside for call in message.tool_calls):
             raise RenderError(f"{where}: messages[{k}].tool_calls: the chat template does not write tool calls "
                               "(the call would vanish from the text); use a template with tool support")  # fmt: skip
-    first = _chat(messages[:1])
+        if message.tool_calls and message.content.strip() and message.content not in text[start:end]:
+            raise RenderError(f"{where}: messages[{k}].content: the chat template drops the text before a tool "
+                              "call (Llama 3.1's does); the reasoning would vanish: use a template that keeps it, "
+                              "or rows whose calls carry no text")  # fmt: skip
+    first = _chat(messages[: _opening_length(messages)])
     if tools and public_chat_text(tokenizer, tools)(first, False) == public_chat_text(tokenizer)(first, False):
         raise RenderError(f"{where}: tools: the chat template does not write the tools it is given")
 
@@ -129,7 +133,11 @@ def _layout(messages: list[Message], chat_text: ChatText, switches: tuple[bool, 
     turn_ranges: list[Span] = []
     trained: list[Span] = []
     previous = ""
+    opening = _opening_length(messages)
     for k, message in enumerate(messages):
+        if k < opening - 1:  # a leading system turn the template renders only with the first user turn
+            turn_ranges.append((0, 0))
+            continue
         text = chat_text(_chat(messages[: k + 1]), False)
         if not text.startswith(previous):
             raise RenderError(
@@ -147,6 +155,13 @@ def _layout(messages: list[Message], chat_text: ChatText, switches: tuple[bool, 
             trained.append(_find_content(message, text, start, end, k))
         previous = text
     return previous, turn_ranges, trained
+
+
+def _opening_length(messages: list[Message]) -> int:
+    """How many leading turns render as one: the system turns and the first user turn when tools go into the
+    first user turn (Llama 3.1's template refuses a system turn alone then); 1 otherwise."""
+    leading = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+    return leading + 1 if 0 < leading < len(messages) and messages[leading].role == "user" else 1
 
 
 def _chat(messages: list[Message]) -> list[dict]:
