@@ -2,6 +2,7 @@
 `openai` export, and train.render through a tool-calling chat template (Qwen2.5's, tests/native_rows.py)."""
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -126,3 +127,12 @@ def test_the_card_gives_each_trainer_its_config_for_the_native_rows(tmp_path):
     assert "pkg://factory.export.verl_sft" in card and "NativeSFTDataset" in card  # verl's custom_cls
     assert "message_field_training: weight" in card and "out/openai" in card  # axolotl, pointed at these rows
     assert "--tool-calls native" in card  # TRL: the pre-tokenized export
+
+
+def test_the_qwen_fixture_renders_as_the_public_qwen25_template(exported):
+    """tests/native_rows.py's template against the public Qwen2.5 template TRL installs (its chat_templates)."""
+    trl = pytest.importorskip("trl")
+    public = qwen_tools_tokenizer()
+    public.chat_template = (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text()
+    for row in exported["parquet"]:
+        assert render(row, public).input_ids == render(row, qwen_tools_tokenizer()).input_ids, row["id"]
