@@ -17,6 +17,8 @@ from typing import Any, Callable
 import aiohttp
 import orjson
 
+from .tool_calls import with_tool_calls
+
 REQUEST_HASH_HEADER = "X-Factory-Request-Hash"
 
 
@@ -210,26 +212,6 @@ def classify_reply(status: int, payload: bytes, headers: Any) -> TransportError:
         error = None
     found = classify_error_object(error, status, headers) if error is not None else None
     return found or classify_status(status, payload.decode("utf-8", "replace"), headers)
-
-
-def with_tool_calls(content: Any, calls: Any) -> Any:
-    """A reply whose calls a server parsed out (vLLM with a tool-call parser, an API's native tool calling) as the
-    text a Hermes-style model writes: the content, then `<tool_call>\n{"name", "arguments"}\n</tool_call>` per
-    call, so one reader parses a call whichever side parsed it (train/evaluate/native.py)."""
-    if not isinstance(calls, list) or not calls:
-        return content
-    blocks = []
-    for call in calls:
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict) and function.get("name"):
-            arguments = function.get("arguments")
-            try:
-                arguments = orjson.loads(arguments) if isinstance(arguments, str) and arguments.strip() else arguments
-            except orjson.JSONDecodeError:
-                pass
-            shown = orjson.dumps({"name": function["name"], "arguments": arguments or {}}).decode()
-            blocks.append(f"<tool_call>\n{shown}\n</tool_call>")
-    return "\n".join(([content] if content else []) + blocks) if blocks else content
 
 
 def parse_completion(payload: bytes, headers: Any = None) -> Reply:
