@@ -3,10 +3,10 @@ livecodebench (sandboxed tests), and an LLM judge over the loopback server."""
 
 import asyncio
 import threading
-from pathlib import Path
 
 import pytest
 from loopback_server import ok
+from task_files import tasks_folder
 
 from factory.checks import (
     CODE_LIMITS,
@@ -22,8 +22,7 @@ from factory.checks import (
 from factory.llm import LLMClient
 from factory.tasks import load_tasks
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"task files not found at {DATA}")
+DATA = tasks_folder()  # ../shared's task files, or the subsets a bare clone ships (tests/data/tasks)
 
 STDIN_RIGHT = "<answer>\n```py\ns = input().strip()\nprint('Yes' if s.endswith('san') else 'No')\n```\n</answer>"
 STDIN_WRONG = "```python\nprint('Yes')\n```"

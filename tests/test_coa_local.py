@@ -8,6 +8,7 @@ check, math-verify) on real generations and that each task ends as a row.
 import json
 
 import pytest
+from task_files import task_file
 
 from factory.coa import run_coa
 from factory.run_config import FactoryConfig
@@ -17,11 +18,7 @@ pytestmark = pytest.mark.local_model
 
 
 def test_a_few_math_tasks_through_the_multi_agent_system_on_the_embedded_model(tmp_path):
-    from pathlib import Path
-
-    tasks = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks" / "math500.parquet"
-    if not tasks.exists():
-        pytest.skip(f"shared task files not found at {tasks}")
+    tasks = task_file("math500.parquet")  # ../shared's, or the subset a bare clone ships
     config = FactoryConfig.model_validate({
         "run_dir": str(tmp_path / "run"),
         # Tight bounds and two tasks: SmolLM2 fills a constrained string to its bound, and CI has two cores.

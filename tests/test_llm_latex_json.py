@@ -5,21 +5,19 @@ the real MATH-500 and AMC23 tasks provide the LaTeX.
 """
 
 import asyncio
-from pathlib import Path
 
 import orjson
 import pyarrow.parquet as pq
 import pytest
 from loopback_server import ok
 from pydantic import BaseModel, Field
+from task_files import task_file
 
 from factory.llm import LLMClient, Request
 from factory.llm.latex_commands import LATEX_COMMANDS
 from factory.llm.latex_json import repair_latex_escapes
 from factory.llm.structured import LatexAmbiguous, OutputInvalid, code_fields, output_spec
 from factory.store import Store
-
-TASKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks"
 
 
 class Solution(BaseModel):
@@ -222,7 +220,7 @@ def test_a_string_takes_the_key_of_its_own_member_not_the_last_key_seen():
 def math_tasks() -> list[tuple[str, str, str]]:
     rows = []
     for name in ("math500", "amc23"):
-        for row in pq.read_table(TASKS / f"{name}.parquet").to_pylist():
+        for row in pq.read_table(task_file(f"{name}.parquet")).to_pylist():
             question = row["prompt"][-1]["content"].split("Task:\n", 1)[1]
             rows.append((name, question, row["reward_model"]["ground_truth"]))
     return rows
@@ -247,9 +245,10 @@ def test_replies_to_every_math500_and_amc23_task_decode_to_the_latex_meant():
         if "\\\\" in question + gold:  # a LaTeX line break "\\" is a valid JSON escape for one backslash
             meant = {key: value.replace("\\\\", "\\") for key, value in meant.items()}
         counts["repaired_right"] += got == meant
-    assert counts["tasks"] == 540
-    assert counts["plain_json_right"] == 0 and counts["plain_json_invalid"] > 200  # what a plain decoder gets
-    assert counts["repaired_right"] == 540 and counts["asked_again"] == 0, counts
+    tasks = counts["tasks"]  # 540 with ../shared's files, 81 with the shipped subsets
+    assert tasks in (540, 81)
+    assert counts["plain_json_right"] == 0 and counts["plain_json_invalid"] > tasks * 0.4  # what a plain decoder gets
+    assert counts["repaired_right"] == tasks and counts["asked_again"] == 0, counts
 
 
 # -- through the client, against the loopback server ---------------------------------------------

@@ -8,10 +8,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from loopback_server import Action, ok
+from task_files import task_file
 
 from factory.errors import ConfigError
 from factory.passrate import PassrateError, ensure_rollouts, pass_rates, summarize
@@ -20,7 +20,6 @@ from factory.run_config import config_from_args
 from factory.store import Store
 from factory.tasks import TaskError, load_tasks
 
-SHARED_TASKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tasks"
 DIVISORS = "How many positive whole-number divisors does 196 have?"  # MATH500/3, answer 9
 ALTERNATING = "+99-100"  # MATH500/16, answer -50
 F_SUM = "f(-2) +f(-1)+f(0)"  # MATH500/2, answer \frac{14}{3}
@@ -32,9 +31,7 @@ SAN_PROGRAM = (
 
 
 def shared_tasks(name, *ids):
-    path = SHARED_TASKS / name
-    if not path.exists():
-        pytest.skip(f"shared task data not found at {path}")
+    path = task_file(name)  # ../shared's, or the subset a bare clone ships (it holds these ids)
     by_id = {task.id: task for task in load_tasks(path)}
     return [by_id[task_id] for task_id in ids]
 
@@ -175,9 +172,7 @@ def test_an_undecided_check_keeps_the_reply_and_is_rechecked_without_a_request(s
 
 def qa_file(tmp_path):
     """Two plain NQ rows (question + answer aliases, no chat prompt) in a task file of their own."""
-    path = SHARED_TASKS / "nq_full.jsonl"
-    if not path.exists():
-        pytest.skip(f"shared task data not found at {path}")
+    path = task_file("nq_full.jsonl")
     with path.open() as source:
         lines = [next(source) for _ in range(2)]
     target = tmp_path / "nq.jsonl"
@@ -252,7 +247,7 @@ def test_a_killed_run_resumes_without_repeating_finished_calls(server, fast_conf
     server.route(DIVISORS, *[boxed(9)] * 3)
     server.route(ALTERNATING, *[Action(content="never sent", delay_s=5)] * 3)  # still in flight at the kill
     llm = fast_config().model_dump(include={"model", "base_url", "timeout_s"}) | {"timeout_s": 60}
-    spec = {"tasks": str(SHARED_TASKS / "math500.parquet"), "ids": [t.id for t in tasks], "run_dir": str(tmp_path),
+    spec = {"tasks": str(task_file("math500.parquet")), "ids": [t.id for t in tasks], "run_dir": str(tmp_path),
             "llm": llm}  # fmt: skip
     child = subprocess.Popen([sys.executable, "-c", KILLED_RUN, json.dumps(spec)], start_new_session=True)
     try:
