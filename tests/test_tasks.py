@@ -94,7 +94,7 @@ def test_datasets_objects_and_saved_folders_load_the_same(tmp_path):
     from_file = load_tasks(DATA / "nq_full.jsonl", limit=30)
     assert [t.model_dump() for t in direct] == [t.model_dump() for t in saved] == [t.model_dump() for t in from_file]
     parquet = load_tasks(datasets.Dataset.from_parquet(str(DATA / "livecodebench_v5.parquet")))
-    assert len(parquet) == (167 if WHOLE else 22) and parquet[0].tests["expected_output"] == ["17\n", "1\n", "89\n"]
+    assert len(parquet) == (167 if WHOLE else 24) and parquet[0].tests["expected_output"] == ["17\n", "1\n", "89\n"]
 
 
 def test_search_r1_rows_and_bare_prompts(tmp_path):
