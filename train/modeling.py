@@ -8,6 +8,7 @@ import torch
 
 from factory.errors import ConfigError, FactoryError
 from train.config import LoraSection, ModelSection, SFTConfig
+from train.hub import check_reachable
 
 TINY_PREFIX = "tiny:"
 
@@ -43,6 +44,7 @@ def tokenizer_by_name(name: str, field: str):
         return tiny_tokenizer()
     from transformers import AutoTokenizer
 
+    check_reachable(name, field)
     try:
         return AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError) as exc:
@@ -71,6 +73,7 @@ def load_model(section: ModelSection, tokenizer, attn: str, seed: int):
         return model
     from transformers import AutoModelForCausalLM
 
+    check_reachable(section.path, "model.path")
     try:
         # fp32 master weights; bf16 compute comes from accelerate's autocast.
         return AutoModelForCausalLM.from_pretrained(section.path, attn_implementation=attn, dtype=torch.float32)
