@@ -102,3 +102,18 @@ def test_a_validation_glob_that_matches_nothing_says_how_to_fall_back(tmp_path):
     section = DataSection(train=[str(tmp_path / "train.jsonl")], validation=[str(tmp_path / "validation-*.parquet")])
     with pytest.raises(FactoryError, match=r"^data.validation: '.*validation-\*.parquet' matches no file .*'\[\]'"):
         load_training_data(section, tiny_tokenizer(), seed=0)
+
+
+def test_without_validation_rows_the_data_says_why(tmp_path):
+    """A one-task export has nothing to hold out: `factory train` prints why there is no eval loss (issue 28)."""
+    one_task = [(where, {**data, "task_id": "t"}) for where, data in export_like_rows()]
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(data) + "\n" for _, data in one_task), encoding="utf-8")
+    data = load_training_data(DataSection(train=[str(path)], validation_fraction=0.2), tiny_tokenizer(), seed=3)
+    assert not data.validation and "hold 1 task group(s)" in data.no_validation
+    none = load_training_data(DataSection(train=[str(path)], validation_fraction=0.0), tiny_tokenizer(), seed=3)
+    assert "validation_fraction is 0" in none.no_validation
+    rows = export_like_rows()
+    path.write_text("".join(json.dumps(data) + "\n" for _, data in rows), encoding="utf-8")
+    held = load_training_data(DataSection(train=[str(path)], validation_fraction=0.2), tiny_tokenizer(), seed=3)
+    assert held.validation and held.no_validation is None

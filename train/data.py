@@ -45,6 +45,7 @@ class TrainingData:
     validation: list[Example]
     data_hash: str  # of the files' bytes: a checkpoint refuses to resume on other data
     skipped: Counter = field(default_factory=Counter)  # reason -> rows left out
+    no_validation: str | None = None  # why there is no validation loss, when there is none
 
     def trained_tokens(self) -> int:
         return sum(int((e.labels != IGNORE).sum()) for e in self.train)
@@ -66,7 +67,18 @@ def load_training_data(data: DataSection, tokenizer, seed: int) -> TrainingData:
         if any("max_length" in why for why in skipped):  # the render's word: name the flag that sets it
             hint = f"; raise data.max_seq_length (now {data.max_seq_length}, flag --data.max_seq_length)"
         raise FactoryError(f"{', '.join(data.train)}: nothing to train on ({reasons}{hint})")
-    return TrainingData(train, validation, files_hash(train_files + held_files), skipped)
+    why = None if validation else _no_validation(data, held_files, held_rows, train_rows)
+    return TrainingData(train, validation, files_hash(train_files + held_files), skipped, why)
+
+
+def _no_validation(data: DataSection, held_files: list, held_rows: list, train_rows: list) -> str:
+    if held_files:
+        return f"every row of data.validation ({len(held_rows)}) was left out by the render (see skipped_rows)"
+    if data.validation_fraction <= 0:
+        return "data.validation_fraction is 0 and no data.validation file is given"
+    groups = {group_key(row, where) for where, row in train_rows}
+    return (f"the training rows hold {len(groups)} task group(s): none can be held out without leaving nothing to "
+            "train; export more tasks, or give data.validation")  # fmt: skip
 
 
 def expand(patterns: list[str], field: str) -> list[str]:

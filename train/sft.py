@@ -215,11 +215,13 @@ class Loop:
             "history": history, "checkpoint": str(checkpoint), "train_sequences": len(self.train_seqs),
             "train_rows": len(self.data.train), "validation_rows": len(self.data.validation),
             "skipped_rows": dict(self.data.skipped), "tokens_per_s": round(tokens / seconds, 1) if seconds else None,
+            "no_validation": self.data.no_validation,
             **self.hashes,
         }  # fmt: skip
         if self.accelerator.is_main_process:
             Path(self.config.output_dir, "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        self.accelerator.print(f"done: {step} steps, train loss {metrics['train_loss']}, eval loss {eval_loss}")
+        why = f" ({self.data.no_validation})" if eval_loss is None and self.data.no_validation else ""
+        self.accelerator.print(f"done: {step} steps, train loss {metrics['train_loss']}, eval loss {eval_loss}{why}")
         self.accelerator.print(f"weights: {checkpoint}")
         return metrics
 
