@@ -82,3 +82,12 @@ def test_an_hf_checkpoint_is_prompted_with_the_tools_and_its_calls(monkeypatch):
     player._generate([(messages, native.tools(script))])
     assert "<tools>" in prompts[0] and '{"name": "take", "arguments": {"item": "watering_can"}}' in prompts[0]
     assert prompts[0].endswith("<tool_response>\nYou take it.\n</tool_response><|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_an_action_the_environment_lacks_is_its_own_mistake(server, fast_config):
+    """Not a logic error (issue 28): the table's `unknown` column counts it."""
+    server.route(GARDEN["task"], ok('<tool_call>{"name": "fly", "arguments": {}}</tool_call>'))
+    env = Environment("garden:0", Script.model_validate(GARDEN), 3)
+    report = evaluate([env], LLMPlayer(fast_config(temperature=0)), max_steps=1, native_tools=True)
+    assert report.episodes[0].invalid_by_type == {"unknown_action": 1}
+    assert report.overall["invalid_by_type"]["unknown_action"] == 1 and report.overall["invalid_by_type"]["logic"] == 0

@@ -80,9 +80,10 @@ async def play_episode(
         moved = await asyncio.to_thread(step, script, state, parsed.name, parsed.params, extra)
         checked = moved.check
         tracker.see(state.key(), call, valid=checked.ok)
-        if not checked.ok:
-            invalid[checked.error_type] = invalid.get(checked.error_type, 0) + 1
-            transcript.append(StepRecord(reply, call, checked.error_type, checked.reason))
+        if not checked.ok:  # an action the environment does not have is its own kind of mistake, not "logic"
+            kind = "unknown_action" if checked.failed == "unknown_action" else checked.error_type
+            invalid[kind] = invalid.get(kind, 0) + 1
+            transcript.append(StepRecord(reply, call, kind, checked.reason))
             messages.append(turns.answer(parsed, dialogue.rejected(checked.reason)))
             continue
         before, state, done = state, moved.after, bool(moved.done)

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-ERROR_TYPES = ("parameter", "location", "logic")
+ERROR_TYPES = ("parameter", "location", "logic", "unknown_action")  # an action the environment does not have
 
 
 @dataclass

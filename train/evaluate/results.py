@@ -15,7 +15,8 @@ from factory.store import utcnow
 
 from .loop import EvalResults
 
-COLUMNS = ("environment", "success", "progress", "steps", "format", "param", "loc", "logic", "loops", "revisits")
+COLUMNS = ("environment", "success", "progress", "steps", "format", "param", "loc", "logic", "unknown", "loops",
+           "revisits")  # fmt: skip
 
 
 def write_results(results: EvalResults, run_dir: str | Path, extra: dict | None = None) -> Path:
@@ -34,7 +35,8 @@ def write_results(results: EvalResults, run_dir: str | Path, extra: dict | None 
 
 def _row(name: str, success: str, progress: float, steps: float, fmt: int, by_type: dict, loops: int, revisits: int):
     return [name, success, f"{progress:.2f}", f"{steps:g}", str(fmt), str(by_type.get("parameter", 0)),
-            str(by_type.get("location", 0)), str(by_type.get("logic", 0)), str(loops), str(revisits)]  # fmt: skip
+            str(by_type.get("location", 0)), str(by_type.get("logic", 0)), str(by_type.get("unknown_action", 0)),
+            str(loops), str(revisits)]  # fmt: skip
 
 
 def format_results(results: EvalResults) -> str:
