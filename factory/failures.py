@@ -113,7 +113,8 @@ def call_section(store: Store, path: str | None = None) -> Section:
     items = store.query(f"""
         SELECT request_hash[:12] || ' (' || stage || ')',
                error_kind || ': ' || coalesce(split_part(error, chr(10), 1), '')
-        FROM llm_calls WHERE status <> 'ok'{where} ORDER BY started_at""")
+        FROM llm_calls WHERE status <> 'ok' AND coalesce(error_kind, '') <> 'cancelled'{where} ORDER BY started_at""")
+    # A call its caller cancelled (a task past its time limit) is that task's failure, recorded there: not counted twice.
     return Section("calls", "LLM calls that ended in an error", len(items), group(items))
 
 

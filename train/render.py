@@ -135,10 +135,13 @@ def _layout(messages: list[Message], chat_text: ChatText, switches: tuple[bool, 
     previous = ""
     opening = _opening_length(messages)
     for k, message in enumerate(messages):
-        if k < opening - 1:  # a leading system turn the template renders only with the first user turn
-            turn_ranges.append((0, 0))
-            continue
-        text = chat_text(_chat(messages[: k + 1]), False)
+        try:
+            text = chat_text(_chat(messages[: k + 1]), False)
+        except RenderError:
+            if k >= opening - 1:
+                raise
+            turn_ranges.append((len(previous), len(previous)))  # a leading system turn the template renders
+            continue  # only with the first user turn (Llama 3.1 with tools): it joins that turn's range
         if not text.startswith(previous):
             raise RenderError(
                 f"the chat template renders turn {k - 1} differently once turn {k} follows; "
@@ -158,8 +161,8 @@ def _layout(messages: list[Message], chat_text: ChatText, switches: tuple[bool, 
 
 
 def _opening_length(messages: list[Message]) -> int:
-    """How many leading turns render as one: the system turns and the first user turn when tools go into the
-    first user turn (Llama 3.1's template refuses a system turn alone then); 1 otherwise."""
+    """The leading system turns and the first user turn: a template that puts the tools into the first user
+    turn (Llama 3.1's) refuses to render the system turns alone, and renders them with it."""
     leading = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
     return leading + 1 if 0 < leading < len(messages) and messages[leading].role == "user" else 1
 

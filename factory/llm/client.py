@@ -4,16 +4,16 @@
         result = await llm.complete(messages, response_model=MyModel, stage="demo")
         results = await llm.complete_many(requests)
 
-A call never raises for a failed request: it returns a Result with ok=False and
-an error kind, and the call log holds the same row. The one exception is a
-store that cannot be written (a full disk): then every call raises
-StoreWriteError and nothing more is sent, since an answer that cannot be kept
-is paid for twice; calls already on the wire finish into the call journal.
+A call never raises for a failed request: it returns a Result with ok=False and an error kind, and the
+call log holds the same row. The one exception is a store that cannot be written (a full disk): then every
+call raises StoreWriteError and nothing more is sent, since an answer that cannot be kept is paid for twice;
+calls already on the wire finish into the call journal. A call its caller cancels is logged as cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from typing import Any, AsyncIterator, Iterable
@@ -32,7 +32,7 @@ from .local import local_server
 from .many import iter_results
 from .progress import CallCounter, CallCounts
 from .providers import Endpoint, resolve_endpoint
-from .request import Request, Result, call_params, request_key
+from .request import CANCELLED, Request, Result, call_params, request_key
 from .sender import Sender, Tally
 from .spend import SpendCap
 from .structured import (
@@ -69,8 +69,7 @@ class LLMClient:
     def log(self) -> CallLog | None:
         return self.keeper.log
 
-    # -- lifecycle ---------------------------------------------------------
-    async def start(self) -> "LLMClient":
+    async def start(self) -> "LLMClient":  # -- lifecycle --
         if self._started:
             return self
         async with self._start_lock:  # concurrent first calls start the client once
@@ -103,9 +102,8 @@ class LLMClient:
             from .litellm_transport import LiteLLMTransport
 
             return LiteLLMTransport(endpoint.model, endpoint.api_key, endpoint.base_url, self.config.timeout_s)
-        return OpenAICompatTransport(
-            endpoint.base_url, endpoint.api_key, self.config.timeout_s, max(self.config.concurrency, 8)
-        )
+        return OpenAICompatTransport(endpoint.base_url, endpoint.api_key, self.config.timeout_s,
+                                     max(self.config.concurrency, 8))  # fmt: skip
 
     async def close(self, on_error: bool = False) -> None:
         """Flush and close; raises StoreWriteError when the call log could not be written.
@@ -116,7 +114,7 @@ class LLMClient:
         self._started = False
         self.keeper.check()
 
-    async def __aenter__(self) -> "LLMClient":
+    async def __aenter__(self) -> "LLMClient":  # fmt: skip
         return await self.start()
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
@@ -168,6 +166,10 @@ class LLMClient:
                 return await self._call(request, spec, params, key)
         except SendingStopped:
             raise  # not one request's failure: the batch must stop
+        except asyncio.CancelledError:  # its caller gave up (a task time limit, the run stopping): say so, not "lost"
+            with contextlib.suppress(Exception):  # best effort: a run being torn down may have closed its log
+                self._record(request, spec, params, Result(key, False, error_kind="cancelled", error=CANCELLED), None, utcnow())  # fmt: skip  # noqa: E501
+            raise
         except Exception as exc:  # a bug must not take the batch down: record it
             result = Result(key, False, error_kind="internal", error=f"{type(exc).__name__}: {exc}", tag=request.tag)
             self._record(request, spec, params, result, None, utcnow())

@@ -24,6 +24,11 @@ class Request:
     reply_tokens: int | None = None  # the role's estimate of the longest reply it asks for (sizes max_tokens)
 
 
+CANCELLED = (
+    "cancelled by its caller before the answer came (a task time limit such as coa.task_timeout_s, or the run stopping)"
+)
+
+
 @dataclass
 class Result:
     request_hash: str
