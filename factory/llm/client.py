@@ -5,9 +5,9 @@
         results = await llm.complete_many(requests)
 
 A call never raises for a failed request: it returns a Result with ok=False and an error kind, and the
-call log holds the same row. The one exception is a store that cannot be written (a full disk): then every
-call raises StoreWriteError and nothing more is sent, since an answer that cannot be kept is paid for twice;
-calls already on the wire finish into the call journal. A call its caller cancels is logged as cancelled.
+call log holds the same row (a call on the wire its caller cancels: "cancelled"). The one exception is a
+store that cannot be written (a full disk): every call then raises StoreWriteError and nothing more is sent,
+since an answer that cannot be kept is paid for twice; calls already on the wire finish into the journal.
 """
 
 from __future__ import annotations
@@ -163,13 +163,15 @@ class LLMClient:
         try:
             async with self._semaphore:  # the cap is checked with a slot in hand: at most `concurrency` calls past it
                 self.spend_cap.check(self.log.spent_usd if self.log is not None else self.counts.cost_usd)
-                return await self._call(request, spec, params, key)
+                try:
+                    return await self._call(request, spec, params, key)
+                except asyncio.CancelledError:  # a call on the wire its caller gave up: say so, not "lost"
+                    if key in self.keeper.on_wire:
+                        with contextlib.suppress(Exception):  # best effort: a run torn down may have closed its log
+                            self._record(request, spec, params, Result(key, False, error_kind="cancelled", error=CANCELLED), None, utcnow())  # fmt: skip  # noqa: E501
+                    raise
         except SendingStopped:
             raise  # not one request's failure: the batch must stop
-        except asyncio.CancelledError:  # its caller gave up (a task time limit, the run stopping): say so, not "lost"
-            with contextlib.suppress(Exception):  # best effort: a run being torn down may have closed its log
-                self._record(request, spec, params, Result(key, False, error_kind="cancelled", error=CANCELLED), None, utcnow())  # fmt: skip  # noqa: E501
-            raise
         except Exception as exc:  # a bug must not take the batch down: record it
             result = Result(key, False, error_kind="internal", error=f"{type(exc).__name__}: {exc}", tag=request.tag)
             self._record(request, spec, params, result, None, utcnow())
@@ -180,9 +182,7 @@ class LLMClient:
         async for item in iter_results(self.run, requests, self.config.in_flight() * 2):
             yield item
 
-    async def complete_many(
-        self, requests: Iterable[Request], progress: bool = True, desc: str = "llm"
-    ) -> list[Result]:
+    async def complete_many(self, requests: Iterable[Request], progress=True, desc="llm") -> list[Result]:
         """Run requests concurrently; results come back in request order."""
         requests = list(requests)
         results: list[Result | None] = [None] * len(requests)
@@ -192,8 +192,7 @@ class LLMClient:
                 bar.update(1)
         return results  # type: ignore[return-value]
 
-    # -- internals ---------------------------------------------------------
-    def _from_cache(self, key: str, spec: OutputSpec | None, tag: Any) -> Result | None:
+    def _from_cache(self, key: str, spec: OutputSpec | None, tag: Any) -> Result | None:  # -- internals --
         row = self.log.cached(key)
         if row is None:
             return None

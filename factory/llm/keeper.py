@@ -26,6 +26,7 @@ class LogKeeper:
         self.failure: StoreWriteError | None = None
         self._flusher: asyncio.Task | None = None
         self.closing = False  # the batch is ending on an error: nothing new is sent
+        self.on_wire: set[str] = set()  # request keys with an attempt sent and no row recorded yet
 
     def open(self, store: Store | None) -> None:
         """Open the call log (replaying its journal) and start the background flush."""
@@ -75,10 +76,12 @@ class LogKeeper:
 
     def attempt_sent(self, key: str, number: int) -> None:
         """The request is on the wire: journal it now, so a kill from here on still counts it."""
+        self.on_wire.add(key)  # until its row is recorded: a call cancelled meanwhile is logged as cancelled
         if self.log is not None:
             self._journaled(self.log.attempt, key, number)
 
     def record(self, row: dict[str, Any]) -> None:
+        self.on_wire.discard(row.get("request_hash"))
         if self.log is not None:
             self._journaled(self.log.record, row)
 
