@@ -1,6 +1,7 @@
 import atexit
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -18,6 +19,15 @@ HF_TEST_HOME = tempfile.mkdtemp(prefix="factory-tests-hf-")
 atexit.register(shutil.rmtree, HF_TEST_HOME, True)
 for variable in ("HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE"):
     os.environ[variable] = os.path.join(HF_TEST_HOME, variable.lower())
+
+
+# A SIGTERM (a CI timeout, `kill`) ends the suite as Ctrl-C does, so fixtures tear down what they started (a Ray
+# cluster, servers) instead of the process vanishing; a SIGKILL is covered by tests/processes.py's die_with_parent.
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+signal.signal(signal.SIGTERM, _interrupt)
 
 # The geo corpus (factory/corpus) a test builds goes to this session's folder, not the user's ~/.cache.
 os.environ.setdefault("FACTORY_CORPUS_DIR", os.path.join(HF_TEST_HOME, "corpus"))

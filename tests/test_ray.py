@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from loopback_server import Action, LoopbackServer
+from processes import die_with_parent
 from task_files import task_file
 
 from factory.cli import main
@@ -58,6 +59,7 @@ def start_node(args: list[str], log: Path, env: dict) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         env=env,
         start_new_session=True,
+        preexec_fn=die_with_parent,  # a killed suite takes its cluster with it (tests/processes.py)
     )
 
 
