@@ -26,7 +26,7 @@ from .smoke.config import SmokeConfig
 
 # A command's `section` default names the config section whose fields its flags are named after.
 SECTION_FLAGS = {
-    "refine": ("count", "seed", "personas", "min_corrections", "budget", "scripts", "trajectories"),
+    "refine": ("count", "seed", "personas", "persona_field", "min_corrections", "budget", "scripts", "trajectories"),
     "coa": ("tasks", "count", "seed", "domain", "variant", "max_steps"),
 }
 

@@ -200,6 +200,15 @@ def test_missing_field_names_file_and_columns(tmp_path):
     assert "'name'" in one_line_error(lambda: load_personas(tmp_path / "p.csv", field="bio"))
     later = write_jsonl(tmp_path / "q.jsonl", [{"persona": "A chef"}, {"bio": "A cook"}])
     assert f"{later}:2: no 'persona' field" in one_line_error(lambda: load_personas(later))
+    assert "--persona-field on the command line, refine.persona_field in the config" in message  # the user's words
+
+
+def test_the_persona_column_is_a_flag_of_refine():
+    from factory.cli import build_parser
+    from factory.run_config import config_from_args
+
+    args = build_parser().parse_args(["refine", "--personas", "p.jsonl", "--persona-field", "bio"])
+    assert config_from_args(args).refine.persona_field == "bio"
 
 
 def test_unreadable_inputs_are_one_line_errors(tmp_path):
