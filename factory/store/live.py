@@ -135,10 +135,16 @@ class StatusPublisher:
                 "interval_s": self.interval_s, **self.figures}  # fmt: skip
 
     def _figures(self) -> dict[str, Any]:
-        totals = table_rows(self.query)
-        added = {name: n - self.rows_at_start.get(name, 0) for name, n in totals.items()}
-        return {"this_run": run_calls(self.query, self.run["run_id"]), "last_error": last_error(self.query),
-                "rows": totals, "rows_added": added, "calls": self.summarize(self.query)}  # fmt: skip
+        # One read transaction: every figure from the same state of the store, so the row counts and the call
+        # summary agree even while the run writes between the queries (a busy machine widens that window).
+        self.query("BEGIN TRANSACTION")
+        try:
+            totals = table_rows(self.query)
+            added = {name: n - self.rows_at_start.get(name, 0) for name, n in totals.items()}
+            return {"this_run": run_calls(self.query, self.run["run_id"]), "last_error": last_error(self.query),
+                    "rows": totals, "rows_added": added, "calls": self.summarize(self.query)}  # fmt: skip
+        finally:
+            self.query("ROLLBACK")
 
     def _guard(self, step: Callable[[], Any]) -> Any:
         try:
