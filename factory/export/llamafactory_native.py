@@ -23,6 +23,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from ..store import Store
+from .native import arguments_object
 from .openai_format import METADATA_TYPES, native_rows
 
 TURN = pa.struct([("from", pa.string()), ("value", pa.string()), ("loss", pa.bool_())])
@@ -33,7 +34,7 @@ SCHEMA = pa.schema([("id", pa.string()), ("turn", pa.int32()), ("conversations",
 def sharegpt_turn(message: dict[str, Any]) -> dict[str, str]:
     role, content = message["role"], message.get("content") or ""
     if role == "assistant" and message.get("tool_calls"):
-        calls = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"] or "{}")}
+        calls = [{"name": c["function"]["name"], "arguments": arguments_object(c["function"]["arguments"])}
                  for c in message["tool_calls"]]  # fmt: skip
         shown = json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
         return {"from": "function_call", "value": f"{content}\n<tool_call>{shown}</tool_call>" if content else shown}

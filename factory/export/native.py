@@ -49,6 +49,12 @@ def function(name: str, description: str, properties: dict[str, Any]) -> dict[st
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
+def arguments_object(value: Any) -> dict[str, Any]:
+    """A call's `arguments` as an object: OpenAI writes them as JSON text, chat templates and ATIF/ADP want one."""
+    parsed = json.loads(value) if isinstance(value, str) and value.strip() else value
+    return parsed if isinstance(parsed, dict) else {}
+
+
 def call(index: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"id": f"call_{index}", "type": "function",
             "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}  # fmt: skip

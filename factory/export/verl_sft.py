@@ -21,6 +21,8 @@ from typing import Any
 
 from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
+from .native import arguments_object
+
 
 class NativeSFTDataset(MultiTurnSFTDataset):
     def _read_files_and_process(self) -> None:
@@ -46,11 +48,7 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
     out = {key: value for key, value in message.items() if value is not None}
     if out.get("tool_calls"):
         out["tool_calls"] = [
-            {**call, "function": {**call["function"], "arguments": _object(call["function"].get("arguments"))}}
+            {**call, "function": {**call["function"], "arguments": arguments_object(call["function"].get("arguments"))}}
             for call in out["tool_calls"]
         ]
     return out
-
-
-def _object(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) and value.strip() else (value or {})

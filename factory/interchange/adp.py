@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..export.native import arguments_object
 from ..records import Turn
 from .shapes import Imported, InterchangeError, text_of
 
@@ -48,13 +49,8 @@ def _actions(message: dict[str, Any]) -> list[dict[str, Any]]:
     if not calls:
         return [{"class_": "message_action", "content": text, "description": None}]
     return [{"class_": "api_action", "tool_call_id": c["id"], "function": c["function"]["name"],
-             "kwargs": _kwargs(c["function"]["arguments"]), "description": text if i == 0 else None}
+             "kwargs": arguments_object(c["function"]["arguments"]), "description": text if i == 0 else None}
             for i, c in enumerate(calls)]  # fmt: skip
-
-
-def _kwargs(value: Any) -> dict:
-    parsed = json.loads(value) if isinstance(value, str) and value.strip() else value
-    return parsed if isinstance(parsed, dict) else {}
 
 
 def from_adp(doc: Any) -> Imported:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..export.native import arguments_object
 from ..records import Turn
 from ..version import __version__
 from .shapes import Imported, InterchangeError, text_of
@@ -40,7 +41,7 @@ def to_atif(trajectory_id: str, source: str, messages: list[dict[str, Any]], too
             calls = message.get("tool_calls") or []
             if calls:
                 step["tool_calls"] = [{"tool_call_id": c["id"], "function_name": c["function"]["name"],
-                                       "arguments": _arguments(c["function"]["arguments"])} for c in calls]  # fmt: skip
+                                       "arguments": arguments_object(c["function"]["arguments"])} for c in calls]  # fmt: skip
             step["extra"] = {"train": bool(message.get("weight", 1))}
         steps.append(step)
     agent = {"name": "factory", "version": __version__, **({"tool_definitions": tools} if tools else {})}
@@ -62,11 +63,6 @@ def _attach(steps: list[dict[str, Any]], message: dict[str, Any]) -> None:
     if message.get("name"):
         result["extra"] = {"name": message["name"]}
     owner.setdefault("observation", {"results": []})["results"].append(result)
-
-
-def _arguments(value: Any) -> dict:
-    parsed = json.loads(value) if isinstance(value, str) and value.strip() else value
-    return parsed if isinstance(parsed, dict) else {}
 
 
 def from_atif(doc: Any) -> Imported:

@@ -26,7 +26,7 @@ from typing import Any
 
 from .grounding import dm_feedback
 from .script import Script
-from .slips import SlipMix, finishing_actions, label_slips, move_key, phase, replay_states, slips_here
+from .slips import SlipMix, finishing_actions, label_slips, move_key, phase, replay_states, slips_here, weighted_order
 from .world import WorldState, check_action, format_action
 
 
@@ -46,12 +46,6 @@ def mistake_step(script: Script, state: WorldState, name: str, params: dict[str,
         "open_thought": "mistake",
         "open_observation": True,
     }
-
-
-def weighted_order(weights: dict[str, float], rng: random.Random) -> list[str]:
-    """The keys in a random order where heavier ones tend to come first; zero weights left out."""
-    keyed = [(rng.random() ** (1.0 / w), k) for k, w in weights.items() if w > 0]
-    return [k for _, k in sorted(keyed, reverse=True)]
 
 
 # --- where the mistakes go -----------------------------------------------------------------------------------

@@ -236,6 +236,12 @@ def learned_counts(store: Store) -> dict[str, dict[str, int]]:
     return counts
 
 
+def weighted_order(weights: dict[str, float], rng: random.Random) -> list[str]:
+    """The keys in a random order where heavier ones tend to come first; zero weights left out."""
+    keyed = [(rng.random() ** (1.0 / w), k) for k, w in weights.items() if w > 0]
+    return [k for _, k in sorted(keyed, reverse=True)]
+
+
 @dataclass
 class SlipMix:
     """The weights an injected slip is drawn with. The target is the config's `slip_mix`; the LLM-made
@@ -280,5 +286,4 @@ class SlipMix:
         weights = {k: w for k, w in self.weights(where, row_kinds).items() if k in found and w > 0}
         if not weights:
             return None
-        keyed = [(rng.random() ** (1.0 / w), k) for k, w in sorted(weights.items())]
-        return max(keyed)[1]
+        return weighted_order(dict(sorted(weights.items())), rng)[0]
