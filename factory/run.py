@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from .errors import FactoryError
 from .llm.call_summary import summarize_query
+from .llm.inflight import figures_from_now
 from .prompts import prompts_from
 from .store import Store, utcnow
 from .store.db import LIVE_RUNS
@@ -62,7 +63,7 @@ def _start_publisher(run_dir: Path, run_id: str, command: str, started, store: S
     with store._lock:  # a cursor of its own: the publisher's reads never wait on the store's lock
         cursor = store.con.cursor()
     run = {"run_id": run_id, "command": command, "started_at": started.isoformat() + "Z", "store": str(store.path)}
-    publisher = StatusPublisher(run_dir, run, cursor, summarize_query, interval_from_env())
+    publisher = StatusPublisher(run_dir, run, cursor, summarize_query, interval_from_env(), figures_from_now())
     publisher.start()
     return publisher
 

@@ -35,6 +35,8 @@ class Action:
     body: str | None = None  # a raw body instead of a chat completion
     delay_s: float = 0.0
     finish_reason: str = "stop"
+    token_gap_s: float = 0.0  # streamed (a request with "stream": true): the pause before each token
+    stall_after: int | None = None  # streamed: fall silent after this many tokens (a server that hangs)
 
 
 def ok(content: Any = None, **kw: Any) -> Action:
@@ -67,6 +69,10 @@ def completion(content: str, finish_reason: str = "stop", usage: dict[str, int] 
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
         "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+
+
+def sse(chunk: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
 def estimated_usage(prompt: str, content: str) -> dict[str, int]:
@@ -123,7 +129,27 @@ class LoopbackServer:
             error = {"error": {"message": f"scripted HTTP {action.status}", "code": action.status}}
             return web.json_response(error, status=action.status, headers=action.headers)
         content = action.content if action.content is not None else self.content(body)
+        if body.get("stream"):
+            return await self._stream(request, action, content)
         return web.json_response(completion(content, action.finish_reason), headers=action.headers)
+
+    async def _stream(self, request: web.Request, action: Action, content: str) -> web.StreamResponse:
+        """Server-sent events as OpenAI and llama.cpp send them: a chunk per token (4 characters here), then one
+        with the finish reason, one with the usage (stream_options.include_usage), and [DONE]."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", **action.headers})
+        await response.prepare(request)
+        tokens = [content[i : i + 4] for i in range(0, len(content), 4)]
+        for n, token in enumerate(tokens):
+            if action.stall_after is not None and n >= action.stall_after:
+                while request.transport is not None and not request.transport.is_closing():
+                    await asyncio.sleep(0.05)  # silent until the client gives up and closes
+                return response
+            await asyncio.sleep(action.token_gap_s)
+            await response.write(sse({"choices": [{"index": 0, "delta": {"content": token}, "finish_reason": None}]}))
+        await response.write(sse({"choices": [{"index": 0, "delta": {}, "finish_reason": action.finish_reason}]}))
+        usage = {"prompt_tokens": 10, "completion_tokens": len(tokens), "total_tokens": 10 + len(tokens)}
+        await response.write(sse({"choices": [], "usage": usage}) + b"data: [DONE]\n\n")
+        return response
 
     async def start_async(self, port: int = 0) -> str:
         app = web.Application(client_max_size=64 * 2**20)

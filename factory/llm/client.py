@@ -35,6 +35,7 @@ from .providers import Endpoint, resolve_endpoint
 from .request import CANCELLED, Request, Result, call_params, request_key
 from .sender import Sender, Tally
 from .spend import SpendCap
+from .streaming import http_transport
 from .structured import (
     OutputInvalid,
     OutputSpec,
@@ -43,7 +44,7 @@ from .structured import (
     response_format,
     with_schema_instruction,
 )
-from .transport import OpenAICompatTransport, Reply, TransportError
+from .transport import Reply, TransportError
 
 DOWNGRADE = {"json_schema": "json_object", "json_object": "prompt"}
 
@@ -102,8 +103,7 @@ class LLMClient:
             from .litellm_transport import LiteLLMTransport
 
             return LiteLLMTransport(endpoint.model, endpoint.api_key, endpoint.base_url, self.config.timeout_s)
-        return OpenAICompatTransport(endpoint.base_url, endpoint.api_key, self.config.timeout_s,
-                                     max(self.config.concurrency, 8))  # fmt: skip
+        return http_transport(endpoint, self.config)
 
     async def close(self, on_error: bool = False) -> None:
         """Flush and close; raises StoreWriteError when the call log could not be written.

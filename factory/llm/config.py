@@ -37,7 +37,7 @@ class LocalModelConfig(StrictModel):
 
     n_ctx: int = Field(8192, ge=512, description="context tokens per request (each of n_parallel slots)")
     n_parallel: int = Field(4, ge=1, le=64, description="requests decoded together")
-    threads: int | None = Field(None, ge=1, description="CPU threads (default: llama.cpp's choice)")
+    threads: int | None = Field(None, ge=1, description="CPU threads (default: the cores free when it starts, >= 1)")
     startup_timeout_s: float = Field(120, gt=0)
 
 
@@ -69,7 +69,14 @@ class LLMConfig(StrictModel):
     rpm: float | None = Field(None, gt=0, description="requests per minute (None: unlimited)")
     tpm: float | None = Field(None, gt=0, description="tokens per minute (None: unlimited)")
 
-    timeout_s: float = Field(300, gt=0, description="one HTTP request, connect to last byte")
+    timeout_s: float = Field(
+        300, gt=0, description="one HTTP request, connect to last byte; streamed: the longest wait for the next bytes"
+    )
+    stream: bool | None = Field(
+        None,
+        description="stream replies, so timeout_s bounds silence and never a reply still coming "
+        "(default: the embedded model streams, other servers do not)",
+    )
     max_retries: int = Field(6, ge=0, description="transport retries on 429/5xx/timeouts/connection errors")
     backoff_base_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)

@@ -11,7 +11,9 @@ import atexit
 import importlib.util
 import json
 import os
+import sys
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -19,6 +21,22 @@ from ..errors import FactoryError
 from .config import LocalModelConfig
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+PROBE_TOKENS = 16  # decoded at start: proves the server serves, and measures its speed on this machine now
+
+
+def chosen_threads(config: LocalModelConfig, cores: int | None = None, load: float | None = None) -> tuple[int, str]:
+    """llama.cpp's thread count, and why: llm.local.threads, else the cores free now (at least 1).
+
+    llama.cpp's own default takes every core. On a machine that other work keeps busy its
+    threads wait on each other at every token: at load 4-20 on 2 cores a slot decoded ~0.3
+    tokens/s, and 1 thread was 9x faster. Free cores = usable cores minus the 1-minute load.
+    """
+    if config.threads:
+        return config.threads, "llm.local.threads"
+    cores = cores or len(os.sched_getaffinity(0))
+    load = os.getloadavg()[0] if load is None else load
+    free = int(cores - load + 0.5)
+    return max(1, min(cores, free)), f"{cores} cores, load {load:.1f}"
 
 
 def default_gguf() -> Path:
@@ -41,6 +59,8 @@ class LocalServer:
         self.config = config
         self._server = None
         self.base_url: str | None = None
+        self.threads, self.threads_why = chosen_threads(config)
+        self.decode_tokens_per_s: float | None = None  # measured at start (PROBE_TOKENS)
 
     def start(self) -> str:
         """Load the model and listen; return the OpenAI-compatible base URL."""
@@ -57,38 +77,56 @@ class LocalServer:
         params.n_ctx = self.config.n_ctx * self.config.n_parallel  # llama.cpp splits it across slots
         params.n_parallel = self.config.n_parallel
         params.verbosity = int(os.environ.get("FACTORY_LLAMA_VERBOSITY", "-1"))
-        if self.config.threads:
-            params.cpuparams.n_threads = self.config.threads
-            params.cpuparams_batch.n_threads = self.config.threads
+        params.cpuparams.n_threads = self.threads
+        params.cpuparams_batch.n_threads = self.threads
         try:
             self._server = xllamacpp.Server(params)
         except Exception as exc:
             raise FactoryError(f"the embedded llama.cpp server failed to start on {self.gguf}: {exc}") from None
         self.base_url = f"{self._server.listening_address.rstrip('/')}/v1"
-        self._wait_until_serving()
+        self.decode_tokens_per_s = self._wait_until_serving()
+        rate = f"{self.decode_tokens_per_s:.0f} tokens/s" if self.decode_tokens_per_s else "speed not measured"
+        print(f"embedded model {self.gguf.name}: {self.threads} threads ({self.threads_why}), decoding {rate} "
+              f"per request, {self.config.n_parallel} at once", file=sys.stderr)  # fmt: skip
         return self.base_url
 
-    def _wait_until_serving(self) -> None:
-        """Send one 1-token completion before handing the server out.
+    def _wait_until_serving(self) -> float | None:
+        """Decode a few tokens before handing the server out; returns the decode rate (tokens/s).
 
         llama.cpp's server can miss its stop signal if it is destroyed before its
         task loop has started (the destructor then joins forever); a served
         request proves the loop runs, and surfaces a broken model file early.
         """
-        body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}).encode()
+        probe = {"messages": [{"role": "user", "content": "Count from one to twenty."}],
+                 "max_tokens": PROBE_TOKENS, "ignore_eos": True}  # fmt: skip
+        body = json.dumps(probe).encode()
         request = urllib.request.Request(
             f"{self.base_url}/chat/completions", data=body, headers={"Content-Type": "application/json"}
         )
-        try:
-            with urllib.request.urlopen(request, timeout=self.config.startup_timeout_s) as response:
-                response.read()
-        except (OSError, ValueError) as exc:
-            raise FactoryError(f"the embedded llama.cpp server on {self.base_url} did not answer: {exc}") from None
+        rates = []
+        for _ in range(2):  # the first decode warms the model up (weights paged in): the second is the rate
+            started = time.monotonic()
+            try:
+                with urllib.request.urlopen(request, timeout=self.config.startup_timeout_s) as response:
+                    reply = json.loads(response.read())
+            except (OSError, ValueError) as exc:
+                raise FactoryError(f"the embedded llama.cpp server on {self.base_url} did not answer: {exc}") from None
+            rates.append(decode_rate(reply, time.monotonic() - started))
+        return rates[-1]
 
     def stop(self) -> None:
         # xllamacpp stops the server and frees the model when the object goes.
         self._server = None
         self.base_url = None
+
+
+def decode_rate(reply: dict, seconds: float) -> float | None:
+    """Tokens/s decoding: llama.cpp's own timing of the reply, else its tokens over the wall time."""
+    timings = reply.get("timings") if isinstance(reply, dict) else None
+    if isinstance(timings, dict) and isinstance(timings.get("predicted_per_second"), (int, float)):
+        return float(timings["predicted_per_second"])
+    tokens = (reply.get("usage") or {}).get("completion_tokens") if isinstance(reply, dict) else None
+    return tokens / seconds if isinstance(tokens, int) and tokens and seconds > 0 else None
 
 
 _servers: dict[tuple, LocalServer] = {}

@@ -13,6 +13,9 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from .inflight import IN_FLIGHT, since
+from .inflight import describe as describe_wire
+
 if TYPE_CHECKING:
     from .request import Result
 
@@ -61,15 +64,17 @@ def dollars(usd: float) -> str:
     return f"${usd:.2f}" if usd >= 1 else f"${usd:.4f}" if usd >= 0.01 else f"${usd:.6f}"
 
 
-def postfix(counts: CallCounts) -> str:
-    """ "errors 2, tokens 1.2k, $0.0031"; cost reads "cost ?" when no call was priced (a "+?" when
-    some were not), and is left out for the free embedded model."""
+def postfix(counts: CallCounts, wire: dict | None = None) -> str:
+    """ "errors 2, tokens 1.2k, $0.0031, on the wire 4 (oldest 40s, 210 tok streamed), timeouts 1"; cost reads
+    "cost ?" when no call was priced (a "+?" when some were not), and is left out for the free embedded model.
+    `wire`: the in-flight register's figures (inflight.py), so a bar moves while no call has finished yet."""
     parts = [f"errors {counts.errors}", f"tokens {short_number(counts.prompt_tokens + counts.completion_tokens)}"]
     if counts.priced:
         parts.append(dollars(counts.cost_usd) + ("+?" if counts.unpriced else ""))
     elif counts.unpriced:
         parts.append("cost ?")
-    return ", ".join(parts)
+    on_the_wire = describe_wire(wire)
+    return ", ".join([*parts, on_the_wire] if on_the_wire else parts)
 
 
 class CallCounter:
@@ -80,11 +85,12 @@ class CallCounter:
         self.bar = bar
         self._task: asyncio.Task | None = None
         self._shown = ""
+        self._wire_start = IN_FLIGHT.snapshot()  # the bar's time-outs and retries are its block's own
 
     def show(self) -> None:
         if not self.clients or getattr(self.bar, "disable", False):
             return
-        text = postfix(total(client.counts for client in self.clients))
+        text = postfix(total(client.counts for client in self.clients), since(self._wire_start))
         if text != self._shown:  # a redraw only when a figure moved: a log of the bar stays short
             self.bar.set_postfix_str(text)
             self._shown = text

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from .config import LLMConfig
+from .inflight import IN_FLIGHT
 from .limits import CoolDown, RateLimiter
 from .transport import Reply, TransportError
 
@@ -95,20 +96,27 @@ class Sender:
         if self.before_attempt is not None:
             self.before_attempt(key, number, self.attempt_sent is None)
         tally.attempts = number
+        ticket, timed_out = IN_FLIGHT.begin(key, number), False
         try:
-            if self.attempt_sent is not None:
-                reply = await self.transport.chat(body, key, functools.partial(self.attempt_sent, key, number))
-            else:
-                reply = await self.transport.chat(body, key)
+            reply = await self._chat(body, key, number, ticket)
         except TransportError as exc:
+            timed_out = exc.kind == "timeout"
             tally.attempts -= exc.resumed  # as for a resumed Reply (Tally.add): the earlier process counted it
             if exc.kind == "rate_limit":
                 self.cooldown.record_429(exc.retry_after)
             raise
+        finally:
+            IN_FLIGHT.end(ticket, timed_out)
         tally.add(reply)
         used = (reply.prompt_tokens or 0) + (reply.completion_tokens or 0)
         self.limiter.settle(estimate, used if reply.prompt_tokens is not None else None)
         return reply
+
+    async def _chat(self, body: dict[str, Any], key: str, number: int, ticket: int) -> Reply:
+        extra: dict[str, Any] = {"ticket": ticket} if getattr(self.transport, "streams", False) else {}
+        if self.attempt_sent is not None:
+            extra["on_sent"] = functools.partial(self.attempt_sent, key, number)
+        return await self.transport.chat(body, key, **extra)
 
     def delay(self, exc: BaseException | None, failures: int) -> float:
         """Seconds to wait after the `failures`-th failed attempt."""

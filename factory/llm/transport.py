@@ -249,6 +249,7 @@ class OpenAICompatTransport:
     # chat() takes `on_sent`, called once the request's headers are on the wire: the call log
     # counts an attempt then, not before a wait for a connection that a kill may cut short.
     notices_sends = True
+    one_shot = False  # a connection per request (streaming.py: llama.cpp closes one after a stream)
 
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float, max_connections: int):
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -261,7 +262,7 @@ class OpenAICompatTransport:
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.max_connections, ttl_dns_cache=300)
+            connector = aiohttp.TCPConnector(limit=self.max_connections, ttl_dns_cache=300, force_close=self.one_shot)
             sent = aiohttp.TraceConfig()
             sent.on_request_headers_sent.append(_headers_sent)
             self._session = aiohttp.ClientSession(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..llm.call_summary import format_call_summary
+from ..llm.inflight import describe as describe_wire
 from ..store.live import STATUS_FILENAME
 
 STALE_PERIODS = 5  # a snapshot not rewritten for this many periods (and >= 10 s) is stale
@@ -79,6 +80,9 @@ def format_live(snapshot: dict[str, Any]) -> str:
         f"{mine.get('prompt_tokens', 0)} prompt + {mine.get('completion_tokens', 0)} completion; cost: {cost}",
         f"rows written: {added}",
     ]
+    wire = describe_wire(snapshot.get("in_flight"))
+    if wire:
+        lines.append(f"HTTP attempts now: {wire} ({snapshot['in_flight']['attempts_started']} started)")
     last = snapshot.get("last_error")
     if last:
         lines.append(f"last error: [{last['stage']}] {last['kind']}: {last['error'].splitlines()[0][:200]}")

@@ -90,8 +90,10 @@ def last_error(query: Query) -> dict[str, Any] | None:
 class StatusPublisher:
     """Publishes a run's status file every `interval_s` seconds from a daemon thread, and at the end."""
 
-    def __init__(self, run_dir: Path, run: dict[str, Any], cursor: Any, summarize: Summarize, interval_s: float):
+    def __init__(self, run_dir: Path, run: dict[str, Any], cursor: Any, summarize: Summarize, interval_s: float,
+                 in_memory: Callable[[], dict[str, Any]] | None = None):  # fmt: skip
         self.path = Path(run_dir) / STATUS_FILENAME
+        self.in_memory = in_memory  # figures the process holds and the store does not (HTTP attempts on the wire)
         self.run = {**run, "pid": os.getpid(), "host": socket.gethostname()}
         self.cursor = cursor  # a DuckDB cursor used by this publisher alone
         self.summarize = summarize
@@ -127,6 +129,8 @@ class StatusPublisher:
         figures = self._guard(self._figures)
         if figures is not None:
             self.figures = figures  # a failed query keeps the last figures, newer state
+        if self.in_memory is not None:
+            self.figures.update(self._guard(self.in_memory) or {})
         self._guard(lambda: write_atomically(self.path, self.snapshot(status)))
 
     def snapshot(self, status: str) -> dict[str, Any]:
