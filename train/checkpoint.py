@@ -3,7 +3,7 @@
     output_dir/checkpoint-<step>/
         model.safetensors, config.json, tokenizer files   (LoRA: adapter_model.safetensors, adapter_config.json)
         state/         optimizer, schedule, RNG states (accelerate.save_state; FSDP: its sharded model too)
-        factory_checkpoint.json   step, config_hash, data_hash, config — written last
+        factory_checkpoint.json   step, config_hash, data_hash, train_loss (of that step), config — written last
 
 The weights are saved once, in the format `from_pretrained` reads: accelerate's
 own copy of the model is dropped by a save hook and the load hook reads the

@@ -68,7 +68,12 @@ def load_training_data(data: DataSection, tokenizer, seed: int) -> TrainingData:
             hint = f"; raise data.max_seq_length (now {data.max_seq_length}, flag --data.max_seq_length)"
         raise FactoryError(f"{', '.join(data.train)}: nothing to train on ({reasons}{hint})")
     why = None if validation else _no_validation(data, held_files, held_rows, train_rows)
-    return TrainingData(train, validation, files_hash(train_files + held_files), skipped, why)
+    return TrainingData(train, validation, data_files_hash(data), skipped, why)
+
+
+def data_files_hash(data: DataSection) -> str:
+    """The data_hash a checkpoint records: the bytes of the train files, then the validation files."""
+    return files_hash(expand(data.train, "data.train") + expand(data.validation, "data.validation"))
 
 
 def _no_validation(data: DataSection, held_files: list, held_rows: list, train_rows: list) -> str:

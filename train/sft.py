@@ -91,6 +91,7 @@ class Loop:
         self.config, self.data, self.accelerator, self.pad_id, self.attn = config, data, accelerator, pad_id, attn
         self.hashes = {"config_hash": config_hash(config), "data_hash": data.data_hash}
         self.resumed_from: tuple[int, Path] | None = None  # (step, folder) of the checkpoint loaded, if any
+        self.last_loss: float | None = None  # of the last step trained, or the one its checkpoint recorded
         capacity = config.data.max_seq_length
         self.train_seqs = sequences(data.train, capacity, config.data.packing)
         self.eval_seqs = sequences(data.validation, capacity, config.data.packing)
@@ -108,7 +109,7 @@ class Loop:
         started, tokens = time.perf_counter(), 0
         while step < self.total_steps:
             loss, step_tokens = self.optimizer_step(model, optimizer, scheduler, step)
-            step, tokens = step + 1, tokens + step_tokens
+            step, tokens, self.last_loss = step + 1, tokens + step_tokens, round(loss, 5)
             if step % config.log_steps == 0 or step == self.total_steps:
                 history.append({"step": step, "loss": round(loss, 5), "lr": scheduler.get_last_lr()[0]})
                 acc.print(f"step {step}/{self.total_steps} loss {loss:.4f} lr {history[-1]['lr']:.2e}")
@@ -129,6 +130,7 @@ class Loop:
         self.accelerator.load_state(str(checkpoint / "state"))
         self.accelerator.print(f"resumed from {checkpoint} at step {meta['step']}")
         self.resumed_from = (int(meta["step"]), checkpoint)
+        self.last_loss = meta.get("train_loss")  # none in a checkpoint saved before it was recorded
         return int(meta["step"])
 
     def optimizer_step(self, model, optimizer, scheduler, step: int) -> tuple[float, int]:
@@ -206,12 +208,12 @@ class Loop:
             # Nothing trained since the load (a finished run run again): the checkpoint already holds this
             # state, and re-saving it in place would only open a window where a kill spoils a good checkpoint.
             return self.resumed_from[1]
-        meta = {**self.hashes, "config": self.config.model_dump(mode="json")}
+        meta = {**self.hashes, "train_loss": self.last_loss, "config": self.config.model_dump(mode="json")}
         return save_checkpoint(self.accelerator, model, tokenizer, self.config.output_dir, step, meta)
 
     def report(self, step, history, eval_loss, checkpoint, tokens, seconds) -> dict:
         metrics = {
-            "steps": step, "train_loss": history[-1]["loss"] if history else None, "eval_loss": eval_loss,
+            "steps": step, "train_loss": history[-1]["loss"] if history else self.last_loss, "eval_loss": eval_loss,
             "history": history, "checkpoint": str(checkpoint), "train_sequences": len(self.train_seqs),
             "train_rows": len(self.data.train), "validation_rows": len(self.data.validation),
             "skipped_rows": dict(self.data.skipped), "tokens_per_s": round(tokens / seconds, 1) if seconds else None,
@@ -221,7 +223,9 @@ class Loop:
         if self.accelerator.is_main_process:
             Path(self.config.output_dir, "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         why = f" ({self.data.no_validation})" if eval_loss is None and self.data.no_validation else ""
-        self.accelerator.print(f"done: {step} steps, train loss {metrics['train_loss']}, eval loss {eval_loss}{why}")
+        loss = metrics["train_loss"]  # None only when resumed at the last step from an older checkpoint
+        loss = "unknown (resumed at the last step; its checkpoint records no loss)" if loss is None else loss
+        self.accelerator.print(f"done: {step} steps, train loss {loss}, eval loss {eval_loss}{why}")
         self.accelerator.print(f"weights: {checkpoint}")
         return metrics
 

@@ -18,7 +18,7 @@ from ..prompts import prompts_override
 from ..scale.options import add_ray_options
 from .config import STAGES, check_inputs
 from .ledger import Ledger
-from .stages import Context, all_stages, stage_fingerprints
+from .stages import Context, all_stages, stage_fingerprint
 
 if TYPE_CHECKING:  # the run config holds this package's section: a type here, not an import
     from ..run_config import FactoryConfig
@@ -30,8 +30,9 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
         help="the whole job from one config: generate, passrate, filter, export, report, publish, train, eval (resumable)",
         description="Run the stages a config's `pipeline:` section names, in order (examples/pipeline.yaml; README: "
         "'The whole job from one config'). Finished stages are recorded in RUN_DIR/pipeline.json with a fingerprint "
-        "of their inputs: a rerun skips them, a changed setting reruns that stage and the ones after it, and a "
-        "failed stage is where the next run starts.",
+        "of what decides their output: a rerun skips them, a changed setting reruns that stage and the ones after it "
+        "(train only when the exported files it reads changed; settings of how, not what, such as llm timeouts, "
+        "retries, rate limits and threads, rerun nothing), and a failed stage is where the next run starts.",
     )
     add_llm_options(parser)  # the config's llm: section, overridable as in every generation command
     parser.add_argument("--force", action="store_true", help="rerun every stage, even those finished before")
@@ -68,11 +69,12 @@ def run_stages(context: Context, args: argparse.Namespace) -> int:
 
         refuse_batch_mode(context.config.llm)
     ledger = Ledger.open(context.run_dir) if context.run_dir.is_dir() else None
-    prints = stage_fingerprints(stages, context)
+    prints: dict[str, str] = {}  # each taken when its stage's turn comes: train's covers the files export wrote
     forced = args.force or args.from_stage is not None or args.only is not None
     timings = []
     for number, stage in enumerate(stages, 1):
         header = f"== {number}/{len(stages)} {stage.name}"
+        prints[stage.name] = stage_fingerprint(stage, context, list(prints.values()))
         done = ledger.finished(stage.name, prints[stage.name]) if ledger else None
         if done and stage.outputs_missing(context):
             print(f"{header}: its output is gone since it finished; running it again", flush=True)

@@ -7,6 +7,7 @@
     (and `--corpus geo`, or coa.tools.web_search.local.path, so the agents search the same corpus)
 
 It runs the same `expand` as `factory tasks expand`; its fingerprint covers its settings
+(less the closed-book gate's concurrency, cache folder and key variable: ledger.HOW_NOT_WHAT)
 and the seed and evaluation files, so a rerun with the same settings skips it.
 """
 
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from ..synth.expand import ExpandConfig
+from .ledger import without_how
 
 if TYPE_CHECKING:
     from .stages import Context
@@ -40,4 +42,4 @@ def run_expand_stage(ctx: Context) -> list[str]:
 def expand_inputs(ctx: Context) -> list:
     stage = ctx.pipeline.expand
     files = [path for path in (stage.seeds, *stage.decontaminate) if path is not None]
-    return [stage.model_dump(mode="json"), *files]
+    return [without_how(stage.model_dump(mode="json"), "pipeline.expand"), *files]

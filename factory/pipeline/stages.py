@@ -8,20 +8,18 @@ command-by-command chain produce the same files.
 
 from __future__ import annotations
 
-import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..errors import FactoryError, require_train_extra
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
 from ..llm.config import LLMConfig
 from ..prompts import prompts_dir_digest
 from .config import PipelineConfig
 from .expand_stage import expand_inputs, run_expand_stage
-from .ledger import fingerprint
+from .ledger import fingerprint, without_how
+from .train_stage import eval_inputs, run_eval_stage, run_train_stage, train_inputs
 
 if TYPE_CHECKING:  # the run config holds the pipeline section: a type here, not an import
     from ..run_config import FactoryConfig
@@ -56,18 +54,23 @@ class Stage:
     run: Callable[[Context], list[str]]
     inputs: Callable[[Context], list]  # what the stage's fingerprint covers, besides the stages before it
     outputs: Callable[[Context], list[Path]] = lambda ctx: []  # deleted since it ran: the stage runs again
+    chained: bool = True  # False: its inputs name every file it reads, so the stages before it are left out
 
     def outputs_missing(self, ctx: Context) -> bool:
         return any(not path.exists() for path in self.outputs(ctx))
 
 
 def generation_inputs(section: str) -> Callable[[Context], list]:
+    """The llm: and the stage's section less their how-not-what fields (ledger.HOW_NOT_WHAT), the prompts,
+    and the bytes of the file the section samples from (refine.personas, coa.tasks)."""
+
     def inputs(ctx: Context) -> list:
         data = ctx.config.model_dump(mode="json", include={"llm", section, "prompts_dir"})
-        data["llm"].pop("concurrency", None)  # how fast, not what: a rerun at another concurrency is the same run
-        data["llm"].pop("batch", None)  # batch mode too: the same requests, answered later and cheaper
+        data = {key: without_how(value, key) if isinstance(value, dict) else value for key, value in data.items()}
         data["prompts_digest"] = prompts_dir_digest(ctx.config.prompts_dir)  # an edited prompt reruns generation
-        return [data]
+        source = {"refine": "personas", "coa": "tasks"}.get(section)
+        read = source and getattr(getattr(ctx.config, section), source)
+        return [data, *([Path(read)] if read else [])]  # a folder (a saved dataset) counts by its name
 
     return inputs
 
@@ -115,8 +118,8 @@ def passrate_policy(ctx: Context) -> LLMConfig:
 
 
 def passrate_inputs(ctx: Context) -> list:
-    """The passrate: section, the policy (not its concurrency), the prompts and the task file's bytes."""
-    policy = passrate_policy(ctx).model_dump(mode="json", exclude={"concurrency", "batch"})
+    """The passrate: section, the policy (less its how-not-what fields), the prompts and the task file's bytes."""
+    policy = without_how(passrate_policy(ctx).model_dump(mode="json"), "pipeline.passrate.policy", as_root="llm")
     return [*generation_inputs("passrate")(ctx), policy, Path(ctx.config.passrate.tasks)]
 
 
@@ -162,77 +165,6 @@ def run_publish_stage(ctx: Context) -> list[str]:
     return lines + ([f"pushed to {outcome.repo_url} ({outcome.commit_url})"] if outcome.commit_url else [])
 
 
-def split_files(ctx: Context, split: str) -> list[str]:
-    """The exported shards of the trainer's format for one split (empty when the split is)."""
-    stage, train = ctx.pipeline.export, ctx.pipeline.train
-    folder = ctx.export_dir / train.format
-    return [str(path) for path in sorted(folder.glob(f"{split}-*.{stage.file_type}"))]
-
-
-def train_overrides(ctx: Context) -> list[str]:
-    """The trainer's `--section.field value` flags: the pipeline's export as its data, RUN_DIR/train as output."""
-    train_files = split_files(ctx, "train")
-    if not train_files:
-        raise FactoryError(
-            f"{ctx.export_dir}: the export wrote no train split in {ctx.pipeline.train.format}; nothing to train on"
-        )
-    values = {"data.train": train_files, "data.validation": split_files(ctx, "validation"),
-              "output_dir": str(ctx.train_dir), **ctx.pipeline.train.overrides}  # fmt: skip
-    flags = []
-    for key, value in values.items():
-        flags += [f"--{key}", json.dumps(value)]  # JSON is YAML: the trainer parses each value as YAML
-    return flags
-
-
-def run_train_stage(ctx: Context) -> list[str]:
-    require_train_extra("the pipeline's train stage")
-    from train.config import load_config
-    from train.sft import train
-
-    quiet_hub_bars()
-    metrics = train(load_config(ctx.pipeline.train.config, train_overrides(ctx)))
-    shown = {key: metrics[key] for key in ("steps", "train_loss", "eval_loss", "trained_tokens") if key in metrics}
-    return [f"trained: {json.dumps(shown)} -> {ctx.train_dir}"]
-
-
-def quiet_hub_bars() -> None:
-    """No per-file load/save bars from transformers: they would drown the stage's lines (as train.sft does)."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-
-def run_eval_stage(ctx: Context) -> list[str]:
-    require_train_extra("the pipeline's eval stage")
-    from train.checkpoint import last_checkpoint
-    from train.evaluate.command import add_eval_parser, run_eval
-    from train.evaluate.results import format_results
-
-    quiet_hub_bars()
-    checkpoint = last_checkpoint(ctx.train_dir)
-    if checkpoint is None:
-        raise FactoryError(f"{ctx.train_dir}: no finished checkpoint to evaluate")
-    argv = ["eval", str(ctx.run_dir), "--model", str(checkpoint)]
-    argv += [flag for path in split_files(ctx, "train") for flag in ("--exclude-train", path)]
-    stage = ctx.pipeline.eval
-    for flag, value in (("--config", stage.config), ("--max-steps", stage.max_steps), ("--limit", stage.limit)):
-        if value is not None:
-            argv += [flag, str(value)]
-    parser = argparse.ArgumentParser(prog="factory")
-    add_eval_parser(parser.add_subparsers(dest="command"))
-    results, path = run_eval(parser.parse_args(argv))
-    return [*format_results(results).splitlines(), f"results: {path}"]
-
-
-def eval_inputs(ctx: Context) -> list:
-    stage = ctx.pipeline.eval
-    return [stage.model_dump(mode="json"), stage.config and Path(stage.config)]
-
-
-def train_inputs(ctx: Context) -> list:
-    return [ctx.pipeline.train.model_dump(mode="json"), Path(ctx.pipeline.train.config)]
-
-
 def all_stages(pipeline: PipelineConfig) -> list[Stage]:
     """The configured stages, in the order they run."""
     generate = {
@@ -268,16 +200,14 @@ def all_stages(pipeline: PipelineConfig) -> list[Stage]:
             )
         )
     if pipeline.train is not None:
-        stages.append(Stage("train", run_train_stage, train_inputs, lambda ctx: [ctx.train_dir / "metrics.json"]))
+        metrics = lambda ctx: [ctx.train_dir / "metrics.json"]  # noqa: E731
+        stages.append(Stage("train", run_train_stage, train_inputs, metrics, chained=False))
     if pipeline.eval is not None:
         stages.append(Stage("eval", run_eval_stage, eval_inputs))
     return stages
 
 
-def stage_fingerprints(stages: list[Stage], ctx: Context) -> dict[str, str]:
-    """Each stage's fingerprint: its inputs and every fingerprint before it."""
-    prints, before = {}, []
-    for stage in stages:
-        prints[stage.name] = fingerprint(stage.name, *before, *stage.inputs(ctx))
-        before.append(prints[stage.name])
-    return prints
+def stage_fingerprint(stage: Stage, ctx: Context, before: list[str]) -> str:
+    """A stage's fingerprint: its inputs and, when chained, the fingerprints of the stages before it
+    (`before`, in order). Taken when the stage's turn comes, so train reads the files export just wrote."""
+    return fingerprint(stage.name, *(before if stage.chained else []), *stage.inputs(ctx))
