@@ -67,7 +67,7 @@ class TimedServer(LoopbackServer):
 
 def smoke(args, base_url: str, run_dir: Path) -> list[str]:
     return [sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", str(args.requests), "--model", "loopback",
-            "--base-url", base_url, "--concurrency", str(args.concurrency), "--run-dir", str(run_dir)]  # fmt: skip
+            "--base-url", base_url, "--concurrency", str(args.concurrency), str(run_dir)]  # fmt: skip
 
 
 def child_env(source: Path) -> dict[str, str]:

@@ -14,6 +14,7 @@ import sys
 
 from train.evaluate.command import add_eval_parser
 
+from .cli_options import run_folder_first_usage
 from .coa.command import add_coa_parsers
 from .errors import FactoryError, require_train_extra
 from .export.command import add_export_parser, add_publish_parser
@@ -59,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for add_parser in COMMAND_PARSERS:
         add_parser(commands)
+    for command in commands.choices.values():  # RUN_DIR first in every usage line, as the README writes it
+        run_folder_first_usage(command)
     # Listed for --help only: main() hands `factory train ...` to train.sft before argparse sees it.
     commands.add_parser("train", help="masked SFT on an exported dataset (python -m train.sft --help)")
     return parser

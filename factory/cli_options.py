@@ -10,7 +10,9 @@ Nothing here imports a stage, so the trainer and every command can use it.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
@@ -32,6 +34,12 @@ LLM_FLAGS = {
 
 
 def add_llm_options(parser: argparse.ArgumentParser) -> None:
+    """The LLM flags, -c, and the optional RUN_DIR (default: the config's run_dir, else outputs/<command>)."""
+    default = f"outputs/{parser.prog.split()[-1]}"
+    add_run_folder(
+        parser, f"the run folder holding the DuckDB store (default: run_dir in the -c config, else {default})"
+    )
+    parser.set_defaults(run_dir_default=default)
     parser.add_argument("-c", "--config", help="YAML config file (see README: Configuration)")
     parser.add_argument(
         "--model", help='"local", "local:/path.gguf", a litellm model string, or a name with --base-url'
@@ -51,8 +59,58 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
         const=True,
         help="send requests through the provider's batch API at batch prices (OpenAI, Anthropic; README: Batch mode)",
     )
-    parser.add_argument("--run-dir", help="run folder holding the DuckDB store")
     parser.add_argument("--no-cache", action="store_true", help="call the model even for requests already answered")
+
+
+def add_run_folder(parser: argparse.ArgumentParser, help: str, required: bool = False, usage: str = "") -> None:
+    """RUN_DIR, the first word after the command, as every command that takes a run folder spells it; the old
+    `--run-dir DIR` is still accepted for a release (not in --help; `run_folder_of` prints a note)."""
+    parser.add_argument("run_folder", metavar="RUN_DIR", nargs=None if required else "?", help=help)
+    parser.add_argument("--run-dir", dest="old_run_dir", help=argparse.SUPPRESS)
+    parser.set_defaults(run_folder_usage=usage or f"{parser.prog} RUN_DIR ...")
+
+
+def run_folder_of(args: argparse.Namespace) -> str | None:
+    """The run folder given on the command line (RUN_DIR, or the old --run-dir with a note), or None."""
+    folder, old = getattr(args, "run_folder", None), getattr(args, "old_run_dir", None)
+    if old is None:
+        return folder
+    usage = getattr(args, "run_folder_usage", "RUN_DIR first")
+    if folder is not None and Path(folder) != Path(old):
+        raise ConfigError(f"two run folders given: {folder} and --run-dir {old}; give it once, first: {usage}")
+    note(f"--run-dir is the old form (accepted for this release); write the run folder first: {usage}")
+    return old
+
+
+def run_folder_and_file(args: argparse.Namespace, default: str) -> tuple[str, str]:
+    """`factory import RUN_DIR FILE` (and coa-import); the old `FILE [--run-dir DIR]` works for a release."""
+    if args.path is not None:
+        return run_folder_of(args) or default, args.path
+    if args.old_run_dir is None:  # one word: the old form's FILE, into the old default folder
+        note(f"the run folder now comes first: {args.run_folder_usage}; importing into {default}")
+    return run_folder_of(argparse.Namespace(**{**vars(args), "run_folder": None})) or default, args.run_folder
+
+
+def run_folder_first_usage(parser: argparse.ArgumentParser) -> None:
+    """`usage: factory CMD RUN_DIR ... [options]` for a command whose first word is its run folder, so --help
+    writes it where the README does (argparse lists positionals last); any other command keeps its usage."""
+    positionals = [a for a in parser._actions if not a.option_strings]
+    for group in [a for a in positionals if isinstance(a, argparse._SubParsersAction)]:  # factory tasks expand
+        for command in group.choices.values():
+            run_folder_first_usage(command)
+    if parser.usage or not positionals or positionals[0].metavar != "RUN_DIR":
+        return
+    words = [f"[{a.metavar or a.dest.upper()}]" if a.nargs == "?" else a.metavar or a.dest.upper() for a in positionals]
+    spelled = {a: f"{a.option_strings[-1]} {a.metavar or a.dest.upper()}" for a in parser._actions if a.option_strings}
+    words += [spelled[a] for a in parser._actions if a.option_strings and a.required]
+    for group in parser._mutually_exclusive_groups:
+        if group.required:
+            words.append("(" + " | ".join(spelled[a] for a in group._group_actions) + ")")
+    parser.usage = "%(prog)s " + " ".join(words) + " [options]"
+
+
+def note(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
 
 
 def add_dry_run_options(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +128,12 @@ def flag_overrides(args: argparse.Namespace, fields: Mapping[str, str] | Iterabl
     """`{prefix + field: value}` for each flag given; `fields` maps field -> argparse dest, or names both."""
     pairs = fields.items() if isinstance(fields, Mapping) else ((name, name) for name in fields)
     return {prefix + field: getattr(args, dest) for field, dest in pairs if getattr(args, dest, None) is not None}
+
+
+def flag_names(fields: Mapping[str, str] | Iterable[str], prefix: str = "") -> dict[str, str]:
+    """`{prefix + field: "--flag-name"}` for the fields of `flag_overrides`: what an error names beside the key."""
+    pairs = fields.items() if isinstance(fields, Mapping) else ((name, name) for name in fields)
+    return {prefix + field: f"-{dest}" if len(dest) == 1 else f"--{dest.replace('_', '-')}" for field, dest in pairs}
 
 
 def parse_overrides(argv: list[str]) -> dict[str, Any]:
@@ -102,9 +166,13 @@ def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
     node[leaf] = value
 
 
-def with_overrides(base: M, overrides: dict[str, Any], source: str = "command line") -> M:
-    """`base` with the dotted overrides set, validated again (a bad value is one line naming `source`)."""
+def with_overrides(
+    base: M, overrides: dict[str, Any], source: str = "command line", flags: Mapping[str, str] | None = None
+) -> M:
+    """`base` with the dotted overrides set, validated again (a bad value is one line naming `source`, and
+    the flag it came from where `flags` maps its key to one)."""
     data = base.model_dump()
     for key, value in overrides.items():
         set_dotted(data, key, value)
-    return validate_config(type(base), data, source)
+    given = {key: flag for key, flag in (flags or {}).items() if key in overrides}
+    return validate_config(type(base), data, source, given)

@@ -7,6 +7,7 @@ factory/run_config.py gathers them into the file a run reads.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,25 +26,28 @@ class StrictModel(BaseModel):
 M = TypeVar("M", bound=BaseModel)
 
 
-def describe_validation_error(exc: ValidationError, source: str) -> str:
-    """One line: `source: field 'a.b': problem (and N more problems)`."""
+def describe_validation_error(exc: ValidationError, source: str, flags: Mapping[str, str] | None = None) -> str:
+    """One line: `source: field 'a.b': problem (and N more problems)`; `field 'a.b' (--flag)` where `flags`
+    names the command-line flag the value came from (by its key or a section above it)."""
     errors = exc.errors()
     first = errors[0]
     field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    keys = [key for key in (flags or {}) if field == key or field.startswith(key + ".")]
+    named = f"field '{field}'" + (f" ({flags[max(keys, key=len)]})" if keys else "")  # type: ignore[index]
     # pydantic prefixes a validator's own message with "Value error, "; the user needs only the message.
-    message = f"{source}: field '{field}': {first['msg'].removeprefix('Value error, ')}"
+    message = f"{source}: {named}: {first['msg'].removeprefix('Value error, ')}"
     if first["type"] == "extra_forbidden":
-        message = f"{source}: field '{field}': unknown field (check the spelling)"
+        message = f"{source}: {named}: unknown field (check the spelling)"
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return message
 
 
-def validate_config(model: type[M], data: object, source: str) -> M:
+def validate_config(model: type[M], data: object, source: str, flags: Mapping[str, str] | None = None) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, source)) from None
+        raise ConfigError(describe_validation_error(exc, source, flags)) from None
 
 
 def read_yaml_file(path: Path, what: str = "config") -> object:

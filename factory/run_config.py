@@ -12,10 +12,10 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from .cli_options import LLM_FLAGS, flag_overrides, with_overrides
+from .cli_options import LLM_FLAGS, flag_names, flag_overrides, run_folder_of, with_overrides
 from .coa.config import CoaConfig
 from .config import StrictModel, load_yaml_config
-from .errors import ConfigError
+from .errors import ConfigError, FactoryError, MissingKeyError
 from .llm.config import LLMConfig
 from .passrate.config import PassrateConfig
 from .pipeline.config import PipelineConfig
@@ -59,12 +59,16 @@ def load_factory_config(path: str | Path | None) -> FactoryConfig:
 
 
 def config_from_args(args: argparse.Namespace) -> FactoryConfig:
-    """The -c file (or the defaults) with the command's flags set on top; a bad value is one line."""
+    """The -c file (or the defaults) with the command's flags set on top; a bad value is one line naming the
+    flag it came from, and an unknown model name fails here, before a store is opened or a stage runs.
+
+    The run folder: RUN_DIR on the command line, else the config's run_dir, else outputs/<command>."""
     config = load_factory_config(args.config)
     overrides = flag_overrides(args, LLM_FLAGS, "llm.")
+    flags = flag_names(LLM_FLAGS, "llm.") | {"llm.cache": "--no-cache", "run_dir": "RUN_DIR", "smoke.n": "-n"}
     if args.no_cache:
         overrides["llm.cache"] = False
-    run_dir = given_run_dir(args)
+    run_dir = run_folder_of(args)
     if run_dir:
         overrides["run_dir"] = run_dir
     elif "run_dir" not in config.model_fields_set and getattr(args, "run_dir_default", None):
@@ -72,11 +76,7 @@ def config_from_args(args: argparse.Namespace) -> FactoryConfig:
     overrides.update(flag_overrides(args, {"smoke.n": "n"}))
     section = getattr(args, "section", None)
     overrides.update(flag_overrides(args, SECTION_FLAGS.get(section, ()), f"{section}."))
-    if getattr(args, "corpus", None):
-        from .corpus import NAMES, resolve_corpus  # "--corpus geo": the built corpus (built on first use)
-
-        path = str(resolve_corpus(args.corpus)) if args.corpus in NAMES else args.corpus
-        overrides["coa.tools.web_search"] = {"enabled": True, "backend": "local", "local": {"path": path}}
+    flags |= flag_names(SECTION_FLAGS.get(section, ()), f"{section}.")
     if getattr(args, "no_code", False):
         overrides["refine.with_code"] = False
     if getattr(args, "no_injection", False):
@@ -84,12 +84,33 @@ def config_from_args(args: argparse.Namespace) -> FactoryConfig:
     overrides.update(ray_overrides(args))
     if getattr(args, "dm", None):
         overrides["refine.dm_evaluation"] = args.dm
-    return with_overrides(config, overrides)
+    flags |= {"refine.with_code": "--no-code", "refine.injection": "--no-injection", "refine.dm_evaluation": "--dm",
+              "ray.enabled": "--ray", "ray.address": "--ray", "ray.shards": "--shards"}  # fmt: skip
+    config = with_overrides(config, overrides, flags=flags)
+    check_models(config, args)
+    if getattr(args, "corpus", None):  # after the checks: "--corpus geo" builds the corpus on first use
+        from .corpus import NAMES, resolve_corpus
+
+        path = str(resolve_corpus(args.corpus)) if args.corpus in NAMES else args.corpus
+        web_search = {"enabled": True, "backend": "local", "local": {"path": path}}
+        config = with_overrides(config, {"coa.tools.web_search": web_search}, flags={"coa.tools": "--corpus"})
+    return config
 
 
-def given_run_dir(args: argparse.Namespace) -> str | None:
-    """--run-dir, or a command's positional RUN_DIR (`run_folder`, as in passrate): they are one setting."""
-    folder = getattr(args, "run_folder", None)
-    if folder and args.run_dir and Path(folder) != Path(args.run_dir):
-        raise ConfigError(f"two run folders given: RUN_DIR {folder} and --run-dir {args.run_dir}")
-    return args.run_dir or folder
+def check_models(config: FactoryConfig, args: argparse.Namespace) -> None:
+    """A model name no endpoint takes is one line now, not after a stage has started: the same resolution
+    the client makes on its first call (factory/llm/providers.py), less the API key, which is asked for then."""
+    from .llm.providers import resolve_endpoint
+
+    policy = config.pipeline.passrate.policy if config.pipeline.passrate else None
+    for field, llm in (("llm.model", config.llm), ("pipeline.passrate.policy.model", policy)):
+        if llm is None:
+            continue
+        try:
+            resolve_endpoint(llm)
+        except MissingKeyError:
+            continue  # the name is known; its key is needed only to send (a --dry-run sends nothing)
+        except FactoryError as exc:
+            from_flag = field == "llm.model" and getattr(args, "model", None) is not None
+            source = "--model" if from_flag else f"{args.config or 'config'}: field '{field}'"
+            raise ConfigError(f"{source}: {exc}") from None

@@ -21,14 +21,14 @@ def jsonl(path, *rows):
 
 def refine(server, tmp_path, personas, *extra):
     argv = ["refine", "--model", "loopback", "--base-url", server.base_url, "--personas", personas,
-            "--run-dir", str(tmp_path / "run"), "--no-code", "-q", *extra]  # fmt: skip
+            str(tmp_path / "run"), "--no-code", "-q", *extra]  # fmt: skip
     return main(argv)
 
 
 def coa(server, tmp_path, corpus):
     tasks = jsonl(tmp_path / "tasks.jsonl", QA_TASK)
     argv = ["coa", "--model", "loopback", "--base-url", server.base_url, "--tasks", tasks, "--corpus", corpus,
-            "--variant", "mas", "--run-dir", str(tmp_path / "run"), "-q"]  # fmt: skip
+            "--variant", "mas", str(tmp_path / "run"), "-q"]  # fmt: skip
     return main(argv)
 
 

@@ -26,16 +26,12 @@ def test_help_on_every_command(command, capsys):
 
 def test_smoke_then_calls_summary(server, tmp_path):
     run_dir = tmp_path / "run"
-    smoke = factory_cli(
-        "smoke", "-q", "-n", "5", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir)
-    )
+    smoke = factory_cli("smoke", "-q", "-n", "5", "--model", "m", "--base-url", server.base_url, str(run_dir))
     assert smoke.returncode == 0, smoke.stderr
     assert smoke.stdout.count('"name":"track_parcel"') == 5
     assert "calls: 5 (5 ok)" in smoke.stdout
 
-    again = factory_cli(
-        "smoke", "-q", "-n", "5", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir)
-    )
+    again = factory_cli("smoke", "-q", "-n", "5", "--model", "m", "--base-url", server.base_url, str(run_dir))
     assert again.returncode == 0 and len(server.requests) == 5  # all five answered from the store
 
     calls = factory_cli("calls", str(run_dir), "--json")
@@ -60,7 +56,7 @@ def test_errors_are_reported_in_the_summary(server, tmp_path):
 
 
 def test_ping(server, tmp_path):
-    out = factory_cli("ping", "--model", "m", "--base-url", server.base_url, "--run-dir", str(tmp_path / "p"))
+    out = factory_cli("ping", "--model", "m", "--base-url", server.base_url, str(tmp_path / "p"))
     assert out.returncode == 0 and out.stdout.startswith("ok in ")
 
 
@@ -80,7 +76,7 @@ def test_ping(server, tmp_path):
     ],
 )
 def test_user_errors_are_one_line(args, message, tmp_path, monkeypatch):
-    env_args = [*args, "--run-dir", str(tmp_path / "r")] if args[0] != "calls" else args
+    env_args = [*args, str(tmp_path / "r")] if args[0] != "calls" else args
     result = subprocess.run(
         [sys.executable, "-m", "factory.cli", *env_args],
         capture_output=True,
@@ -133,9 +129,7 @@ def test_training_commands_without_the_train_extra_say_so_in_one_line(tmp_path, 
 def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(extra, server, tmp_path):
     """`factory calls RUN | head`: the reader is gone before the summary is written; the CLI stops quietly."""
     run_dir = tmp_path / "run"
-    smoke = factory_cli(
-        "smoke", "-q", "-n", "3", "--model", "m", "--base-url", server.base_url, "--run-dir", str(run_dir)
-    )
+    smoke = factory_cli("smoke", "-q", "-n", "3", "--model", "m", "--base-url", server.base_url, str(run_dir))
     assert smoke.returncode == 0, smoke.stderr
     reader, writer = __import__("os").pipe()
     __import__("os").close(reader)  # the reader closes early: every write to the pipe fails with EPIPE
@@ -156,7 +150,6 @@ def test_a_real_head_reading_one_line_of_a_long_output_more_than_a_pipe_holds(se
         "m",
         "--base-url",
         server.base_url,
-        "--run-dir",
         str(run_dir),
     ]  # ~220 KB
     pipeline = subprocess.run(

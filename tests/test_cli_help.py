@@ -34,7 +34,7 @@ def test_help_exits_0_and_every_option_it_lists_has_help_text(command, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"usage: factory {command}")
     for action in subcommands()[command]._actions:
-        if isinstance(action, argparse._HelpAction):
+        if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:  # the old --run-dir
             continue
         name = action.option_strings[-1] if action.option_strings else action.metavar or action.dest
         assert action.help and action.help.strip(), f"factory {command}: {name} has no help text"

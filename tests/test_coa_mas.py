@@ -238,7 +238,7 @@ def test_factory_coa_from_the_command_line(server, tmp_path):
     server.route(VERIFIER, check(4))
     run_dir = tmp_path / "run"
     args = [sys.executable, "-m", "factory.cli", "coa", "-q", "--tasks", tasks, "--model", "m",
-            "--base-url", server.base_url, "--run-dir", str(run_dir)]  # fmt: skip
+            "--base-url", server.base_url, str(run_dir)]  # fmt: skip
     done = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "funnel: tasks 1 -> answered 1 -> distilled 1 -> correct 1" in done.stdout

@@ -52,7 +52,7 @@ def test_a_config_that_is_not_utf8_is_one_line_from_the_cli(tmp_path, capsys, co
 
     path = tmp_path / "run.yaml"
     path.write_bytes(content)
-    assert main(["ping", "-c", str(path), "--run-dir", str(tmp_path / "run")]) == 2
+    assert main(["ping", "-c", str(path), str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {path}: not UTF-8 text (byte 0x") and "save the config as UTF-8" in err
     assert len(err.splitlines()) == 1 and not (tmp_path / "run").exists()
@@ -88,9 +88,9 @@ def test_yaml_errors_that_span_lines_are_one_line(tmp_path):
 def test_a_base_url_that_is_not_http_is_refused_before_any_request(tmp_path, capsys, url, problem):
     from factory.cli import main
 
-    assert main(["ping", "--model", "m", "--base-url", url, "--run-dir", str(tmp_path / "run")]) == 2
+    assert main(["ping", "--model", "m", "--base-url", url, str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: command line: field 'llm.base_url': ") and problem in err
+    assert err.startswith("error: command line: field 'llm.base_url' (--base-url): ") and problem in err
     assert "e.g. http://127.0.0.1:8000/v1" in err and len(err.splitlines()) == 1
     with pytest.raises(ConfigError, match=f"run.yaml: field 'llm.base_url': '{url}'"):
         load_factory_config(write(tmp_path, f"llm:\n  model: m\n  base_url: '{url}'\n"))

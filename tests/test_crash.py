@@ -18,7 +18,7 @@ N = 200
 def smoke_command(base_url, run_dir):
     return [
         sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", str(N), "--model", "loopback",
-        "--base-url", base_url, "--concurrency", "8", "--run-dir", str(run_dir),
+        "--base-url", base_url, "--concurrency", "8", str(run_dir),
     ]  # fmt: skip
 
 

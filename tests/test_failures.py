@@ -130,7 +130,7 @@ def test_factory_refine_prints_the_failures_of_its_run(tmp_path, capsys):
     base_url = server.start_in_thread()
     try:
         code = main(["refine", "--model", "replay", "--base-url", base_url, "--personas", str(personas), "--count", "2",
-                     "--no-code", "--run-dir", str(tmp_path / "run"), "-q"])  # fmt: skip
+                     "--no-code", str(tmp_path / "run"), "-q"])  # fmt: skip
     finally:
         server.stop()
     out = capsys.readouterr().out

@@ -23,7 +23,7 @@ N = 300
 def smoke_command(base_url, run_dir, n=N):
     return [
         sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", str(n), "--model", "loopback",
-        "--base-url", base_url, "--concurrency", "16", "--run-dir", str(run_dir),
+        "--base-url", base_url, "--concurrency", "16", str(run_dir),
     ]  # fmt: skip
 
 

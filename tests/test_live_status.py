@@ -35,7 +35,7 @@ def start_slow_smoke(server, run_dir):
     server.default = Action(delay_s=0.1)
     server.route("tracking a parcel", *[Action(status=400, body=ERROR_REPLY) for _ in range(100)])
     command = [sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", "600", "--model", "m", "--base-url",
-               server.base_url, "--concurrency", "4", "--run-dir", str(run_dir)]  # fmt: skip
+               server.base_url, "--concurrency", "4", str(run_dir)]  # fmt: skip
     env = {**os.environ, "FACTORY_STATUS_INTERVAL_S": "0.2"}
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(run_dir.parent / "smoke.err", "w"), env=env)
     deadline = time.monotonic() + 60

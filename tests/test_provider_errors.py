@@ -122,7 +122,7 @@ def test_plain_statuses_keep_their_kinds():
 
 def test_ping_reports_an_auth_error_in_one_line_after_one_attempt(server, tmp_path, capsys):
     server.default = provider_error(**OPENAI_AUTH)
-    code = main(["ping", "--model", "loopback", "--base-url", server.base_url, "--run-dir", str(tmp_path / "run")])
+    code = main(["ping", "--model", "loopback", "--base-url", server.base_url, str(tmp_path / "run")])
     out = capsys.readouterr().out.strip()
     assert code == 1 and out.startswith("ping failed (auth) after 1 attempt(s): check the API key")
     assert len(out.splitlines()) == 1 and len(server.requests) == 1
@@ -130,7 +130,7 @@ def test_ping_reports_an_auth_error_in_one_line_after_one_attempt(server, tmp_pa
 
 def test_ping_with_a_server_that_is_fine_still_works(server, tmp_path, capsys):
     server.default = Action()
-    assert main(["ping", "--model", "loopback", "--base-url", server.base_url, "--run-dir", str(tmp_path)]) == 0
+    assert main(["ping", "--model", "loopback", "--base-url", server.base_url, str(tmp_path)]) == 0
 
 
 @pytest.mark.parametrize(

@@ -246,7 +246,6 @@ def test_refine_sharded_by_persona_merges_into_the_single_process_store(cluster,
         try:
             argv = [
                 "refine",
-                "--run-dir",
                 str(tmp_path / name),
                 "--model",
                 "replay",
@@ -313,7 +312,6 @@ def test_coa_sharded_by_task_merges_into_the_single_process_store(cluster, serve
     for name, ray_flags in (("single", []), ("ray", ["--ray", cluster, "--shards", "2"])):
         argv = [
             "coa",
-            "--run-dir",
             str(tmp_path / name),
             "--tasks",
             tasks,

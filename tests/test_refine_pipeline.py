@@ -170,7 +170,7 @@ def test_factory_refine_and_show_from_the_command_line(server, tmp_path):
     server.route(TRAJ_MARK, *[replies(PLAYED)] * 3)
     run_dir = tmp_path / "run"
     args = [sys.executable, "-m", "factory.cli", "refine", "-q", "--count", "2", "--no-code", "--model", "m",
-            "--base-url", server.base_url, "--run-dir", str(run_dir)]  # fmt: skip
+            "--base-url", server.base_url, str(run_dir)]  # fmt: skip
     first = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     assert "funnel: personas 2 -> scripts 2 -> verified scripts 2 -> trajectories 2 -> verified 2" in first.stdout

@@ -59,7 +59,7 @@ def test_auto_is_procedural_only_on_the_embedded_model(model, scripts, expected)
 
 
 def test_the_cli_flag_sets_the_script_source():
-    args = build_parser().parse_args(["refine", "--scripts", "procedural", "--run-dir", "/tmp/unused"])
+    args = build_parser().parse_args(["refine", "--scripts", "procedural", "/tmp/unused"])
     assert config_from_args(args).refine.scripts == "procedural"
     assert config_from_args(build_parser().parse_args(["refine"])).refine.scripts == "auto"
     with pytest.raises(SystemExit):

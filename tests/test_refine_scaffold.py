@@ -153,6 +153,6 @@ def test_auto_scaffolds_only_the_embedded_model(model, trajectories, expected):
 
 
 def test_the_cli_flag_sets_the_trajectory_source():
-    args = build_parser().parse_args(["refine", "--trajectories", "scaffolded", "--run-dir", "/tmp/unused"])
+    args = build_parser().parse_args(["refine", "--trajectories", "scaffolded", "/tmp/unused"])
     assert config_from_args(args).refine.trajectories == "scaffolded"
     assert config_from_args(build_parser().parse_args(["refine"])).refine.trajectories == "auto"

@@ -19,7 +19,7 @@ N = 400
 
 def smoke_command(base_url, run_dir, n=N):
     return [sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", str(n), "--model", "loopback",
-            "--base-url", base_url, "--concurrency", "4", "--run-dir", str(run_dir)]  # fmt: skip
+            "--base-url", base_url, "--concurrency", "4", str(run_dir)]  # fmt: skip
 
 
 def start_smoke_mid_batch(server, run_dir, **env):

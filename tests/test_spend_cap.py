@@ -16,7 +16,7 @@ def smoke(server, tmp_path, *flags):
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"llm": {"model": "my-finetune", "base_url": server.base_url, "price": PRICE}}))
     command = [sys.executable, "-m", "factory.cli", "smoke", "-q", "-c", str(config), "-n", "10", "--concurrency",
-               "1", "--run-dir", str(tmp_path / "run"), *flags]  # fmt: skip
+               "1", str(tmp_path / "run"), *flags]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
@@ -45,7 +45,7 @@ def test_the_cap_stops_sending_and_a_higher_cap_sends_only_the_rest(server, tmp_
 
 def test_a_cap_on_a_model_nobody_priced_is_refused_before_any_call(server, tmp_path):
     command = [sys.executable, "-m", "factory.cli", "smoke", "-q", "-n", "2", "--model", "my-finetune", "--base-url",
-               server.base_url, "--run-dir", str(tmp_path / "run"), "--max-cost-usd", "5"]  # fmt: skip
+               server.base_url, str(tmp_path / "run"), "--max-cost-usd", "5"]  # fmt: skip
     refused = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and not server.requests
     assert refused.stderr.strip() == (

@@ -59,7 +59,7 @@ def test_a_damaged_store_is_one_line_and_never_written(how, command, smoke_store
     before, sent = digest(smoke_store), len(server.requests)
     run_dir = str(smoke_store.parent)
     if command == ["smoke"]:
-        args = ["smoke", "-q", "-n", "300", "--model", "m", "--base-url", server.base_url, "--run-dir", run_dir]
+        args = ["smoke", "-q", "-n", "300", "--model", "m", "--base-url", server.base_url, run_dir]
     else:
         args = [*command, run_dir]
     assert_damage_line(factory_cli(*args), smoke_store)
@@ -87,11 +87,11 @@ def test_a_clean_store_is_written_as_before(smoke_store):
 def test_a_file_in_the_way_of_the_run_folder(tmp_path):
     blocker = tmp_path / "run"
     blocker.write_text("not a folder")
-    result = factory_cli("smoke", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--run-dir", str(blocker))
+    result = factory_cli("smoke", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", str(blocker))
     expected = f"error: cannot create run folder {blocker}: a file is in the way\n"
     assert (result.returncode, result.stderr) == (2, expected)
     below = blocker / "sub"
-    result = factory_cli("smoke", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--run-dir", str(below))
+    result = factory_cli("smoke", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", str(below))
     assert (result.returncode, result.stderr) == (2, f"error: cannot create run folder {below}: Not a directory\n")
 
 
@@ -108,7 +108,7 @@ def immutable_dir(tmp_path):
 
 def test_a_run_folder_under_a_read_only_parent(immutable_dir):
     run_dir = immutable_dir / "run"
-    result = factory_cli("smoke", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--run-dir", str(run_dir))
+    result = factory_cli("smoke", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", str(run_dir))
     expected = f"error: cannot create run folder {run_dir}: Operation not permitted\n"
     assert (result.returncode, result.stderr) == (2, expected)
     with pytest.raises(FactoryError, match="cannot create run folder"):

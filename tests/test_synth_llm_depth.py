@@ -187,7 +187,7 @@ def test_cli_end_to_end_and_a_rerun_asks_nothing(server, corpus, tmp_path, capsy
     seeds = seed_file(tmp_path / "seeds.jsonl", [BRIDGE, SEEDS[5]])
     out = tmp_path / "tasks.jsonl"
     argv = ["tasks", "expand", "--corpus", str(corpus), "--seeds", str(seeds), "--depth", "3", "--model", "loopback",
-            "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"), "--out", str(out)]  # fmt: skip
+            "--base-url", server.base_url, str(tmp_path / "run"), "--out", str(out)]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "expand: 2 made -> entity_page -1 -> 1 kept" in printed and "closed_book not run" in printed
@@ -214,6 +214,7 @@ def test_bad_input_is_one_line(corpus, tmp_path, capsys, argv, message):
     seeds = seed_file(tmp_path / "seeds.jsonl", [BRIDGE])
     argv = [{"SEEDS": str(seeds), "CORPUS": str(corpus)}.get(a, a) for a in argv]
     run_dir = str(tmp_path / "run")
-    assert main(["tasks", "expand", *argv, "--model", "m", "--run-dir", run_dir, "--out", str(tmp_path / "t")]) == 2
+    model = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1"]  # a model name that resolves (issue 28)
+    assert main(["tasks", "expand", *argv, *model, run_dir, "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err

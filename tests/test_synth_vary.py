@@ -19,7 +19,7 @@ def test_a_math_variant_from_the_command_line_is_a_task_whose_answer_the_sandbox
     server.route(DIVISORS, math_reply(sweep, DIVISOR_PROGRAM, "range 10000 9", "seed 196", claimed="31"))
     out = tmp_path / "variants.jsonl"
     args = [sys.executable, "-m", "factory.cli", "tasks", "vary", "--seeds", str(seeds), "--out", str(out),
-            "--model", "m", "--base-url", server.base_url, "--run-dir", str(tmp_path / "run")]  # fmt: skip
+            "--model", "m", "--base-url", server.base_url, str(tmp_path / "run")]  # fmt: skip
     done = subprocess.run(args, capture_output=True, text=True, timeout=120)
 
     assert done.returncode == 0, done.stderr

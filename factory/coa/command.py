@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_options import add_dry_run_options, add_llm_options
+from ..cli_options import add_dry_run_options, add_llm_options, add_run_folder, run_folder_and_file
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
 from ..scale.options import add_ray_options
@@ -31,8 +31,15 @@ def add_coa_parsers(commands: argparse._SubParsersAction) -> None:
     coa.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     coa.set_defaults(func=cmd_coa, run_dir_default="outputs/coa", section="coa", takes_run_config=True)
 
-    coa_import = commands.add_parser("coa-import", help="distil agent logs you already have into AFM trajectories")
-    coa_import.add_argument("path", help="JSONL of OpenAI tool-calling conversations or smolagents step memory")
+    coa_import = commands.add_parser(
+        "coa-import",
+        help="distil agent logs you already have into AFM trajectories",
+        usage="%(prog)s RUN_DIR FILE [options]",
+    )
+    add_run_folder(coa_import, "the run folder to distil into (made if missing)", required=True,
+                   usage="factory coa-import RUN_DIR FILE")  # fmt: skip
+    coa_import.add_argument("path", metavar="FILE", nargs="?",  # one word alone: the old `coa-import FILE`
+                            help="JSONL of OpenAI tool-calling conversations or smolagents step memory")  # fmt: skip
     coa_import.add_argument(
         "--variant",
         choices=["mas", "code"],
@@ -45,7 +52,6 @@ def add_coa_parsers(commands: argparse._SubParsersAction) -> None:
         default="auto",
         help="the log's format (default auto: a record with chat messages is openai, any other smolagents)",
     )
-    coa_import.add_argument("--run-dir", help="run folder (default outputs/coa-import)")
     coa_import.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     coa_import.set_defaults(func=cmd_coa_import)
 
@@ -55,8 +61,8 @@ def cmd_coa(args: argparse.Namespace, config: FactoryConfig) -> int:
 
 
 def cmd_coa_import(args: argparse.Namespace) -> int:
-    run_dir = args.run_dir or "outputs/coa-import"
-    outcome = run_coa_import(run_dir, args.path, variant=args.variant, fmt=args.format, progress=not args.quiet)
+    run_dir, path = run_folder_and_file(args, "outputs/coa-import")
+    outcome = run_coa_import(run_dir, path, variant=args.variant, fmt=args.format, progress=not args.quiet)
     return print_coa(outcome, run_dir)
 
 

@@ -59,7 +59,9 @@ def _env_key(var: str | None, required: bool, model_id: str) -> str | None:
 def _env_base(compat: CompatProvider, model_id: str) -> str:
     from_env = os.environ.get(compat.base_env or "", "").strip()
     if not from_env and compat.default_base is None:
-        raise MissingKeyError(f"model '{model_id}' needs a server address: set {compat.base_env} or base_url")
+        raise MissingKeyError(
+            f"model '{model_id}' needs a server address: set {compat.base_env} or base_url (--base-url)"
+        )
     if not from_env:
         return compat.default_base  # type: ignore[return-value]
     try:
@@ -109,8 +111,9 @@ def _litellm_endpoint(model_id: str, config: LLMConfig) -> Endpoint:
             litellm.get_llm_provider(model_id)
         except Exception:
             raise FactoryError(
-                f"unknown model '{model_id}': use 'local', 'local:/path.gguf', a litellm model string "
-                "such as openai/gpt-4o-mini, or a model name with base_url"
+                f"unknown model '{model_id}': use 'local' (the embedded model), 'local:/path.gguf', a litellm "
+                "model string such as openai/gpt-4o-mini or anthropic/claude-haiku-4-5, or any name served at "
+                "base_url (--base-url)"
             ) from None
     provider = model_id.split("/", 1)[0] if "/" in model_id else "litellm"
     return Endpoint(

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cli_options import add_dry_run_options, add_llm_options, flag_overrides, with_overrides
+from ..cli_options import add_dry_run_options, add_llm_options, flag_names, flag_overrides, with_overrides
 from ..llm.call_summary import format_call_summary, summarize_calls
 from ..scale.options import add_ray_options
 from .config import PassrateConfig
@@ -29,8 +29,7 @@ FLAGS = {"tasks": "tasks", "count": "count", "seed": "seed", "domain": "domain",
 
 def add_passrate_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("passrate", help="sample N rollouts per task from a policy model; pass rates for RL")
-    parser.add_argument("run_folder", nargs="?", metavar="RUN_DIR", help="run folder (default outputs/passrate)")
-    add_llm_options(parser)
+    add_llm_options(parser)  # and RUN_DIR (default: the config's run_dir, else outputs/passrate)
     parser.add_argument("--tasks", help="JSONL/parquet task file or saved dataset (verl/AFM rows work as they are)")
     parser.add_argument("--count", type=int, help="tasks to sample from the file (default: all)")
     parser.add_argument("--seed", type=int, help="task sampling seed")
@@ -62,4 +61,5 @@ def passrate_settings(args: argparse.Namespace, base: PassrateConfig) -> Passrat
     overrides = flag_overrides(args, FLAGS)
     if getattr(args, "no_retry_failures", False):
         overrides["retry_failures"] = False
-    return with_overrides(base, overrides)
+    flags = flag_names(FLAGS) | {"n": "-n", "retry_failures": "--no-retry-failures"}
+    return with_overrides(base, overrides, flags=flags)

@@ -60,7 +60,10 @@ def run_passrate_on_ray(
 
 
 def choose_tasks(settings: PassrateConfig) -> list[Task]:
-    missing = "passrate needs tasks: --tasks FILE (a JSONL/parquet task file or a saved dataset)"
+    missing = (
+        "passrate needs tasks: --tasks FILE, or passrate.tasks in the config (a JSONL/parquet task file or a saved "
+        "dataset)"
+    )
     return select_tasks(settings.tasks, settings.domain, settings.count, settings.seed, missing)
 
 

@@ -24,7 +24,7 @@ from .status_command import live_or_raise
 
 def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     report = subparsers.add_parser("report", help="write a self-contained HTML report of a run (charts and tables)")
-    report.add_argument("run_dir", help="the run folder")
+    report.add_argument("run_dir", metavar="RUN_DIR", help="the run folder")
     report.add_argument("--out", help=f"HTML file to write (default RUN_DIR/{REPORT_FILENAME})")
     report.add_argument(
         "--validation",
@@ -67,7 +67,7 @@ def write_live_report(run_dir: str, out: str | None, busy: StoreBusyError) -> in
 
 def add_quality_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     quality = subparsers.add_parser("quality", help="quality figures of a run's verified trajectories (both paths)")
-    quality.add_argument("run_dir", help="the run folder")
+    quality.add_argument("run_dir", metavar="RUN_DIR", help="the run folder")
     quality.add_argument("--json", action="store_true", help="machine-readable output")
     quality.set_defaults(func=cmd_quality)
     return quality

@@ -17,7 +17,7 @@ from .live import describe, format_live, load_live
 
 def add_status_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     status = subparsers.add_parser("status", help="a run's progress, errors and spend, also while it runs")
-    status.add_argument("run_dir", help="the run folder")
+    status.add_argument("run_dir", metavar="RUN_DIR", help="the run folder")
     status.add_argument("--watch", type=float, nargs="?", const=2.0, metavar="SECONDS",
                         help="print the status again every SECONDS (default 2) until the run ends")  # fmt: skip
     status.add_argument("--json", action="store_true", help="machine-readable output")
@@ -27,7 +27,7 @@ def add_status_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 
 def add_calls_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     calls = subparsers.add_parser("calls", help="summarise a run's LLM call log")
-    calls.add_argument("run_dir", help="the run folder")
+    calls.add_argument("run_dir", metavar="RUN_DIR", help="the run folder")
     calls.add_argument("--stage", help="only this stage")
     calls.add_argument("--json", action="store_true", help="machine-readable output")
     calls.set_defaults(func=cmd_calls)

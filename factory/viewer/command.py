@@ -22,7 +22,7 @@ def add_ls_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPa
         "dropped it), correct (the answer check), turns, tools (tool calls; refine: the player's actions), "
         "fixes (refine: corrected mistakes; coa: reflections) and the reason it failed or was dropped.",
     )
-    parser.add_argument("run_dir", help="the run folder holding factory.duckdb")
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run folder holding factory.duckdb")
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument(
         "--failed",
@@ -97,8 +97,8 @@ def total_line(shown: int, picked: int, chosen: int, args: argparse.Namespace) -
 
 def add_show_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     show = subparsers.add_parser("show", help="print one trajectory, mistakes marked (find ids with factory ls)")
-    show.add_argument("run_dir", help="the run folder")
-    show.add_argument("id", nargs="?", help="trajectory id (refine:PERSONA, coa:TASK) or persona id")
+    show.add_argument("run_dir", metavar="RUN_DIR", help="the run folder")
+    show.add_argument("id", metavar="ID", nargs="?", help="trajectory id (refine:PERSONA, coa:TASK) or persona id")
     show.add_argument("--random", action="store_true", help="a random trajectory instead of an ID")
     show.add_argument(
         "--next",

@@ -57,6 +57,7 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "run_dir",
+        metavar="RUN_DIR",
         help="run folder: its verified scripts are the environments (unless --env), results go to RUN_DIR/eval/",
     )
     parser.add_argument(
