@@ -29,6 +29,7 @@ QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 NUMBER = re.compile(r"\b\d+(\.\d+)?\b")
 # Which LLM call stages belong to which generation path (refine's roles name theirs script/trajectory).
 CALL_STAGES = {"refine": "stage IN ('script', 'trajectory')", "coa": "stage LIKE 'coa%'"}
+ENDED_EARLY = "status NOT IN ('answered', 'imported')"  # a coa run's status when it ended without an answer
 SECTIONS_OF = {"refine": ("scripts", "verify", "calls"), "coa": ("traces", "calls"), "filter": ("filters",)}
 
 
@@ -96,12 +97,15 @@ def verify_section(store: Store) -> Section:
 
 
 def trace_section(store: Store) -> Section:
-    items = store.query("""
+    """One item per task: a run that ended early (timeout, llm_error, ...) by its run status, else what broke
+    its distillation or its answer (the run status's failure row in `trajectories` is the same task: not again)."""
+    items = store.query(f"""
         SELECT trace_id, status || coalesce(': ' || nullif(reason, ''), '') FROM coa_traces
-        WHERE status NOT IN ('answered', 'imported') ORDER BY 1""")
-    items += store.query("""
+        WHERE {ENDED_EARLY} ORDER BY 1""")
+    items += store.query(f"""
         SELECT trajectory_id, 'distillation ' || coalesce(rule, 'failed') || coalesce(': ' || nullif(reason, ''), '')
-        FROM trajectories WHERE source <> 'refine' AND NOT verified ORDER BY 1""")
+        FROM trajectories WHERE source <> 'refine' AND NOT verified
+        AND trajectory_id NOT IN (SELECT trace_id FROM coa_traces WHERE {ENDED_EARLY}) ORDER BY 1""")
     items += store.query("""
         SELECT trajectory_id, 'answer checked wrong' FROM trajectories
         WHERE source <> 'refine' AND verified AND correct = false ORDER BY 1""")

@@ -106,7 +106,9 @@ class TrajectoryStats(BaseModel):
         "state assertions (place, inventory, an item's place, a state) in trained thoughts"
     )
     ungrounded_assertions: int | None = _stat("those neither what the player read nor the replayed world supports")
-    ungrounded_thoughts: int | None = _stat("trained thoughts with an ungrounded state assertion", filtered=True)
+    ungrounded_thoughts: int | None = _stat(
+        "trained thoughts with an ungrounded state assertion, or naming another move than their action", filtered=True
+    )
     ungrounded_thought: str | None = _stat("the first ungrounded assertion: its clause, turn and reason")
     # coa and import: counted from the trace's events, so the code variant reports the same work as mas
     tool_calls: int | None = _stat("tool calls", filtered=True)

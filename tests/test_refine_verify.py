@@ -129,3 +129,17 @@ def test_injected_steps_are_mistakes_the_verifier_accepts(script):
         assert verdict.checks[0].action.ok is False  # a real mistake...
         assert verdict.failed_step != 0, verdict.reason  # ...that the DM evaluated correctly
     assert kinds == {"wrong_place"}  # what the kitchen allows: watering here (an amount would fail anyway)
+
+
+@pytest.mark.parametrize("flagged", ["logic", "unknown_action"])
+def test_an_unknown_action_is_its_own_error_type_in_the_row(script, flagged):
+    """Not a logic error (issue 28): the row labels it `unknown_action`, as `factory eval` counts it; the LLM
+    DM, whose schema has no such type, may call it logic."""
+    from factory.refine.output import build_trajectory
+
+    steps = [step("fly", {}, error=flagged), *GOOD[1:2], step("water", {"litres": 2}, error="location"), *GOOD[3:]]
+    verdict = verify_steps(script, steps)
+    assert verdict.ok, verdict.reason
+    assert verdict.checks[0].action.error_type == "unknown_action"
+    stats = build_trajectory("refine:t", script, verdict.checks, {}).stats()
+    assert stats.errors_by_type == {"unknown_action": 1, "location": 1}

@@ -50,7 +50,7 @@ def told_as(kind, reason, **values):
 @pytest.mark.parametrize(
     "name, params, error_type, kind, values",
     [
-        ("fly", {}, "logic", "unknown_action", {"action": "fly"}),
+        ("fly", {}, "unknown_action", "unknown_action", {"action": "fly"}),  # its own type, not logic (issue 28)
         ("go", {"place": "attic"}, "parameter", "invalid_value", {"action": "go", "param": "place", "value": "attic"}),
         ("go", {}, "parameter", "missing_param", {"action": "go", "param": "place"}),
         ("go", {"place": "garden", "speed": 2}, "parameter", "unexpected_param", {"action": "go", "param": "speed"}),

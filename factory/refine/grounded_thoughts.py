@@ -19,6 +19,11 @@ names the same state (`panels_mounted` for "the panels are mounted": its truth d
 state's word (its stem: "stack" for "stacked") must occur in what the player read. A clause that plans,
 intends or guesses ("I'll", "let me", "need", "might", "should", "if", a question...) asserts nothing and
 is skipped, and so is a pronoun subject ("it's ready"): no coreference, no guess.
+
+A plan does say one thing: the move it makes now. A trained thought that names its own action's verb
+with only other things ("I am going to take the laptop" over `take(item=textbook)`) clashes with that
+action (thought_actions.py); its turn counts among the row's `ungrounded_thoughts` too, so the
+`grounded_thoughts` filter drops the row, the clash as its reason.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .mentions import name_forms, name_pattern
 from .narration import display
 from .prose import PARTICLES, STATES, _participle
 from .script import Script
+from .thought_actions import clashes
 from .world import WorldState
 from .world import step as world_step
 
@@ -69,26 +76,19 @@ class ThoughtCheck:
     trained: int = 0  # trained thoughts read
     assertions: int = 0  # state assertions found in them
     ungrounded: list[Finding] = field(default_factory=list)  # the assertions no observation or world state supports
+    clashes: list[Finding] = field(default_factory=list)  # sentences naming another move than the turn's action
 
     @property
     def ungrounded_thoughts(self) -> int:
-        return len({f.turn for f in self.ungrounded})
+        """Trained thoughts with an ungrounded assertion or a clash with their own action."""
+        return len({f.turn for f in self.ungrounded + self.clashes})
 
     def stats(self) -> dict[str, Any]:
         """The fields a row's stats record (records.TrajectoryStats)."""
-        first = self.ungrounded[0].text() if self.ungrounded else None
+        found = sorted(self.ungrounded + self.clashes, key=lambda f: f.turn)
+        first = found[0].text() if found else None
         return {"state_assertions": self.assertions, "ungrounded_assertions": len(self.ungrounded),
                 "ungrounded_thoughts": self.ungrounded_thoughts, "ungrounded_thought": first}  # fmt: skip
-
-
-def _forms(name: str) -> list[str]:
-    """A name as a thought may write it: `safety_harness`, "safety harness", "harness"."""
-    spoken = display(name).lower()
-    forms = [name.lower(), spoken]
-    head = spoken.split()[-1]
-    if len(head) >= 3 and head not in PARTICLES and not head.isdigit():
-        forms.append(head)
-    return list(dict.fromkeys(forms))
 
 
 class World:
@@ -107,13 +107,13 @@ class World:
                 self.facts[fact] = (words[:-tail], words[-tail:])
         self.subjects = {" ".join(s): fact for fact, (s, _) in self.facts.items()}
         names = self.items + self.places + list(self.subjects)
-        forms = [_forms(name.replace(" ", "_")) for name in names]
+        forms = [name_forms(name.replace(" ", "_")) for name in names]
         self.things: dict[str, str] = {}
         for depth in range(3):  # every full name before any head noun: "panels" is the item's, not the fact's
             for name, written in zip(names, forms):
                 if depth < len(written):
                     self.things.setdefault(written[depth], name)
-        self.pattern = _alternation(self.things)
+        self.pattern = name_pattern(self.things)
 
     def mention(self, text: str, kinds: list[str]) -> str | None:
         """The first thing of these kinds ("item", "place") that `text` starts with (after a determiner)."""
@@ -125,11 +125,6 @@ class World:
     def mentions(self, text: str, kinds: list[str]) -> list[str]:
         pools = [n for k in kinds for n in {"item": self.items, "place": self.places}[k]]
         return [self.things[m] for m in re.findall(self.pattern, text) if self.things[m] in pools]
-
-
-def _alternation(forms: dict[str, str]) -> str:
-    ordered = sorted(forms, key=lambda f: (-len(f), f))
-    return r"\b(" + "|".join(re.escape(f) for f in ordered) + r")\b" if ordered else r"(?!x)x"
 
 
 def _stems(word: str) -> list[str]:
@@ -148,7 +143,7 @@ def _read(text: str, words: list[str]) -> bool:
 
 def _together(seen: list[str], a: str, b: str) -> bool:
     """Whether one sentence the player read names both (any of their forms)."""
-    pa, pb = _alternation(dict.fromkeys(_forms(a))), _alternation(dict.fromkeys(_forms(b)))
+    pa, pb = name_pattern(name_forms(a)), name_pattern(name_forms(b))
     return any(re.search(pa, s) and re.search(pb, s) for text in seen for s in re.split(r"(?<=[.!?])\s+", text))
 
 
@@ -227,6 +222,7 @@ def check_thoughts(script: Script, turns: list[dict[str, Any]], steps: list[dict
             seen.append(seen_text(turn, not seen))
             continue
         index += 1
+        done = (steps or [])[index - 1] if steps and index <= len(steps) else None
         if turn.get("loss"):
             result.trained += 1
             thought = re.sub(r"^\s*Thought:\s*", "", turn.get("content", "").split("Action:")[0]).strip()
@@ -235,7 +231,9 @@ def check_thoughts(script: Script, turns: list[dict[str, Any]], steps: list[dict
                     result.assertions += 1
                     if not grounded:
                         result.ungrounded.append(Finding(index, thought, clause, reason))
-        done = (steps or [])[index - 1] if steps and index <= len(steps) else None
+            for clash in clashes(script, thought, done.get("action", {})) if done else []:
+                reason = f"names {', '.join(clash.named)}; the action is {clash.call}"
+                result.clashes.append(Finding(index, thought, clash.sentence, reason))
         if done and done.get("evaluation", {}).get("error") == "none":
             action = done.get("action", {})
             moved = world_step(script, state, action.get("name", ""), action.get("params", {}))

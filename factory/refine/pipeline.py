@@ -203,6 +203,9 @@ def _save_verified(store: Store, base: dict, trajectory_id: str, script: Script,
     scaffolded = settings.trajectories == "scaffolded"  # the world plays and judges; the LLM writes the thoughts
     provenance = {"llm_calls": spend.calls, "dm_evaluation": "world" if scaffolded else settings.dm_evaluation,
                   "script_source": source, "trajectory_source": "scaffolded" if scaffolded else "llm"}  # fmt: skip
+    dropped = sum(len(s.get("dropped_thought", [])) for s in steps)  # sentences naming another move (scaffold.py)
+    if dropped:
+        provenance["thought_sentences_dropped"] = dropped
     trajectory = build_trajectory(trajectory_id, script, verdict.checks, provenance)
     save_trajectory(
         store,

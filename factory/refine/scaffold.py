@@ -8,7 +8,11 @@ error injection (inject.py) puts mistakes at drawn positions, each followed by
 the planned move that corrects it, the world's step function gives every DM
 line (grounding.py), and the model writes the player's thought for every step,
 all in one call, under a schema that fixes each action and observation
-(`const`, schemas.scaffold_schema). The verifier runs unchanged. Rows carry
+(`const`, schemas.scaffold_schema). A thought that names another move than
+its fixed action ("I take the laptop" over `take(item=textbook)`, thought_actions.py)
+is re-asked once, a `thought_action` verdict; after that its clashing sentences
+are dropped (kept under the step's `dropped_thought`, counted in the row's
+provenance). The verifier runs unchanged. Rows carry
 `trajectory_source: scaffolded` in their provenance, so a dataset can keep or
 drop them; capable models keep the paper's LLM-played trajectories.
 """
@@ -30,6 +34,8 @@ from .script import Script
 from .slips import SlipMix
 from .solvable import shortest_plan
 from .store import save_verdict
+from .thought_actions import RULE as CLASH_RULE
+from .thought_actions import Clash, step_clashes, without_clashes
 from .verify import TrajectoryVerdict, verify_steps
 from .world import ExtraCheck, WorldState
 from .world import step as world_step
@@ -96,6 +102,11 @@ def with_thoughts(steps: list[dict], thoughts: list[str]) -> list[dict] | None:
     return [{**s, "thought": t} for s, t in zip(steps, cleaned)]
 
 
+def clash_verdict(clashing: list[Clash], said: str) -> TrajectoryVerdict:
+    """The verdict of an attempt whose thought names another move than its action (thought_actions.py)."""
+    return TrajectoryVerdict(False, CLASH_RULE, clashing[0].step, said)
+
+
 async def scaffold_trajectory(llm: LLMClient, store: Store, trajectory_id: str, persona_id: str, script: Script,
                               settings: RefineConfig, extra: ExtraCheck | None, spend) -> tuple[tuple[list[dict], TrajectoryVerdict] | None, str]:  # fmt: skip
     """A verified scaffolded trajectory (steps, verdict) within the budget, or None and the last failure."""
@@ -106,13 +117,26 @@ async def scaffold_trajectory(llm: LLMClient, store: Store, trajectory_id: str, 
     target = draw_target(
         settings.mistake_counts, settings.min_corrections, random.Random(f"{settings.seed}:{persona_id}:mistakes")
     )
-    reason, attempt = "budget exhausted before any trajectory", 0
+    reason, attempt, reasked = "budget exhausted before any trajectory", 0, False
     while spend.calls < settings.budget:
         steps = with_mistakes(script, plan, target, settings, random.Random(f"{settings.seed}:{persona_id}:{attempt}"))
         result = await llm.run(writer.request(script, steps, attempt, trajectory_id))
         spend.add(result)
         filled = with_thoughts(steps, writer.parse(result.parsed)) if result.ok else None
-        if filled is None:
+        clashing = step_clashes(script, filled) if filled else []
+        if clashing and not reasked and spend.calls < settings.budget:  # re-ask once while the budget allows
+            reasked, said = True, clashing[0].text()
+            save_verdict(store, trajectory_id, attempt, clash_verdict(clashing, said), said, len(steps))
+            reason = f"{CLASH_RULE}: {said}"
+            attempt += 1
+            continue
+        if clashing:  # else each clashing sentence goes (the step keeps it under `dropped_thought`)
+            filled = without_clashes(script, filled)
+        if filled is None and clashing:
+            said = f"nothing left of a thought but its clash: {clashing[0].text()}"
+            save_verdict(store, trajectory_id, attempt, clash_verdict(clashing, said), said, len(steps))
+            reason = f"{CLASH_RULE}: {said}"
+        elif filled is None:
             reason = (
                 f"llm {result.error_kind}: {result.error}"
                 if not result.ok

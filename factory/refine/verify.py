@@ -41,7 +41,9 @@ class PlayerAction(BaseModel):
 
 
 class Evaluation(BaseModel):
-    error: Literal["none", "parameter", "location", "logic"]
+    # The LLM DM's schema offers ERROR_TYPES (schemas.py): its actions are tied to the script's, so none is
+    # unknown; the world-judged DM (grounding.py) names the world's type, an unknown action's included.
+    error: Literal["none", "parameter", "location", "logic", "unknown_action"]
     task_done: bool
 
 
@@ -75,13 +77,17 @@ class TrajectoryVerdict:
         return self.rule == "too_few_corrections" or self.failed_step == 0
 
 
+# The LLM DM's schema has no `unknown_action` (it cannot decode an unknown action): "logic" is its word for one.
+LLM_DM_WORD = {"unknown_action": "logic"}
+
+
 def _dm_disagrees(step: Step, truth: ActionCheck) -> tuple[str, str] | None:
     flagged = step.evaluation.error
     if not truth.ok and flagged == "none":
         return "unflagged_error", f"invalid action not flagged by the DM: {truth.reason}"
     if truth.ok and flagged != "none":
         return "false_alarm", f"the DM flagged a {flagged} error on a valid action"
-    if not truth.ok and flagged != truth.error_type:
+    if not truth.ok and flagged not in (truth.error_type, LLM_DM_WORD.get(truth.error_type)):
         return "wrong_error", f"the DM said {flagged} error; it is a {truth.error_type} error: {truth.reason}"
     return None
 

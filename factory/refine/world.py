@@ -8,7 +8,8 @@ checks the call (declarative rules, then the optional extra check such as
 validation code in the sandbox, which receives the values in their declared
 types, see values.py), applies the effects of a valid call, and says whether
 the goal holds afterwards. Error types follow the AgentRefine paper:
-parameter, location and logic errors. A refusal's `reason` is what the DM
+parameter, location and logic errors, and an action the script does not have is
+its own type, `unknown_action` (as `factory eval` counts it). A refusal's `reason` is what the DM
 tells the player, in the second person and in one of a few phrasings
 (narration.py; a missing fact in words, prose.py).
 """
@@ -23,7 +24,7 @@ from .prose import fact_refusal
 from .script import Action, Precondition, Script
 from .values import typed_params
 
-ErrorType = Literal["parameter", "location", "logic"]
+ErrorType = Literal["parameter", "location", "logic", "unknown_action"]
 
 # An extra check of a valid call, e.g. its validation code run in the sandbox:
 # (action name, typed params, state) -> (ok, reason); None when it has nothing to say.
@@ -123,7 +124,7 @@ def check_action(script: Script, state: WorldState, name: str, params: dict[str,
     if action is None:
         return ActionCheck(
             False,
-            "logic",
+            "unknown_action",
             refusal("unknown_action", key, action=display(name)),
             f"'{name}' is not an action",
             failed="unknown_action",

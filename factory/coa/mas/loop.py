@@ -66,7 +66,7 @@ async def run_mas(agents: Agents, toolbox: ToolBox, task: Task, settings: CoaCon
     except TimeoutError:  # the call or tool in flight is cancelled; the finished calls stay cached
         run.trace.status = "timeout"
         run.trace.reason = (
-            f"ran past coa.task_timeout_s ({settings.task_timeout_s:g} s); done by then: events "
+            f"task timed out after {settings.task_timeout_s:g} s (coa.task_timeout_s); done by then: events "
             f"{len(run.trace.events)}, tool calls {run.steps}, re-plans {run.replans}"
         )
     run.trace.duration_s = run.elapsed()
