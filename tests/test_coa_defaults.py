@@ -24,6 +24,7 @@ from test_coa_mas import (
 from factory.coa import CoaConfig, run_coa
 from factory.coa.batch import resolved_config
 from factory.coa.defaults import coa_llm, resolve_coa
+from factory.failures import failure_sections, format_failures
 from factory.llm import LLMConfig
 from factory.run_config import FactoryConfig
 from factory.store import Store
@@ -117,7 +118,16 @@ def test_a_task_past_its_time_limit_is_a_timeout_row_and_a_rerun_resumes_it(serv
     assert outcome.funnel["tasks"] == 2 and outcome.funnel["distilled"] == 1 and outcome.failures == {"timeout": 1}
     slow = next(row for row in rows(config) if row["task_id"] == "t/slow")
     assert not slow["verified"] and slow["rule"] == "timeout"
-    assert "coa.task_timeout_s (2 s)" in slow["reason"] and "events 1, tool calls 0" in slow["reason"]
+    assert slow["reason"].startswith(
+        "task timed out after 2 s (coa.task_timeout_s); done by then: events 1, tool calls 0"
+    )
+    with Store.open(config.run_dir, read_only=True) as store:
+        (traces,) = failure_sections(store, ["coa"])  # one task, one failure; its cancelled call is none
+    assert traces.failed == 1 and [(r.count, r.example_id) for r in traces.reasons] == [(1, "coa:t/slow")]
+    text = format_failures(config.run_dir, ["coa"])
+    assert "failures, coa/import tasks without a correct verified trajectory: 1\n" in text
+    assert "e.g. timeout: task timed out after 2 s (coa.task_timeout_s)" in text
+    assert "killed" not in text and "distillation" not in text
     trace = trace_of(config, "coa:t/slow")
     assert trace.status == "timeout" and [e.agent for e in trace.events] == ["planner"]  # what it had done
     assert not math.isclose(trace.duration_s, 0) and trace.duration_s < 6  # cancelled, not waited for

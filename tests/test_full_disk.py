@@ -3,13 +3,17 @@
 Each test mounts a real small tmpfs (root only; skipped otherwise), runs a real
 command against the loopback server, fills the disk mid-batch, and checks: one
 line, exit code 2, nothing sent after the failure was seen, and a rerun with the
-space freed asks only what was never answered.
+space freed asks only what was never answered. "Mid-batch" holds under any load:
+the server answers nothing from the 40th request on until the disk is full
+(`hold_from`); on a busy machine the batch once finished all its requests before
+the test had filled the disk (issue 28).
 """
 
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 from loopback_server import Action
@@ -40,6 +44,29 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
+def hold_from(server, n: int, content: str | None = None) -> threading.Event:
+    """From the n-th request on, the server answers nothing until the returned event is set (its one loop
+    waits in the reply: no request is read meanwhile), so a batch is held mid-way while the disk fills."""
+    release, reply = threading.Event(), server.content
+    server.default = Action(delay_s=0.1)
+
+    def held(body):
+        if len(server.requests) >= n:
+            release.wait(120)
+        return content if content is not None else reply(body)
+
+    server.content = held
+    return release
+
+
+def fill_held(disk, release: threading.Event) -> "os.PathLike":
+    """Fill the disk, then let the held batch go on: its next writes meet the full disk."""
+    try:
+        return fill(disk)
+    finally:
+        release.set()
+
+
 def fill(disk) -> "os.PathLike":
     """Write a file until the filesystem is full; returns its path."""
     filler = disk / "filler"
@@ -55,11 +82,11 @@ def fill(disk) -> "os.PathLike":
 
 
 def test_full_disk_stops_the_batch_keeps_every_answer_and_the_rerun_asks_only_the_rest(server, small_disk):
-    server.default = Action(delay_s=0.1)  # 300 requests at concurrency 16: about 2 s
+    release = hold_from(server, 40)  # 300 requests at concurrency 16, 0.1 s each: about 2 s unheld
     run_dir = small_disk / "run"
     proc = subprocess.Popen(smoke_command(server.base_url, run_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_for(lambda: len(server.requests) >= 40, proc)
-    filler = fill(small_disk)
+    filler = fill_held(small_disk, release)
     stderr = proc.communicate(timeout=120)[1].decode()
     first = server.hashes()
 
@@ -89,13 +116,13 @@ def test_passrate_stops_on_a_full_disk_and_the_rerun_samples_only_the_rest(serve
         "".join(f'{{"id": "q{i}", "question": "Capital of France? #{i}", "answer": "Paris"}}\n' for i in range(40)),
         encoding="utf-8",
     )
-    server.default = Action(content="<answer>Paris</answer>", delay_s=0.1)
+    release = hold_from(server, 40, "<answer>Paris</answer>")
     command = [sys.executable, "-m", "factory.cli", "passrate", str(small_disk / "run"), "--tasks", str(tasks),
                "--model", "loopback", "--base-url", server.base_url, "-q", "--n", "8", "--concurrency", "16",
                "--no-retry-failures"]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_for(lambda: len(server.requests) >= 40, proc)
-    filler = fill(small_disk)
+    filler = fill_held(small_disk, release)
     stderr = proc.communicate(timeout=120)[1].decode()
     first = server.hashes()
     lines = [line for line in stderr.splitlines() if line.strip()]
@@ -135,13 +162,13 @@ AS_COMPLETED_BATCH = textwrap.dedent("""
 
 
 def test_a_batch_of_item_tasks_ends_with_one_line_not_a_traceback_per_task(server, small_disk):
-    server.default = Action(delay_s=0.1)
+    release = hold_from(server, 40)
     script = AS_COMPLETED_BATCH.format(
         tests=os.path.dirname(__file__), url=server.base_url, store=str(small_disk / "s.duckdb")
     )
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
     wait_for(lambda: len(server.requests) >= 40, proc)
-    fill(small_disk)
+    fill_held(small_disk, release)
     stderr = proc.communicate(timeout=120)[1].decode()
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert proc.returncode == 1 and len(lines) == 1, stderr[-3000:]  # sys.exit(message) exits 1

@@ -52,7 +52,7 @@ class CoaOutcome:
 
 
 def choose_tasks(settings: CoaConfig) -> list[Task]:
-    missing = "coa.tasks is not set: name a JSONL/parquet task file or a saved dataset"
+    missing = "coa.tasks is not set (--tasks FILE): name a JSONL/parquet task file or a saved dataset"
     return select_tasks(settings.tasks, settings.domain, settings.count, settings.seed, missing)
 
 
