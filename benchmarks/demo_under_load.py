@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -70,7 +71,13 @@ def run_demo(config: Path, limit_s: float) -> dict:
     seconds = round(time.monotonic() - started, 1)
     threads = next((line for line in (err or "").splitlines() if line.startswith("embedded model")), None)
     return {"exit_code": code, "stalled": code is None, "wall_s": seconds, "embedded_model": threads,
-            "last_stderr": (err or "").strip().splitlines()[-3:]}  # fmt: skip
+            **bar_figures(err or ""), "last_stderr": (err or "").strip().splitlines()[-3:]}  # fmt: skip
+
+
+def bar_figures(stderr: str) -> dict:
+    """The most time-outs and retries any progress bar showed (a stalled run has no call rows to count)."""
+    found = {name: [int(n) for n in re.findall(rf"\b{name} (\d+)", stderr)] for name in ("timeouts", "retries")}
+    return {f"bar_{name}": max(values, default=0) for name, values in found.items()}
 
 
 def calls_of(run_dir: Path) -> dict:
