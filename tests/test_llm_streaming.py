@@ -4,13 +4,16 @@ Over real HTTP to the loopback server, which streams server-sent events as OpenA
 """
 
 import asyncio
+import subprocess
+import sys
+import time
 
 from loopback_server import Action, provider_error
 
 from factory.llm import LLMClient, Request
 from factory.llm.config import LocalModelConfig
 from factory.llm.inflight import IN_FLIGHT, describe, since
-from factory.llm.local import chosen_threads, decode_rate
+from factory.llm.local import busy_elsewhere, chosen_threads, decode_rate
 from factory.llm.streaming import StreamedReply, StreamingTransport
 from factory.reporting.live import format_live
 from factory.store import Store
@@ -122,10 +125,25 @@ def test_the_embedded_model_streams_by_default_and_other_servers_do_not():
 
 
 def test_threads_follow_the_cores_free_now():
-    assert chosen_threads(LocalModelConfig(threads=3), cores=2, load=9.0) == (3, "llm.local.threads")
-    assert chosen_threads(LocalModelConfig(), cores=2, load=0.1)[0] == 2  # a quiet machine: every core
-    assert chosen_threads(LocalModelConfig(), cores=2, load=3.9) == (1, "2 cores, load 3.9")  # busy: one
-    assert chosen_threads(LocalModelConfig(), cores=16, load=4.2)[0] == 12
+    assert chosen_threads(LocalModelConfig(threads=3), cores=2, busy=9.0) == (3, "llm.local.threads")
+    assert chosen_threads(LocalModelConfig(), cores=2, busy=0.1)[0] == 2  # a quiet machine: every core
+    assert chosen_threads(LocalModelConfig(), cores=2, busy=3.9) == (1, "2 cores, 3.9 busy with other work")
+    assert chosen_threads(LocalModelConfig(), cores=16, busy=4.2)[0] == 12
+
+
+def test_busy_cores_count_other_processes_not_this_one():
+    quiet = busy_elsewhere(0.3)
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)
+        loaded = busy_elsewhere(0.3)
+    finally:
+        spin.kill()
+        spin.wait()
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:  # this process busy: not counted
+        pass
+    assert loaded >= quiet + 0.5  # another process on a core shows (a busy machine only adds to it)
 
 
 def test_the_decode_rate_is_llama_cpps_own_timing_else_tokens_over_time():

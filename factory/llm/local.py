@@ -24,19 +24,41 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PROBE_TOKENS = 16  # decoded at start: proves the server serves, and measures its speed on this machine now
 
 
-def chosen_threads(config: LocalModelConfig, cores: int | None = None, load: float | None = None) -> tuple[int, str]:
+def chosen_threads(config: LocalModelConfig, cores: int | None = None, busy: float | None = None) -> tuple[int, str]:
     """llama.cpp's thread count, and why: llm.local.threads, else the cores free now (at least 1).
 
     llama.cpp's own default takes every core. On a machine that other work keeps busy its
     threads wait on each other at every token: at load 4-20 on 2 cores a slot decoded ~0.3
-    tokens/s, and 1 thread was 9x faster. Free cores = usable cores minus the 1-minute load.
+    tokens/s, and 1 thread was 9x faster. Free = usable cores minus the cores other processes
+    kept busy over the last half second (not the 1-minute load average: it still counts work
+    that has ended, such as this process's own, and gave a quiet machine one thread).
     """
     if config.threads:
         return config.threads, "llm.local.threads"
     cores = cores or len(os.sched_getaffinity(0))
-    load = os.getloadavg()[0] if load is None else load
-    free = int(cores - load + 0.5)
-    return max(1, min(cores, free)), f"{cores} cores, load {load:.1f}"
+    busy = busy_elsewhere() if busy is None else busy
+    if busy is None:  # no /proc: the load average is what there is
+        busy = os.getloadavg()[0]
+    free = int(cores - busy + 0.5)
+    return max(1, min(cores, free)), f"{cores} cores, {busy:.1f} busy with other work"
+
+
+def busy_elsewhere(window_s: float = 0.5) -> float | None:
+    """Cores that other processes kept busy over `window_s` (/proc/stat less this process); None off Linux."""
+    try:
+        (busy0, own0), started = cpu_ticks(), time.monotonic()
+        time.sleep(window_s)
+        (busy1, own1), elapsed = cpu_ticks(), time.monotonic() - started
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0.0, ((busy1 - busy0) - (own1 - own0)) / (os.sysconf("SC_CLK_TCK") * elapsed))
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """(ticks every CPU spent busy, ticks this process spent on a CPU) since boot."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split()[1:9])
+    own = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()  # after the name: state is field 3
+    return user + nice + system + irq + softirq + steal, int(own[11]) + int(own[12])  # utime, stime
 
 
 def default_gguf() -> Path:
