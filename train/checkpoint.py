@@ -30,13 +30,32 @@ class CheckpointMismatch(FactoryError):
     """The checkpoint was trained with another config or other data."""
 
 
-def last_checkpoint(output_dir: str | Path) -> Path | None:
-    """The finished checkpoint with the highest step, or None."""
+def finished_checkpoints(output_dir: str | Path) -> list[Path]:
+    """The checkpoints in output_dir whose completion marker was written, by name."""
     folder = Path(output_dir)
     if not folder.is_dir():
-        return None
-    done = [p for p in folder.iterdir() if CHECKPOINT_NAME.match(p.name) and (p / META_FILE).is_file()]
+        return []
+    return sorted(p for p in folder.iterdir() if CHECKPOINT_NAME.match(p.name) and (p / META_FILE).is_file())
+
+
+def last_checkpoint(output_dir: str | Path) -> Path | None:
+    """The finished checkpoint with the highest step, or None."""
+    done = finished_checkpoints(output_dir)
     return max(done, key=lambda p: int(CHECKPOINT_NAME.match(p.name).group(1)), default=None)
+
+
+def foreign_checkpoints(output_dir: str | Path, config_hash: str, data_hash: str) -> list[Path]:
+    """Finished checkpoints made from another config or other data (or whose marker cannot be read):
+    neither resumable without force nor the model this config trains."""
+    foreign = []
+    for checkpoint in finished_checkpoints(output_dir):
+        try:
+            meta = read_meta(checkpoint)
+        except (OSError, ValueError):
+            meta = {}
+        if meta.get("config_hash") != config_hash or meta.get("data_hash") != data_hash:
+            foreign.append(checkpoint)
+    return foreign
 
 
 def read_meta(checkpoint: Path) -> dict[str, Any]:

@@ -80,26 +80,16 @@ def run_train_stage(ctx: Context) -> list[str]:
 def remove_stale_checkpoints(config) -> list[str]:
     """Remove the finished checkpoints in output_dir whose config or data hash is not this run's (unless the
     config forces a resume), so training resumes only from its own and eval never plays an older model."""
-    from train.checkpoint import CHECKPOINT_NAME, META_FILE, read_meta
+    from train.checkpoint import foreign_checkpoints
     from train.config import config_hash
     from train.data import data_files_hash
 
-    folder = Path(config.output_dir)
-    if config.force_resume or not folder.is_dir():
+    if config.force_resume:
         return []
-    wanted = {"config_hash": config_hash(config), "data_hash": data_files_hash(config.data)}
-    removed = []
-    for checkpoint in sorted(folder.iterdir()):
-        if not (CHECKPOINT_NAME.match(checkpoint.name) and (checkpoint / META_FILE).is_file()):
-            continue
-        try:
-            meta = read_meta(checkpoint)
-        except (OSError, ValueError):
-            meta = {}  # an unreadable marker: neither resumable nor playable
-        if any(meta.get(name) != value for name, value in wanted.items()):
-            shutil.rmtree(checkpoint)
-            removed.append(checkpoint.name)
-    return removed
+    stale = foreign_checkpoints(config.output_dir, config_hash(config), data_files_hash(config.data))
+    for checkpoint in stale:
+        shutil.rmtree(checkpoint)
+    return [checkpoint.name for checkpoint in stale]
 
 
 def quiet_hub_bars() -> None:
