@@ -85,9 +85,10 @@ def test_the_filter_drops_the_clashing_row_with_its_reason(tmp_path):
     }
 
 
-def scaffold_model(clashing_replies: int):
+def scaffold_model(clashing_replies: int, whole: tuple[int, ...] = ()):
     """A model under the scaffold's schema: its first `clashing_replies` replies say every `go` goes to the other
-    place ("I will go to the kitchen." over go(place=garden)) before a sentence of their own; later ones agree."""
+    place ("I will go to the kitchen." over go(place=garden)) before a sentence of their own; later ones agree.
+    The replies numbered in `whole` (0-based) say only the clashing sentence at every step after the first."""
     replies = []
 
     def write(body):
@@ -98,7 +99,7 @@ def scaffold_model(clashing_replies: int):
             thought = f"I see that step {n} moves the plan on."  # the schema: "I ...", 20 to 150 characters
             if call.startswith("go(") and len(replies) < clashing_replies:  # the fixed call, as written
                 other = "kitchen" if call == "go(place=garden)" else "garden"
-                thought = f"I will go to the {other}. {thought}"
+                thought = f"I will go to the {other}." + ("" if len(replies) in whole and n > 1 else f" {thought}")
             steps.append({SCAFFOLD_KEYS["action"]: call, SCAFFOLD_KEYS["thought"]: thought,
                           SCAFFOLD_KEYS["observation"]: item["properties"][SCAFFOLD_KEYS["observation"]]["const"]})  # fmt: skip
         replies.append(steps)
@@ -107,8 +108,8 @@ def scaffold_model(clashing_replies: int):
     return write
 
 
-def scaffolded_row(server, fast_config, tmp_path, clashing_replies):
-    server.content = scaffold_model(clashing_replies)
+def scaffolded_row(server, fast_config, tmp_path, clashing_replies, whole=()):
+    server.content = scaffold_model(clashing_replies, whole)
     server.route(SCRIPT_MARK, ok(GARDEN))
     store = Store(tmp_path / "r.duckdb")
     assert run_one(fast_config(), store, SCAFFOLDED)
@@ -137,4 +138,14 @@ def test_a_clash_asked_again_is_dropped_and_counted_and_never_kept(server, fast_
     assert dropped and all(s["action"]["name"] == "go" and s["thought"].startswith("I see that step ") for s in dropped)
     assert all(d.startswith("I will go to the ") for s in dropped for d in s["dropped_thought"])
     assert stats["provenance"]["thought_sentences_dropped"] == len(dropped)
+    assert step_clashes(Script.model_validate(GARDEN), steps) == [] and stats["ungrounded_thoughts"] == 0
+
+
+def test_a_thought_asked_again_that_is_only_a_clash_falls_back_to_the_first_answer(server, fast_config, tmp_path):
+    # The second reply is nothing but clashes after its first step: each step keeps the first reply's thought
+    # less its clashing sentence, so one re-ask never costs the attempt (a persona's budget may be 3 calls).
+    steps, stats, verdicts, sent = scaffolded_row(server, fast_config, tmp_path, clashing_replies=2, whole=(1,))
+    assert sent == 3 and [v[2] for v in verdicts] == ["thought_action", None]
+    dropped = [s for s in steps if "dropped_thought" in s]
+    assert dropped and all(s["thought"].startswith("I see that step ") for s in steps)
     assert step_clashes(Script.model_validate(GARDEN), steps) == [] and stats["ungrounded_thoughts"] == 0

@@ -10,9 +10,9 @@ line (grounding.py), and the model writes the player's thought for every step,
 all in one call, under a schema that fixes each action and observation
 (`const`, schemas.scaffold_schema). A thought that names another move than
 its fixed action ("I take the laptop" over `take(item=textbook)`, thought_actions.py)
-is re-asked once, a `thought_action` verdict; after that its clashing sentences
-are dropped (kept under the step's `dropped_thought`, counted in the row's
-provenance). The verifier runs unchanged. Rows carry
+is re-asked once for the same moves, a `thought_action` verdict; then each step
+keeps whichever of its two thoughts agrees, else loses its clashing sentences
+(kept under the step's `dropped_thought`, counted in the row's provenance). The verifier runs unchanged. Rows carry
 `trajectory_source: scaffolded` in their provenance, so a dataset can keep or
 drop them; capable models keep the paper's LLM-played trajectories.
 """
@@ -117,21 +117,26 @@ async def scaffold_trajectory(llm: LLMClient, store: Store, trajectory_id: str, 
     target = draw_target(
         settings.mistake_counts, settings.min_corrections, random.Random(f"{settings.seed}:{persona_id}:mistakes")
     )
-    reason, attempt, reasked = "budget exhausted before any trajectory", 0, False
+    reason, attempt, earlier, reasked = "budget exhausted before any trajectory", 0, None, False
     while spend.calls < settings.budget:
-        steps = with_mistakes(script, plan, target, settings, random.Random(f"{settings.seed}:{persona_id}:{attempt}"))
+        steps = (
+            [{**s, "thought": ""} for s in earlier]  # the re-ask: the same moves, new thoughts
+            if earlier
+            else with_mistakes(script, plan, target, settings, random.Random(f"{settings.seed}:{persona_id}:{attempt}"))
+        )
         result = await llm.run(writer.request(script, steps, attempt, trajectory_id))
         spend.add(result)
-        filled = with_thoughts(steps, writer.parse(result.parsed)) if result.ok else None
+        filled = (with_thoughts(steps, writer.parse(result.parsed)) if result.ok else None) or earlier
         clashing = step_clashes(script, filled) if filled else []
         if clashing and not reasked and spend.calls < settings.budget:  # re-ask once while the budget allows
-            reasked, said = True, clashing[0].text()
+            reasked, earlier, said = True, filled, clashing[0].text()
             save_verdict(store, trajectory_id, attempt, clash_verdict(clashing, said), said, len(steps))
             reason = f"{CLASH_RULE}: {said}"
             attempt += 1
             continue
-        if clashing:  # else each clashing sentence goes (the step keeps it under `dropped_thought`)
-            filled = without_clashes(script, filled)
+        if clashing:  # else, step by step, the thought of the two that agrees, or the clashing sentences go
+            filled = without_clashes(script, filled, earlier)
+        earlier = None
         if filled is None and clashing:
             said = f"nothing left of a thought but its clash: {clashing[0].text()}"
             save_verdict(store, trajectory_id, attempt, clash_verdict(clashing, said), said, len(steps))

@@ -12,8 +12,9 @@ things are its clashes. A past move ("I took the key") is another form of the ve
 that names a later move with the same verb agrees as long as one mention is this call's ("after taking the
 key I'll take the lamp"); "going to" + a verb is the future, not the move `go`.
 
-Used twice: scaffold.py re-asks once when a written thought clashes with its fixed action, then drops the
-clashing sentences (`without_clashes`); grounded_thoughts.check_thoughts counts the trained thoughts that
+Used twice: scaffold.py re-asks once (same moves) when a written thought clashes with its fixed action,
+then takes, step by step, whichever of the two thoughts agrees, else drops the clashing sentences
+(`without_clashes`); grounded_thoughts.check_thoughts counts the trained thoughts that
 still clash, so the `grounded_thoughts` filter drops such a row with the clash as its reason.
 """
 
@@ -127,17 +128,29 @@ def step_clashes(script: Script, steps: list[dict[str, Any]]) -> list[Clash]:
     return [c for i, s in enumerate(steps) for c in clashes(script, s.get("thought", ""), s.get("action", {}), i)]
 
 
-def without_clashes(script: Script, steps: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """The steps with each clashing sentence dropped from its thought (kept, as written, under
-    `dropped_thought`); None when a thought holds nothing else."""
+def without_clashes(
+    script: Script, steps: list[dict[str, Any]], earlier: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]] | None:
+    """The steps with each clashing thought replaced: by the same step's thought in `earlier` (the attempt
+    that was re-asked, same moves) when that one agrees, else by its own sentences less the clashing ones
+    (kept, as written, under `dropped_thought`), else by the earlier one's; None when nothing is left."""
     out = []
     for index, step in enumerate(steps):
-        drop = {c.sentence for c in clashes(script, step.get("thought", ""), step.get("action", {}), index)}
-        if not drop:
-            out.append(step)
-            continue
-        kept = [s for s in SENTENCES.split(step["thought"].strip()) if s.strip() not in drop]
-        if not kept:
+        options = [step] + ([earlier[index]] if earlier else [])
+        clean = next((s for s in options if not _clashing_sentences(script, s, index)), None)
+        kept = clean or next(filter(None, (_trimmed(script, s, index) for s in options)), None)
+        if kept is None:
             return None
-        out.append({**step, "thought": " ".join(kept), "dropped_thought": sorted(drop)})
+        out.append(kept)
     return out
+
+
+def _clashing_sentences(script: Script, step: dict[str, Any], index: int) -> set[str]:
+    return {c.sentence for c in clashes(script, step.get("thought", ""), step.get("action", {}), index)}
+
+
+def _trimmed(script: Script, step: dict[str, Any], index: int) -> dict[str, Any] | None:
+    """The step with its thought's clashing sentences dropped; None when nothing else is left."""
+    drop = _clashing_sentences(script, step, index)
+    kept = [s for s in SENTENCES.split(step.get("thought", "").strip()) if s.strip() not in drop]
+    return {**step, "thought": " ".join(kept), "dropped_thought": sorted(drop)} if kept else None
