@@ -23,6 +23,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-length", type=int, help="trl format: keep whole turns up to this many tokens")
     parser.add_argument("--tool-calls", choices=["text", "native"],
                         help="trl format: actions as the trajectory's text (default) or native tool calls")  # fmt: skip
+    parser.add_argument("--observations", choices=["mask", "train"],
+                        help="train: observations in the loss too (AutoCoA stage 3, a world model); default mask")  # fmt: skip
+    parser.add_argument("--pair-chosen", choices=["corrected", "plan"],
+                        help="refine preference pairs: chosen = the correction taken (default) or the world's plan move")  # fmt: skip
 
 
 def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -79,7 +83,8 @@ def _options(args: argparse.Namespace, file_type: str = "parquet"):
     return export_options(formats=args.format, file_type=file_type, validation=args.validation,
                           upsample=args.upsample, license=args.license, pretty_name=args.pretty_name,
                           tokenizer=args.tokenizer, max_length=args.max_length,
-                          tool_calls=args.tool_calls)  # fmt: skip
+                          tool_calls=args.tool_calls, observations=args.observations,
+                          pair_chosen=args.pair_chosen)  # fmt: skip
 
 
 def cmd_export(args: argparse.Namespace) -> int:

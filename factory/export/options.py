@@ -26,6 +26,12 @@ class ExportOptions(StrictModel):
     # AgentRefine and AFM trained on) or as native tool calls (the `openai` form: tools in the template's
     # system block, calls as the template writes them), for models served with a tool-call parser.
     tool_calls: Literal["text", "native"] = "text"
+    # AutoCoA's SFT stage 3 (a world model): "train" puts the observations (tool / DM turns) in the loss as
+    # well, in the formats that can say so per turn (messages, openai, trl); "mask" keeps them context only.
+    observations: Literal["mask", "train"] = "mask"
+    # Refine step-level preference pairs (preference, ranking, kto): the chosen step is the correction the
+    # trajectory took ("corrected") or the world's shortest-plan move from the same state ("plan").
+    pair_chosen: Literal["corrected", "plan"] = "corrected"
     license: str = "apache-2.0"
     pretty_name: str | None = None
 

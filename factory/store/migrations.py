@@ -207,4 +207,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         # script (refine) or their AFM tags (coa).
         "ALTER TABLE trajectories ADD COLUMN tools VARCHAR",
     ),
+    (
+        "0014_preference_pairs",
+        # Preference pairs a stage generated (coa "when to act": a tool call against an answer from recall,
+        # or the reverse where the model answers closed-book). prompt / chosen / rejected are JSON lists of
+        # chat messages {role, content}: the shared context and the two continuations; one side NULL is a
+        # KTO-only row (chosen: desirable, rejected: undesirable). evidence: JSON, why this side won.
+        """
+        CREATE TABLE preference_pairs (
+            pair_id VARCHAR PRIMARY KEY, kind VARCHAR, source VARCHAR, task_id VARCHAR, trajectory_id VARCHAR,
+            prompt VARCHAR, chosen VARCHAR, rejected VARCHAR, evidence VARCHAR, created_at TIMESTAMP
+        );
+        """,
+    ),
 ]
