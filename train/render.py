@@ -14,10 +14,18 @@ token straddling a boundary (an observation's edge, a header) is masked. AFM
 observation spans are removed from the trained ranges by character offset,
 never by looking for the token ids of the tag text.
 
-`train_on_observations=True` (AutoCoA's stage 3) also trains the AFM
-observation spans and the content of tool turns (sharegpt `observation`,
-messages `tool`); observations that a sharegpt row writes as human turns (the
-AgentRefine convention) are user text and never train.
+`train_on_observations=True` (AutoCoA's stage 3, a world model) also trains
+the AFM observation spans, the content of tool turns (sharegpt `observation`,
+messages `tool`; a turn flagged 0 stays out), and the user turns a row flags as
+observations that train (messages `weight: 1`, sharegpt `loss: true`: the
+AgentRefine convention writes the world's observations as user turns, and the
+export's `--observations train` flags those that answer an action). A flagged
+user turn trains like an assistant turn, from its content through its
+end-of-turn marker: the world speaks the whole turn, and a model standing in
+for it must learn where the turn ends. A tool turn trains its content only: the
+template wraps it (`<tool_response>` ...), and that wrapping is the template's.
+User turns without the flag (the task, a follow-up question) never train.
+Without the switch none of this trains, whatever the rows flag.
 
 `train_turn_suffix=True` also trains what the template writes after an
 assistant turn's end-of-turn marker up to the next turn (ChatML's newline
@@ -154,8 +162,8 @@ def _layout(messages: list[Message], chat_text: ChatText, switches: tuple[bool, 
             if not train_turn_suffix:  # the newline after <|im_end|> is the template's, not the model's to learn
                 end = content_start + len(text[content_start:end].rstrip())
             trained += _assistant_ranges(message, text, content_start, end, train_on_observations)
-        elif message.role == "tool" and train_on_observations and message.content:
-            trained.append(_find_content(message, text, start, end, k))
+        elif train_on_observations and message.observation_trains:
+            trained.append(_observation_range(message, text, start, end, k, train_turn_suffix))
         previous = text
     return previous, turn_ranges, trained
 
@@ -195,6 +203,15 @@ def _assistant_ranges(message: Message, text: str, start: int, end: int, train_o
     if end > cursor:
         ranges.append((cursor, end))
     return ranges
+
+
+def _observation_range(message: Message, text: str, start: int, end: int, k: int, train_turn_suffix: bool) -> Span:
+    """A tool turn's content; a flagged user turn's content through its end-of-turn marker (and, with
+    train_turn_suffix, what the template writes after it), as an assistant turn trains."""
+    content_start, content_end = _find_content(message, text, start, end, k)
+    if message.role == "tool":
+        return content_start, content_end
+    return content_start, end if train_turn_suffix else content_start + len(text[content_start:end].rstrip())
 
 
 def _find_content(message: Message, text: str, start: int, end: int, k: int) -> Span:

@@ -6,13 +6,16 @@ Formats are told apart by their keys (the export contract in docs/DESIGN.md):
   AgentRefine and LLaMA-Factory publish it: `from` in system / human / gpt /
   observation / function_call, optional `loss` (missing: gpt trains), optional
   row-level `system`. Observations inside human turns (the AgentRefine
-  convention) are user turns and never train.
+  convention) are user turns: they train only under `train_on_observations`
+  and only when the row flags them (`loss: true`, see `observation_trains`).
 * `messages` — OpenAI / TRL / axolotl: `weight` 0|1 (or `train`) on assistant
   messages, missing: trains. Native tool calling (factory/export/native.py):
   assistant `tool_calls` (OpenAI's shape, `arguments` a JSON string or a dict),
   `tool` messages with `tool_call_id`, and the row's `tools` (a list of
   JSON-schema functions, or that list as JSON text), all handed to the chat
-  template; an assistant turn whose only content is its call trains.
+  template; an assistant turn whose only content is its call trains. A `weight`
+  on a user or tool message says whether that observation trains under
+  `train_on_observations` (the export's `--observations train` writes it).
 
 In every format an assistant turn whose content is empty or blank never
 trains (it stays in context, masked): training it would teach the model to
@@ -60,6 +63,7 @@ class Message:
     tool_calls: tuple[dict, ...] = ()  # native calls, `arguments` a dict (as chat templates take them)
     tool_call_id: str | None = None  # a tool message: the call it answers
     name: str | None = None  # a tool message: the tool's name (Llama's and Mistral's templates read it)
+    observation_trains: bool = False  # environment output that trains under train_on_observations
 
     def chat(self) -> dict[str, Any]:
         """The message as a chat template takes it."""
@@ -118,8 +122,9 @@ def _sharegpt(turns: Any, where: str) -> list[Message]:
         if speaker not in SHAREGPT_ROLES:
             raise RenderError(f"{field}.from {speaker!r} is not one of {', '.join(SHAREGPT_ROLES)}")
         role = SHAREGPT_ROLES[speaker]
-        content = _text(turn.get("value", turn.get("content")), f"{field}.value")
-        out.append(Message(role, content, _trains(role, content, turn.get("loss"), f"{field}.loss")))
+        content, flag = _text(turn.get("value", turn.get("content")), f"{field}.value"), turn.get("loss")
+        trains = _trains(role, content, flag, f"{field}.loss")
+        out.append(Message(role, content, trains, observation_trains=observation_trains(role, content, flag)))
     return out
 
 
@@ -136,7 +141,8 @@ def _openai(messages: Any, where: str) -> list[Message]:
         content = _content(message.get("content"), f"{field}.content")
         weight = message.get("weight", message.get("train"))
         trains = _trains(role, content or ("call" if calls else ""), weight, f"{field}.weight")
-        out.append(Message(role, content, trains, (), calls, message.get("tool_call_id"), message.get("name")))
+        seen = observation_trains(role, content, weight)
+        out.append(Message(role, content, trains, (), calls, message.get("tool_call_id"), message.get("name"), seen))
     return out
 
 
@@ -224,6 +230,21 @@ def _trains(role: str, content: str, flag: Any, field: str) -> bool:
     assistant turn stays in context, masked, since training it would teach the model to answer
     with nothing but the end-of-turn marker."""
     return role == "assistant" and _flag(flag, field) and bool(content.strip())
+
+
+def observation_trains(role: str, content: str, flag: Any) -> bool:
+    """Whether a turn is an observation that trains under train_on_observations (AutoCoA's stage 3).
+
+    A tool turn is the environment's output: it trains unless its flag says 0 (the rule before user
+    observations could train: a tool turn with no flag trains). A user turn trains only when the row
+    flags it: the AgentRefine convention writes the world's observations as user turns, beside the task
+    and other user text, so only the row can tell them apart (the export's `--observations train` flags
+    exactly the observations that answer an action). Never an empty tool turn nor a blank user turn (a
+    tool turn of whitespace trained before; the export flags it 0). A flag that is not 0 or 1 changes
+    nothing here (non-assistant flags were never checked, and a row that rendered before still renders)."""
+    if role == "tool":
+        return not (flag is not None and flag == 0) and bool(content)
+    return role == "user" and flag is not None and flag == 1 and bool(content.strip())
 
 
 def _flag(value: Any, field: str) -> bool:

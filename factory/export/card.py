@@ -13,7 +13,7 @@ from ..prompts import render_prompt
 from ..store import Store
 from . import card_facts as facts
 from .options import ExportError
-from .selection import KeptCounts, kept_counts
+from .selection import KeptCounts, kept_counts, selection_sql
 from .snippets import consumer_section
 
 if TYPE_CHECKING:
@@ -38,9 +38,10 @@ def card_data(result: ExportResult) -> DatasetCardData:
         files = [{"split": split, "path": f"{fmt.folder.as_posix()}/{split}-{tag}*.{extension}"} for split in fmt.rows]
         configs.append({"config_name": fmt.name, "data_files": files, **({"default": True} if index == 0 else {})})
     largest = max((sum(fmt.rows.values()) for fmt in result.formats), default=0)
+    tags = TAGS + (["world-model"] if result.options.observations == "train" else [])  # AutoCoA's SFT stage 3
     return DatasetCardData(
         license=result.options.license, pretty_name=pretty_name(result), task_categories=["text-generation"],
-        tags=TAGS, size_categories=[size_category(largest)], configs=configs,
+        tags=tags, size_categories=[size_category(largest)], configs=configs,
     )  # fmt: skip
 
 
@@ -58,13 +59,20 @@ def render_card(store: Store, result: ExportResult, load_path: str = ".") -> str
         upsampling=upsampling_text(store),
         models=models_text(store), prompts=prompts_table(store), runs=runs_table(store),
         samples=samples_text(store, result), license=result.options.license,
-        consumers=consumer_section(result, load_path), rl=rl_text(result),
+        consumers=consumer_section(result, load_path, observed(store, result)), rl=rl_text(result),
     )  # fmt: skip
     text = f"---\n{data.to_yaml()}\n---\n\n{body}\n"
     parsed = DatasetCard(text).data.to_dict()
     if [c["config_name"] for c in parsed.get("configs", [])] != [f.name for f in result.formats]:
         raise ExportError("the dataset card's YAML header did not parse back to its configs")
     return text
+
+
+def observed(store: Store, result: ExportResult) -> tuple[int, int] | None:
+    """With `--observations train`: how many observations train, and how many of them are refusals."""
+    if result.options.observations != "train":
+        return None
+    return facts.observation_counts(store, selection_sql(result.options), list(result.selected))
 
 
 def write_card(store: Store, result: ExportResult, load_path: str | None = None) -> Path:

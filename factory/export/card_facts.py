@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..store import Store
+from .formats import OBSERVATION, SAYS_SOMETHING, TURNS_TYPE
 
 PROMPTS_PER_STAGE = 3  # fingerprints listed per stage; the rest are counted
 
@@ -88,3 +89,20 @@ def sample_rows(store: Store, files: list[str], file_type: str, n: int = 1) -> l
     reader = "read_parquet"
     rows = store.query(f"SELECT to_json(r) FROM (SELECT * FROM {reader}(?) LIMIT {n}) r", [files])
     return [json.loads(text) for (text,) in rows]
+
+
+def observation_counts(store: Store, selection: str, splits: list[str]) -> tuple[int, int]:
+    """Over the exported rows of `splits`: the observations that answer an action and say something (what
+    `--observations train` puts in the loss, formats.OBSERVATION), and how many of them answer a mistake
+    (the world's refusal of a wrong action)."""
+    if not splits:
+        return 0, 0
+    names = ", ".join(f"'{split}'" for split in splits)  # checked split names (selection.SPLIT_NAME)
+    rows = store.query(f"""
+        SELECT coalesce(count(*) FILTER (o.seen), 0), coalesce(count(*) FILTER (o.seen AND o.refusal), 0)
+        FROM (SELECT unnest(list_transform(t, lambda x, i: struct_pack(
+                  seen := {OBSERVATION} AND {SAYS_SOMETHING},
+                  refusal := i > 1 AND t[i - 1].role = 'assistant' AND t[i - 1].error IS NOT NULL))) AS o
+              FROM (SELECT from_json(turns, '{TURNS_TYPE}') AS t FROM ({selection})
+                    WHERE turns IS NOT NULL AND split IN ({names})))""")  # fmt: skip
+    return rows[0][0], rows[0][1]

@@ -13,6 +13,7 @@ from .lengths import measure
 from .llamafactory import llamafactory_mode, llamafactory_sql, write_dataset_info
 from .llamafactory_native import SCHEMA as NATIVE_LF_SCHEMA
 from .llamafactory_native import native_samples
+from .observations import observations_unavailable
 from .openai_format import SCHEMA as NATIVE_SCHEMA
 from .openai_format import native_rows
 from .options import ExportOptions, FormatName
@@ -27,7 +28,9 @@ SplitWriter = Callable[[str, Path], tuple[int, list[Path]]]  # (split, staging f
 def unavailable(name: FormatName, options: ExportOptions) -> str | None:
     """Why a format cannot be written with these options (checked before any work), or None."""
     spec = format_spec(name)
-    return spec.needs_message if spec.needs and not getattr(options, spec.needs) else None
+    if spec.needs and not getattr(options, spec.needs):
+        return spec.needs_message
+    return observations_unavailable(name, options.observations)
 
 
 def split_writer(
@@ -39,7 +42,7 @@ def split_writer(
 
 
 def sql_writer(store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict) -> SplitWriter:
-    sql = FORMAT_SQL[name](selection)
+    sql = FORMAT_SQL[name](selection, options.observations)
     return lambda split, folder: write_split(store, sql, split, folder, options)
 
 
@@ -71,7 +74,11 @@ def openai_writer(store: Store, name: FormatName, selection: str, options: Expor
     as_text = options.file_type == "parquet"  # one Arrow column cannot hold every row's function schemas
     settings["tools_as_text"] = as_text
     return lambda split, folder: write_stream(
-        native_rows(store, selection, split, as_text, skipped), split, folder, options, NATIVE_SCHEMA
+        native_rows(store, selection, split, as_text, skipped, options.observations),
+        split,
+        folder,
+        options,
+        NATIVE_SCHEMA,
     )
 
 

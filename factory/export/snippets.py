@@ -7,6 +7,7 @@ these values (the functions below are what they call).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -64,11 +65,13 @@ def llamafactory_config(settings: dict[str, Any], dataset_dir: str) -> dict[str,
 
 
 def afm_fork_config(settings: dict[str, Any], dataset_dir: str) -> dict[str, Any]:
-    """The data keys AFM's train/*/sft/*.sh give its LLaMA-Factory fork (docs/afm_format.md)."""
+    """The data keys AFM's train/*/sft/*.sh give its LLaMA-Factory fork (docs/afm_format.md); with
+    `observations: train` (AutoCoA's stage 3) the fork masks nothing in the output, as stock LLaMA-Factory."""
+    masked = settings.get("observations") != "train"
     return {
         **{k: v for k, v in llamafactory_config(settings, dataset_dir).items() if k != "mask_history"},
-        "ignore_observation": True,
-        "ignore_observation_token": "observation",
+        "ignore_observation": masked,
+        **({"ignore_observation_token": "observation"} if masked else {}),
     }
 
 
@@ -114,22 +117,43 @@ def length_note(settings: dict[str, Any]) -> str:
     return "keep `cutoff_len` above your longest sample"
 
 
-def consumer_section(result: ExportResult, load_path: str) -> str:
+def consumer_section(result: ExportResult, load_path: str, observed: tuple[int, int] | None = None) -> str:
     """The card's "Training with your trainer" text: one snippet per written format that has a trainer.
 
     `load_path` is a local folder, or the Hub repo id when publishing: then axolotl reads the repo's config
-    itself, and the trainers that read a folder are pointed at a download of the repo."""
+    itself, and the trainers that read a folder are pointed at a download of the repo. `observed`: how many
+    observations train and how many of them are refusals (card.observed), with `--observations train`."""
     hub = load_path != str(result.out)
     parts = [f"Download the repo first for the folder-based trainers: `huggingface-cli download {load_path} "
              "--repo-type dataset --local-dir DATA`, paths below are under it."] if hub else []  # fmt: skip
+    parts.append(observations_text(result, observed))
     for fmt in result.formats:
         folder = fmt.folder.as_posix()
         where = f"DATA/{folder}" if hub else f"{load_path}/{folder}"
+        fmt = replace(fmt, settings={**fmt.settings, "observations": result.options.observations})
         snippet = _snippet(fmt, where, load_path if hub else None, result.options.file_type)
         if snippet:
             parts.append(snippet)
     notes = "\n".join(f"- {text}" for text in IGNORED.values())
     return "\n\n".join(parts + ["What each trainer ignores:\n\n" + notes])
+
+
+def observations_text(result: ExportResult, observed: tuple[int, int] | None = None) -> str:
+    """Which mask the export used for the observations (export/observations.py), first in the section."""
+    if result.options.observations != "train":
+        return ("**Observations are masked** (`--observations mask`, AutoCoA's SFT stage 2): tool results and the "
+                "DM's lines are context only in every format; `--observations train` writes the world-model rows.")  # fmt: skip
+    seen, refusals = observed or (0, 0)
+    return (
+        "**Observations train** (`--observations train`, AutoCoA's SFT stage 3, a world model): every observation "
+        f"that answers an action is in the loss ({seen} in the kept rows), the world's refusal of a mistaken "
+        f"action included ({refusals} of them; the mistaken action itself stays out). `messages` and `openai` "
+        "rows carry `weight: 1` on those user / tool messages "
+        "(axolotl reads it on any role); `trl` rows were rendered with them in `assistant_masks`; `afm` rows train "
+        "with `ignore_observation: false`. factory's own trainer: `data.train_on_observations: true` (a flagged "
+        "user observation trains through its end-of-turn marker, a tool message its content). LLaMA-Factory never "
+        "trains human or observation turns, so `sharegpt` and `llamafactory` are not written."
+    )
 
 
 def _snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str | None:
@@ -158,16 +182,20 @@ def llamafactory_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_
 
 def afm_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
     config = yaml.safe_dump(afm_fork_config(fmt.settings, path), sort_keys=False).strip()
-    return (
-        "**AFM's LLaMA-Factory fork** (`afm`; it finds `<observation>` spans by token ids, so use a "
-        f"Qwen2/Llama-3-family tokenizer, see docs/afm_format.md; {length_note(fmt.settings)}):"
-        f"\n\n```yaml\n{config}\n```"
+    masks = (
+        "observations train: the whole `output` is in the loss, as stock LLaMA-Factory reading these rows with "
+        "the same `dataset_info.json` trains it"
+        if fmt.settings.get("observations") == "train"
+        else "it finds `<observation>` spans by token ids, so use a Qwen2/Llama-3-family tokenizer, see "
+        "docs/afm_format.md"
     )
+    return f"**AFM's LLaMA-Factory fork** (`afm`; {masks}; {length_note(fmt.settings)}):\n\n```yaml\n{config}\n```"
 
 
 def trl_card_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
     snippet = trl_snippet(fmt.settings, path, file_type)
-    return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`):\n\n```python\n{snippet}\n```"
+    observed = ", the observations in them too" if fmt.settings.get("observations") == "train" else ""
+    return f"**TRL** (`trl`, pre-tokenized `input_ids` + `assistant_masks`{observed}):\n\n```python\n{snippet}\n```"
 
 
 def messages_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
@@ -181,9 +209,18 @@ def openai_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: 
         else "a list"  # fmt: skip
     verl = yaml.safe_dump({"data": {"train_files": f"{path}/train-*", "custom_cls": {
         "path": "pkg://factory.export.verl_sft", "name": "NativeSFTDataset"}}}, sort_keys=False).strip()  # fmt: skip
-    return (
+    head = (
         "**Native tool calls** (`openai`: OpenAI's fine-tuning chat format; assistant `tool_calls` with "
         f"`arguments` as JSON text, `tool` messages with `tool_call_id`, `weight` 0/1, and `tools` as {tools}). "
+    )
+    if fmt.settings.get("observations") == "train":  # a weight the trainer ignores is not a mask
+        return head + (
+            "The `tool` messages carry `weight: 1` (observations train). OpenAI's fine-tuning and verl's multi-turn "
+            "SFT dataset train assistant messages only, so they cannot train these rows as exported: use axolotl, "
+            "or TRL with the `trl` export (`--tool-calls native`).\n\n"
+            + messages_snippet(fmt, path, repo_id, file_type)
+        )
+    return head + (
         "Export with `--jsonl` to upload to OpenAI fine-tuning as is. TRL ignores the per-message weight: for "
         "TRL use the `trl` export with `--tool-calls native`, pre-tokenized from these rows. verl's multi-turn "
         "SFT trainer (its stock dataset cannot read JSON-text tools and trains every assistant message):"

@@ -8,7 +8,10 @@ tokenization, and its `assistant_masks` column always becomes the labels
 keep them in place; TRL refuses `assistant_only_loss` on such rows, so leave
 it unset) — so each row here is train.render's output for
 the `messages` form of the trajectory, with a named tokenizer:
-`input_ids` and `assistant_masks` (1 where render's label trains).
+`input_ids` and `assistant_masks` (1 where render's label trains). With
+`--observations train` the rows are rendered with `train_on_observations`
+(AutoCoA's stage 3): the observations are in `assistant_masks` too, as TRL
+applies them whatever the role (observations.py).
 
 Rendering needs the tokenizer and train/ (the `[train]` extra). Rows render
 one by one in Python, streamed from DuckDB in Arrow batches and written in
@@ -63,7 +66,7 @@ def rendered_rows(
 
     for row in _source_rows(store, selection, split, options, skipped):
         try:
-            rendered = render(row, tokenizer, options.max_length)
+            rendered = render(row, tokenizer, options.max_length, options.observations == "train")
         except RenderError as exc:
             skipped[str(exc).split(": ", 1)[-1]] += 1
             continue
@@ -78,9 +81,9 @@ def rendered_rows(
 def _source_rows(store: Store, selection: str, split: str, options: ExportOptions, skipped: Counter):
     """The split's rows as render reads them: `messages` rows, or native ones with `tools` (openai_format)."""
     if options.tool_calls == "native":
-        yield from native_rows(store, selection, split, True, skipped)
+        yield from native_rows(store, selection, split, True, skipped, options.observations)
         return
-    query = f"SELECT * EXCLUDE (split) FROM ({messages_sql(selection)}) WHERE split = '{split}'"
+    query = f"SELECT * EXCLUDE (split) FROM ({messages_sql(selection, options.observations)}) WHERE split = '{split}'"
     for batch in store.arrow_batches(query):
         yield from batch.to_pylist()
 
