@@ -16,6 +16,7 @@ from train.evaluate.command import add_eval_parser
 
 from .cli_options import run_folder_first_usage
 from .coa.command import add_coa_parsers
+from .coa.pairs.command import add_pairs_parser
 from .errors import FactoryError, require_train_extra
 from .export.command import add_export_parser, add_publish_parser
 from .filters.command import add_filter_parser
@@ -43,6 +44,7 @@ COMMAND_PARSERS = (
     add_run_parser,
     add_filter_parser,
     add_passrate_parser,
+    add_pairs_parser,
     add_export_parser,
     add_publish_parser,
     add_report_parser,

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 
 from .cli_options import LLM_FLAGS, flag_names, flag_overrides, run_folder_of, with_overrides
 from .coa.config import CoaConfig
+from .coa.pairs.config import PairsConfig
 from .config import StrictModel, load_yaml_config
 from .errors import ConfigError, FactoryError, MissingKeyError
 from .llm.config import LLMConfig
@@ -38,6 +39,7 @@ class FactoryConfig(StrictModel):
     refine: RefineConfig = Field(default_factory=RefineConfig)
     coa: CoaConfig = Field(default_factory=CoaConfig)
     passrate: PassrateConfig = Field(default_factory=PassrateConfig)
+    pairs: PairsConfig = Field(default_factory=PairsConfig, description="factory pairs: AutoCoA's when-to-act pairs")
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="factory run's stages")
     ray: RayConfig = Field(default_factory=RayConfig, description="sharding generation over Ray (--ray)")
     prompts_dir: Path | None = Field(

@@ -19,10 +19,10 @@ DATA = Path(__file__).parent / "data"
 # the commands that read or write a run folder, by their words after `factory`
 RUN_FOLDER_COMMANDS = {
     "smoke", "ping", "refine", "coa", "coa-import", "import", "tasks expand", "tasks vary", "show", "calls", "run",
-    "filter", "passrate", "export", "publish", "report", "quality", "status", "eval", "ls",
+    "filter", "passrate", "pairs", "export", "publish", "report", "quality", "status", "eval", "ls",
 }  # fmt: skip
 # a -c config can name their folder: RUN_DIR is optional
-CONFIGURABLE = {"smoke", "ping", "refine", "coa", "tasks expand", "tasks vary", "run", "passrate"}
+CONFIGURABLE = {"smoke", "ping", "refine", "coa", "tasks expand", "tasks vary", "run", "passrate", "pairs"}
 
 
 def leaves(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> dict[str, argparse.ArgumentParser]:

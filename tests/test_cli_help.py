@@ -8,7 +8,7 @@ import pytest
 
 from factory.cli import build_parser, main
 
-COMMANDS = ("smoke", "ping", "refine", "coa", "coa-import", "import", "show", "calls", "run", "filter", "passrate", "export",
+COMMANDS = ("smoke", "ping", "refine", "coa", "coa-import", "import", "show", "calls", "run", "filter", "passrate", "pairs", "export",
             "publish", "report", "quality", "status", "eval", "train", "ls", "corpus", "tasks")  # fmt: skip
 
 
