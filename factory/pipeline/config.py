@@ -28,7 +28,7 @@ from ..passrate.config import PassrateConfig
 from .expand_stage import ExpandStage
 
 # in the order they run
-STAGES = ("expand", "refine", "coa", "passrate", "filter", "export", "report", "publish", "train", "eval")
+STAGES = ("expand", "refine", "coa", "passrate", "pairs", "filter", "export", "report", "publish", "train", "eval")
 
 
 class PassrateStage(StrictModel):
@@ -44,6 +44,10 @@ class ExportStage(StrictModel):
     validation: float | None = Field(
         None, ge=0.0, le=0.5, description="held-out share of task groups (default: the export's 0.05)"
     )
+    observations: Literal["mask", "train"] = Field(
+        "mask", description="train: observations in the loss too (AutoCoA stage 3); the train stage follows"
+    )
+    pair_chosen: Literal["corrected", "plan"] = Field("corrected", description="refine pairs: the chosen step")
 
     @field_validator("formats", mode="before")
     @classmethod
@@ -91,6 +95,7 @@ class PipelineConfig(StrictModel):
     passrate: PassrateStage | None = Field(
         None, description="sample rollouts for pass_rate filters before filtering (filters never sample)"
     )
+    pairs: bool = Field(False, description="when-to-act pairs from the coa trajectories (factory pairs, pairs:)")
     filter: Path | None = Field(None, description="filter YAML (docs/filters.md); null: keep every verified row")
     export: ExportStage | None = Field(default_factory=ExportStage)
     report: bool = True
@@ -104,6 +109,8 @@ class PipelineConfig(StrictModel):
             raise ValueError("publish and train read the export: keep the export stage")
         if self.eval is not None and self.train is None:
             raise ValueError("eval plays the trained checkpoint: add a train stage (or run factory eval yourself)")
+        if self.pairs and "coa" not in self.generate:
+            raise ValueError("pairs are made from coa trajectories: generate must include coa")
         if self.eval is not None and "refine" not in self.generate:
             raise ValueError("eval plays refine environments: generate must include refine")
         return self

@@ -113,6 +113,17 @@ def run_passrate_stage(ctx: Context) -> list[str]:
     ]
 
 
+def run_pairs_stage(ctx: Context) -> list[str]:
+    """`factory pairs` with the config's pairs: section (after passrate, whose rollouts it reads)."""
+    from ..coa.pairs import make_pairs
+    from ..coa.pairs.command import format_pairs
+    from ..coa.pairs.recall import STAGE
+
+    outcome = make_pairs(ctx.config, ctx.config.pairs, progress=ctx.progress)
+    summary = format_call_summary(summarize_calls(ctx.run_dir, STAGE)).splitlines()[0]
+    return [*format_pairs(outcome, ctx.config.pairs).splitlines(), summary]
+
+
 def passrate_policy(ctx: Context) -> LLMConfig:
     return ctx.pipeline.passrate.policy or ctx.config.llm
 
@@ -134,9 +145,8 @@ def export_options(ctx: Context, formats: list[str] | None = None):
     from ..export.options import export_options as make_options
 
     stage = ctx.pipeline.export
-    return make_options(
-        formats=formats or ctx.pipeline.formats(), file_type=stage.file_type, validation=stage.validation
-    )
+    return make_options(formats=formats or ctx.pipeline.formats(), file_type=stage.file_type,
+                        validation=stage.validation, observations=stage.observations, pair_chosen=stage.pair_chosen)  # fmt: skip
 
 
 def run_export_stage(ctx: Context) -> list[str]:
@@ -177,6 +187,8 @@ def all_stages(pipeline: PipelineConfig) -> list[Stage]:
         stages.insert(0, Stage("expand", run_expand_stage, expand_inputs, out))
     if pipeline.passrate is not None:
         stages.append(Stage("passrate", run_passrate_stage, passrate_inputs))
+    if pipeline.pairs:
+        stages.append(Stage("pairs", run_pairs_stage, generation_inputs("pairs")))
     if pipeline.filter is not None:
         stages.append(Stage("filter", run_filter_stage, lambda ctx: [Path(ctx.pipeline.filter)]))
     if pipeline.export is not None:

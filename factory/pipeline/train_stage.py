@@ -32,8 +32,10 @@ def split_files(ctx: Context, split: str) -> list[str]:
 
 def train_values(ctx: Context) -> dict:
     """The trainer's settings on top of its config file: the pipeline's export as its data, RUN_DIR/train as output."""
+    world_model = ctx.pipeline.export.observations == "train"  # the export flagged them: the loss takes them
     return {"data.train": split_files(ctx, "train"), "data.validation": split_files(ctx, "validation"),
-            "output_dir": str(ctx.train_dir), **ctx.pipeline.train.overrides}  # fmt: skip
+            "output_dir": str(ctx.train_dir), **({"data.train_on_observations": True} if world_model else {}),
+            **ctx.pipeline.train.overrides}  # fmt: skip
 
 
 def train_overrides(ctx: Context) -> list[str]:

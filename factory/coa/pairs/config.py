@@ -1,4 +1,4 @@
-"""`PairsConfig`: the settings of `factory pairs` (a `pairs:` section of the run config once it has one).
+"""`PairsConfig`: the settings of `factory pairs` (the run config's `pairs:` section).
 
 pairs:
   tasks: [../shared/data/tasks/nq_full.jsonl]   # where the references are; default: coa.tasks, passrate.tasks
