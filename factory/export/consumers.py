@@ -88,6 +88,10 @@ def finish_format(
     """What a trainer reads beside the shards: LLaMA-Factory's dataset_info.json (AFM's fork reads the same
     file), and the longest sample, so the config's cutoff_len can hold every sample whole."""
     settings["splits"] = list(files)
+    if name == "ranking" and files:  # LLaMA-Factory's pairwise entries: `ranking: true`
+        from .preference_consumers import write_ranking_info
+
+        settings["datasets"] = write_ranking_info(staging, files)
     if name not in ("llamafactory", "afm") or not files:
         return
     formatting = "sharegpt" if name == "llamafactory" else "alpaca"
