@@ -40,9 +40,10 @@ def import_llamafactory(monkeypatch):
     return get_dataset, get_template_and_fix_tokenizer, DataArguments, ModelArguments
 
 
-def llamafactory_samples(monkeypatch, tmp_path: Path, tokenizer, **config) -> list[dict]:
-    """Run LLaMA-Factory's sft data path (dataset_info.json -> load -> sharegpt converter -> supervised
-    processor) with a training config's data keys (`dataset_dir`, `dataset`, `template`, `mask_history`, …)."""
+def llamafactory_samples(monkeypatch, tmp_path: Path, tokenizer, stage: str = "sft", **config) -> list[dict]:
+    """Run LLaMA-Factory's data path for `stage` (dataset_info.json -> load -> sharegpt converter -> the
+    supervised processor for "sft", the pairwise one for "rm") with a training config's data keys
+    (`dataset_dir`, `dataset`, `template`, `mask_history`, …)."""
     get_dataset, get_template, DataArguments, ModelArguments = import_llamafactory(monkeypatch)
     from transformers import Seq2SeqTrainingArguments
 
@@ -51,7 +52,7 @@ def llamafactory_samples(monkeypatch, tmp_path: Path, tokenizer, **config) -> li
     training_args = Seq2SeqTrainingArguments(output_dir=str(tmp_path / "lf"), report_to=[])
     template = get_template(tokenizer, data_args)
     logging.getLogger("llamafactory").setLevel(logging.ERROR)
-    module = get_dataset(template, model_args, data_args, training_args, "sft", tokenizer)
+    module = get_dataset(template, model_args, data_args, training_args, stage, tokenizer)
     return list(module["train_dataset"])
 
 

@@ -8,11 +8,10 @@ consumer_harness runs its supervised one, with stage "rm".
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import trl
-from consumer_harness import import_llamafactory
+from consumer_harness import llamafactory_samples
 
 from factory.export.preference_consumers import dpo_config, kto_config
 from train.render import IGNORE, render
@@ -70,12 +69,4 @@ def kto_prepared(dataset, tokenizer, tmp_path: Path):
 def llamafactory_pairs(monkeypatch, tmp_path: Path, tokenizer, **config) -> list[dict]:
     """LLaMA-Factory's DPO data path over a `ranking` export: one sample per pair, with chosen_/rejected_
     input_ids and labels exactly as its pairwise processor makes them."""
-    get_dataset, get_template, DataArguments, ModelArguments = import_llamafactory(monkeypatch)
-    from transformers import Seq2SeqTrainingArguments
-
-    data_args = DataArguments(**{"cutoff_len": 1 << 20, "preprocessing_num_workers": None, **config})
-    model_args = ModelArguments(model_name_or_path="unused", cache_dir=str(tmp_path / "cache"))
-    training_args = Seq2SeqTrainingArguments(output_dir=str(tmp_path / "lf"), report_to=[])
-    template = get_template(tokenizer, data_args)
-    logging.getLogger("llamafactory").setLevel(logging.ERROR)
-    return list(get_dataset(template, model_args, data_args, training_args, "rm", tokenizer)["train_dataset"])
+    return llamafactory_samples(monkeypatch, tmp_path, tokenizer, "rm", **config)
