@@ -13,6 +13,7 @@ import pytest
 from loopback_server import Action, ok
 from test_refine_world import GARDEN  # kitchen -> garden with the watering can
 
+from factory.envs.text_game import parse_action
 from factory.errors import FactoryError
 from factory.refine.script import Script
 from factory.refine.store import save_script
@@ -27,7 +28,6 @@ from train.evaluate import (
     write_results,
 )  # fmt: skip
 from train.evaluate.command import add_eval_parser
-from train.evaluate.dialogue import parse_action
 from train.evaluate.metrics import MistakeTracker
 
 # The validation code adds a rule the declarative ones lack (carry one item at a time); it

@@ -100,7 +100,8 @@ def cell(value: Any) -> str:
 
 
 def rl_text(result: ExportResult) -> str:
-    """Where the RL split's queries went (verl rows, factory/export/verl.py), if the run had one."""
+    """Where the RL split went (verl rows, factory/export/verl.py: coa queries and refine worlds), if the run
+    had one."""
     rl = result.rl
     if rl is None or not rl.rows:
         return "_no RL split_"
@@ -109,12 +110,13 @@ def rl_text(result: ExportResult) -> str:
         runs.setdefault(path.parent.as_posix(), []).append(f"`{path.name}`")
     folders = "; ".join(f"`{folder}/`: {', '.join(names)}" for folder, names in runs.items())
     return (
-        f"{rl.rows} queries ({rl.trajectories} kept trajectories) of the RL split are written as verl rows "
+        f"{rl.rows} RL rows (queries, or refine worlds to play; {rl.trajectories} kept trajectories) of the RL "
+        "split are written as verl rows "
         f"(`data_source`, `prompt`, `ability`, `reward_model`, `extra_info`), never as SFT rows, one folder "
         f"per RL run: {folders}. Give one folder's files to one run's `data.train_files`: rows of two folders "
         "differ in their ground-truth type and tools, and neither verl nor AFM's fork loads them together. "
-        "No query is also in an SFT split. Layout and the reward functions that read it: factory's "
-        "docs/rl_handoff.md."
+        "No query or world is also in an SFT split. Layout, the reward functions and the refine_world agent "
+        "loop that read it: factory's docs/rl_handoff.md and docs/environments.md."
     )
 
 

@@ -8,7 +8,8 @@ needs the query, the prompt the policy sees and the reference its reward
 function reads. So the RL split is written here, as OUT/verl/<run>/<split>-*.parquet
 with one folder per RL run (web_agent: qa rows; code_agent: math and code rows; rows of
 two reward or tool layouts cannot share a run), and its trajectories stay out of the SFT
-formats (factory/export/dataset.py).
+formats (factory/export/dataset.py). The RL split's refine trajectories have no query: their
+scripts go to verl/refine_world/ as environments for an agent loop (verl_envs.py).
 
 Which queries (SQL over the store, like the other formats): the tasks with a
 kept trajectory in the RL split and none in any other split; a task in both is
@@ -38,6 +39,7 @@ from ..store import Store
 from ..tasks import RowProblem, Task, TaskError, open_rows, row_to_task
 from .options import ExportError, ExportOptions
 from .selection import selection_sql
+from .verl_envs import write_worlds
 from .writers import fresh_folder, replace_folder
 
 FOLDER = "verl"
@@ -98,7 +100,7 @@ def read_queries(store: Store, options: ExportOptions, split: str, model: str | 
 
 
 def taskless_trajectories(store: Store, options: ExportOptions, split: str) -> tuple[int, int]:
-    """(kept trajectories of the RL split, those of them with no task: refine rows cannot be RL queries)."""
+    """(kept trajectories of the RL split, those of them with no task: refine rows, RL environments in verl_envs.py)."""
     selection = selection_sql(options.model_copy(update={"upsample": "none"}))
     return store.query(f"SELECT count(*), count(*) FILTER (WHERE task_id IS NULL) FROM ({selection}) "
                        f"WHERE split = '{split}'")[0]  # fmt: skip
@@ -276,16 +278,15 @@ def write_rl(store: Store, options: ExportOptions, rl: RLOptions, out: Path, dat
     """Write out/<data_dir>/verl/<run>/<split>-*.<ext>: one verl row per RL query (no folder when there is none)."""
     folder = Path(data_dir) / FOLDER
     written = RLFiles(folder)
-    written.trajectories, taskless = taskless_trajectories(store, options, rl.split)
-    if taskless:
-        written.notes.append(f"{taskless} trajectories with no task (refine rows): no RL row for them")
+    written.trajectories, _ = taskless_trajectories(store, options, rl.split)
     rows = build_rows(store, options, rl, written)
     final = out / folder
     staging = fresh_folder(final.with_name(f".{final.name}.partial"))
     paths = write_rows(rows, staging, rl.split, options.file_type) if rows else []
-    replace_folder(staging, final, keep=bool(rows))
-    written.rows = len(rows)
-    written.files = [folder / path.relative_to(staging) for path in paths]
+    worlds, world_files = write_worlds(store, options, rl.split, staging, written.notes)  # refine rows: verl_envs.py
+    replace_folder(staging, final, keep=bool(rows or worlds))
+    written.rows = len(rows) + worlds
+    written.files = [folder / path.relative_to(staging) for path in paths] + [folder / p for p in world_files]
     if len(paths) > 1:
         runs = ", ".join(f"{folder / path.parent.name}/" for path in paths)
         written.notes.append(f"{len(paths)} RL folders, one per reward and tool layout ({runs}): train one RL run "

@@ -9,7 +9,7 @@ alone. The wording is the `WORDS` table below (the world's own sentences, not
 an LLM prompt); a refusal has a few phrasings, one picked by a stable hash of
 the event and the state (`pick`). What the DM says after an accepted action,
 and a missing fact in words, are in prose.py. `state` is the whole scene: the
-opening observation, and the eval loop's narration (train/evaluate/dialogue.py).
+opening observation, and the eval loop's narration (factory/envs/text_game.py).
 """
 
 from __future__ import annotations

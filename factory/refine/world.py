@@ -3,7 +3,7 @@
 `step(script, state, name, params, extra)` is the only place that decides what
 an action does: the verifier (verify.py), the world-judged DM (grounding.py),
 error injection (inject.py), the solvability search (solvable.py, without
-validation code) and `factory eval` (train/evaluate/loop.py) all call it. It
+validation code) and `factory eval` and RL rollouts (factory/envs/worlds.py) all call it. It
 checks the call (declarative rules, then the optional extra check such as
 validation code in the sandbox, which receives the values in their declared
 types, see values.py), applies the effects of a valid call, and says whether

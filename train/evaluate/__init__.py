@@ -5,10 +5,10 @@
     results = evaluate(selection, HFPlayer.from_pretrained("outputs/sft/final"), max_steps=20)
     print(format_results(results)); write_results(results, "outputs/refine")
 
-environments.py / heldout.py choose the environments, dialogue.py is the text
-the player reads and writes, loop.py is the DM, players.py the models,
-metrics.py the scores, results.py the JSON file and table, command.py the CLI.
-See docs/eval.md.
+environments.py / heldout.py choose the environments, loop.py plays them
+(the refine world env and text game of factory/envs, which RL rollouts play
+too), players.py the models, metrics.py the scores, results.py the JSON file
+and table, command.py the CLI. See docs/eval.md and docs/environments.md.
 """
 
 from .environments import Environment, Exclusion, NoEnvironmentsError, Selection, load_environments, select_environments

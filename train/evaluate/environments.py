@@ -1,7 +1,8 @@
 """Held-out environments: verified refine scripts the model never trained on.
 
 Scripts come from a run store (`scripts` rows with verified = true) or a file of
-scripts (JSONL/JSON/parquet rows: a script object, or {script_id, script}).
+scripts (JSONL/JSON/parquet rows: a script object, or {script_id, script}; the RL
+export writes one beside its refine-world rows), read by factory/envs/scripts.py.
 Every script left out is recorded with its reason: in training data (see
 `heldout.py`), no declared goal (success could not be judged), or a goal the
 search cannot reach or that already holds (no progress to measure).
@@ -13,13 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from pydantic import ValidationError
-
-from factory.config import describe_validation_error
+from factory.envs.scripts import file_scripts, playable, store_scripts
 from factory.errors import FactoryError
 from factory.refine.script import Script
-from factory.refine.solvable import MAX_DEPTH, shortest_plan
-from factory.rows import open_path
 from factory.store import STORE_FILENAME, Store
 
 from .heldout import curation_training_scripts, data_training_scripts
@@ -54,43 +51,6 @@ class Selection:
             "evidence": self.evidence,
             "excluded": [{"env_id": x.env_id, "reason": x.reason} for x in self.excluded],
         }
-
-
-def store_scripts(store: Store) -> Iterable[tuple[str, Script | str]]:
-    """(script_id, Script) per verified script; (script_id, problem) when its JSON no longer parses."""
-    rows = store.query("SELECT script_id, script FROM scripts WHERE verified AND script IS NOT NULL ORDER BY 1")
-    for script_id, body in rows:
-        try:
-            yield script_id, Script.model_validate_json(body)
-        except ValidationError as exc:
-            yield script_id, f"stored script does not parse: {describe_validation_error(exc, script_id)}"
-
-
-def file_scripts(path: str | Path) -> Iterable[tuple[str, Script | str]]:
-    """(script_id, Script) per row of a scripts file; (id, "not verified") for rows marked verified=false."""
-    _, rows = open_path(Path(path), split="train")
-    for where, row in rows:
-        body = row.get("script", row)
-        script_id = str(row.get("script_id") or where)
-        if row.get("verified") is False:
-            yield script_id, "marked not verified in the scripts file"
-            continue
-        try:
-            yield script_id, Script.model_validate_json(body) if isinstance(body, str) else Script.model_validate(body)
-        except ValidationError as exc:
-            raise FactoryError(describe_validation_error(exc, where)) from None
-
-
-def playable(script: Script) -> tuple[int | None, str]:
-    """The shortest plan's length, or None and why the script cannot be scored."""
-    if not script.goal.conditions:
-        return None, "no declared goal: success cannot be judged"
-    plan = shortest_plan(script)
-    if plan is None:
-        return None, f"no plan of at most {MAX_DEPTH} actions reaches the goal"
-    if not plan:
-        return None, "the goal already holds at the start"
-    return len(plan), ""
 
 
 def select_environments(

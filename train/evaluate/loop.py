@@ -1,13 +1,13 @@
 """The DM loop: a player acts in each environment until the goal or the step limit.
 
-Each reply is parsed with the refine path's action syntax and run through the
-world's one step function, `world.step` (the declarative rules, then the
-action's validation code through the sandbox when the script has it, with
-values in their declared types; the effects; the goal), exactly as the refine
-verifier and world-judged DM run it, and answered with the observation the
-refine path would give. Nothing here trusts the player: an
-unparseable reply is a format error, a failed request ends the episode as a
-`player_error`, and every episode is scored the same way (metrics.py).
+Each episode plays the refine world environment (factory/envs/world_env.py) through the text game
+(factory/envs/text_game.py), the same game RL rollouts play: a reply is parsed with the refine path's
+action syntax and run through the world's one step function, `world.step` (the declarative rules, then
+the action's validation code through the sandbox when the script has it, with values in their declared
+types; the effects; the goal), exactly as the refine verifier and world-judged DM run it, and answered
+with the observation the refine path would give. Nothing here trusts the player: an unparseable reply
+is a format error, a failed request ends the episode as a `player_error`, and every episode is scored
+the same way (metrics.py).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
+from factory.envs import text_game as game
+from factory.envs.world_env import RefineWorldEnv
+from factory.envs.worlds import RealWorld
 from factory.refine.solvable import shortest_plan
-from factory.refine.validation_code import SandboxCodeChecker
-from factory.refine.world import ExtraCheck, WorldState, format_action, step
 
-from . import dialogue, native
+from . import native
 from .environments import Environment, Selection
 from .metrics import EpisodeResult, MistakeTracker, StepRecord, progress_rate, summarize
 from .players import Player, PlayerError
@@ -42,59 +43,45 @@ class EvalResults:
                 "selection": self.selection, "environments": [e.to_dict() for e in self.episodes]}  # fmt: skip
 
 
-def code_check(env: Environment, validation_code: bool) -> ExtraCheck | None:
-    """The sandboxed validation-code check for `world.step`, when asked for and present."""
-    if validation_code and any(a.validation_code for a in env.script.actions):
-        return SandboxCodeChecker.step_check(env.script)
-    return None
-
-
 async def play_episode(
     env: Environment, player: Player, max_steps: int = 20, loop_k: int = 3, validation_code: bool = True,
     native: bool = False,
 ) -> EpisodeResult:  # fmt: skip
-    """One episode; `native`: the player gets the actions as `tools` and calls them (native.py)."""
-    script, extra = env.script, code_check(env, validation_code)
-    state = WorldState.initial(script)
-    turns = _NativeTurns(script) if native else _TextTurns(script)
+    """One episode in the refine world env (factory/envs); `native`: the player gets the actions as `tools`
+    and calls them (native.py)."""
+    world = RefineWorldEnv(max_steps, RealWorld(validation_code))
+    world.reset(env.script)
+    turns = _NativeTurns(env.script) if native else _TextTurns(env.script)
     messages = turns.first()
     tracker, transcript = MistakeTracker(loop_k), []
     format_errors, invalid = 0, {}
     status, error = "step_limit", None
-    for _ in range(max_steps):
+    while not world.done:
         try:
-            reply = dialogue.cut_reply(await turns.act(player, list(messages)))
+            reply = game.cut_reply(await turns.act(player, list(messages)))
         except PlayerError as exc:
             status, error = "player_error", str(exc)
             break
         parsed, said = turns.read(reply)
         messages.append(said)
+        here = world.state.key()
         if parsed is None:
             format_errors += 1
-            tracker.see(state.key(), "format:" + " ".join(reply.split()), valid=False)
+            tracker.see(here, "format:" + " ".join(reply.split()), valid=False)
             transcript.append(StepRecord(reply, None, "format"))
+            world.no_action(game.format_error_words())
             messages.append(turns.format_error())
             continue
-        call = format_action(parsed.name, parsed.params)
-        # The sandbox blocks on a child process: keep it off the loop so other episodes play on.
-        moved = await asyncio.to_thread(step, script, state, parsed.name, parsed.params, extra)
-        checked = moved.check
-        tracker.see(state.key(), call, valid=checked.ok)
-        if not checked.ok:  # an action the environment does not have is its own kind of mistake, not "logic"
-            kind = "unknown_action" if checked.failed == "unknown_action" else checked.error_type
-            invalid[kind] = invalid.get(kind, 0) + 1
-            transcript.append(StepRecord(reply, call, kind, checked.reason))
-            messages.append(turns.answer(parsed, dialogue.rejected(checked.reason)))
-            continue
-        before, state, done = state, moved.after, bool(moved.done)
-        transcript.append(StepRecord(reply, call, "ok"))
-        messages.append(
-            turns.answer(parsed, dialogue.accepted(script, before, state, parsed.name, parsed.params, done))
-        )
-        if done:
-            status = "success"
-            break
-    return _result(env, state, status, error, transcript, format_errors, invalid, tracker)
+        result = await world.astep(parsed)
+        tracker.see(here, parsed.call(), valid=result.info.accepted)
+        if not result.info.accepted:  # an action the environment does not have is its own kind (unknown_action)
+            invalid[result.info.error_type] = invalid.get(result.info.error_type, 0) + 1
+        outcome = "ok" if result.info.accepted else result.info.error_type
+        transcript.append(StepRecord(reply, parsed.call(), outcome, result.info.feedback))
+        messages.append(turns.answer(parsed, game.observe(result.observation)))
+    if world.goal_reached:
+        status = "success"
+    return _result(env, world.state, status, error, transcript, format_errors, invalid, tracker)
 
 
 class _TextTurns:
@@ -104,19 +91,19 @@ class _TextTurns:
         self.script = script
 
     def first(self) -> list[dict]:
-        return [{"role": "user", "content": dialogue.first_turn(self.script)}]
+        return [{"role": "user", "content": game.first_turn(self.script)}]
 
     async def act(self, player: Player, messages: list[dict]) -> str:
         return await player.act(messages)
 
     def read(self, reply: str):
-        return dialogue.parse_action(reply), {"role": "assistant", "content": reply}
+        return game.parse_action(reply), {"role": "assistant", "content": reply}
 
     def answer(self, parsed, said: str) -> dict:
         return {"role": "user", "content": said}
 
     def format_error(self) -> dict:
-        return {"role": "user", "content": dialogue.format_error()}
+        return {"role": "user", "content": game.format_error()}
 
 
 class _NativeTurns(_TextTurns):

@@ -20,12 +20,12 @@ import json
 import re
 from typing import Any
 
+from factory.envs.text_game import observation_templates
+from factory.envs.world_env import Action
 from factory.export.native import action_tool, call
 from factory.prompts import load_prompt, render_prompt
 from factory.refine.narration import opening_observation
 from factory.refine.script import Script
-
-from .dialogue import ParsedAction, observation_templates
 
 _HERMES = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 _MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*(\[.*\])", re.S)
@@ -44,7 +44,7 @@ def first_messages(script: Script) -> list[dict[str, Any]]:
     ]
 
 
-def parse_tool_call(reply: str) -> tuple[str, ParsedAction] | None:
+def parse_tool_call(reply: str) -> tuple[str, Action] | None:
     """(the text before the call, the first call) as any of the families above writes it; None: no call."""
     for pattern, read in ((_HERMES, _one), (_MISTRAL, _first_of_list), (_LLAMA, _one)):
         match = pattern.search(reply)
@@ -56,7 +56,7 @@ def parse_tool_call(reply: str) -> tuple[str, ParsedAction] | None:
     return None
 
 
-def _one(text: str) -> ParsedAction | None:
+def _one(text: str) -> Action | None:
     try:
         data = json.loads(text)
     except ValueError:
@@ -69,10 +69,10 @@ def _one(text: str) -> ParsedAction | None:
             arguments = json.loads(arguments)
         except ValueError:
             return None
-    return ParsedAction(data["name"], arguments) if isinstance(arguments, dict) else None
+    return Action(data["name"], arguments) if isinstance(arguments, dict) else None
 
 
-def _first_of_list(text: str) -> ParsedAction | None:
+def _first_of_list(text: str) -> Action | None:
     try:
         calls = json.loads(text)
     except ValueError:
@@ -80,7 +80,7 @@ def _first_of_list(text: str) -> ParsedAction | None:
     return _one(json.dumps(calls[0])) if isinstance(calls, list) and calls else None
 
 
-def assistant_message(text: str, parsed: ParsedAction, index: int) -> dict[str, Any]:
+def assistant_message(text: str, parsed: Action, index: int) -> dict[str, Any]:
     return {"role": "assistant", "content": text, "tool_calls": [call(index, parsed.name, parsed.params)]}
 
 

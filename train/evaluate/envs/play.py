@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 from typing import Sequence
 
+from factory.envs.text_game import cut_reply, observation_templates, observe
 from factory.prompts import render_prompt
 
-from ..dialogue import cut_reply, observation_templates, observe
 from ..loop import EvalResults, play_all, run_closing
 from ..metrics import EpisodeResult, MistakeTracker, StepRecord
 from ..players import Player, PlayerError
