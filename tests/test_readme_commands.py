@@ -44,6 +44,7 @@ SKIPPED = {  # the start of a README command -> why this test does not run it
     "factory train": "trains a model (torch; minutes on a CPU)",
     "factory eval outputs/demo --model outputs/train_tiny": "plays the checkpoint `factory train` writes",
     "factory passrate outputs/coa": "needs the policy model served at http://gpu:8000/v1",
+    "factory pairs outputs/coa": "needs the model served at http://gpu:8000/v1 (and a coa run)",
     "factory eval outputs/heldout": "plays real environments with a model for minutes (the [envs] extra)",
     "factory report outputs/heldout": "reads the results the eval lines above it write",
     "pip install": "installs packages",

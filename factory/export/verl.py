@@ -37,6 +37,7 @@ from ..passrate.prompting import Policy
 from ..passrate.rates import rates_sql
 from ..store import Store
 from ..tasks import RowProblem, Task, TaskError, open_rows, row_to_task
+from ..tasks.recorded import recorded_task_files
 from .options import ExportError, ExportOptions
 from .selection import selection_sql
 from .verl_envs import write_worlds
@@ -104,17 +105,6 @@ def taskless_trajectories(store: Store, options: ExportOptions, split: str) -> t
     selection = selection_sql(options.model_copy(update={"upsample": "none"}))
     return store.query(f"SELECT count(*), count(*) FILTER (WHERE task_id IS NULL) FROM ({selection}) "
                        f"WHERE split = '{split}'")[0]  # fmt: skip
-
-
-def recorded_task_files(store: Store) -> list[str]:
-    """Task files the run's commands and pass_rate filters named, that exist from here."""
-    rows = store.query("""
-        SELECT DISTINCT path FROM (
-            SELECT json_extract_string(config, '$.coa.tasks') AS path FROM runs WHERE json_valid(config)
-            UNION ALL SELECT json_extract_string(config, '$.passrate.tasks') FROM runs WHERE json_valid(config)
-            UNION ALL SELECT json_extract_string(params, '$.tasks') FROM filter_configs WHERE kind = 'pass_rate'
-        ) WHERE path IS NOT NULL ORDER BY 1""")
-    return [path for (path,) in rows if Path(path).exists()]
 
 
 def policy_model(store: Store) -> str | None:

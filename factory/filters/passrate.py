@@ -20,8 +20,8 @@ from __future__ import annotations
 import shlex
 
 from ..errors import FactoryError
-from ..export.verl import recorded_task_files
 from ..store import Store
+from ..tasks.recorded import recorded_task_files
 from .config import PassRateFilter
 from .sql import RowRule, quote, scoped_base
 

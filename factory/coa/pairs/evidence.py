@@ -1,27 +1,20 @@
 """What the run knows about each task beyond its trajectory: the reference, and the closed-book pass rate.
 
 The store keeps a task's id and question, not its reference, so the references come from the task
-files: those `pairs.tasks` names, else the ones the run's own configs recorded (`coa.tasks`,
-`passrate.tasks`), as the RL hand-off reads them (factory/export/verl.py, which this package cannot
-import: export imports coa). The closed-book pass rate is `factory passrate`'s, read from `rollouts`
+files: those `pairs.tasks` names, else the ones the run's own configs recorded (factory/tasks/recorded.py,
+as the RL hand-off reads them). The closed-book pass rate is `factory passrate`'s, read from `rollouts`
 under one model label.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from ...passrate.rates import pass_rates
 from ...store import Store
 from ...tasks import Task, read_tasks
+from ...tasks.recorded import recorded_task_files
 from .config import PairsConfig
-
-RECORDED_FILES_SQL = """
-    SELECT DISTINCT path FROM (
-        SELECT json_extract_string(config, '$.coa.tasks') AS path FROM runs WHERE json_valid(config)
-        UNION ALL SELECT json_extract_string(config, '$.passrate.tasks') FROM runs WHERE json_valid(config)
-    ) WHERE path IS NOT NULL ORDER BY 1"""
 
 
 @dataclass(frozen=True)
@@ -41,7 +34,7 @@ def task_files(store: Store, settings: PairsConfig) -> list[str]:
     """The files `pairs.tasks` names, else those the run's configs recorded that exist from here."""
     if settings.tasks:
         return list(settings.tasks)
-    return [path for (path,) in store.query(RECORDED_FILES_SQL) if Path(path).exists()]
+    return recorded_task_files(store)
 
 
 def reference_tasks(paths: list[str], wanted: set[str]) -> dict[str, Task]:
