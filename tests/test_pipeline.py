@@ -16,6 +16,7 @@ import yaml
 from refine_replay import ReplayServer, load_replay_set, write_personas
 
 from factory.cli import main
+from factory.export.registry import FORMATS
 from factory.pipeline.ledger import LEDGER_FILENAME
 from factory.run_config import load_factory_config
 
@@ -206,6 +207,5 @@ def test_an_unknown_export_format_is_named_with_the_choices(tmp_path, capsys):
     assert main(["run", "-c", str(path), "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith(
-        "field 'pipeline.export.formats': unknown format 'sharegtp' "
-        "(formats: sharegpt, messages, afm, llamafactory, trl, openai, atif, adp, or all)"
+        f"field 'pipeline.export.formats': unknown format 'sharegtp' (formats: {', '.join(FORMATS)}, or all)"
     )
