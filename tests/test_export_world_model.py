@@ -187,3 +187,19 @@ def test_the_card_says_which_mask_the_export_used(text, tmp_path):
     assert (
         "**Observations are masked** (`--observations mask`" in plain and "- world-model" not in plain.split("---")[1]
     )
+
+
+def test_a_world_model_export_claims_nothing_its_formats_cannot_carry(tmp_path):
+    run = make_consumer_run(tmp_path / "run")
+    result = export_dataset(run, tmp_path / "out2", ExportOptions(formats=["kto"], observations="train"))
+    assert any("none of kto carries observations" in w for w in result.warnings)
+    card = (tmp_path / "out2" / "README.md").read_text()
+    assert "- world-model" not in card.split("---")[1] and "**Observations are masked**" in card
+
+
+def test_a_skipped_format_takes_an_older_exports_rows_with_it(tmp_path):
+    run = make_consumer_run(tmp_path / "run")
+    export_dataset(run, tmp_path / "out", ExportOptions(formats=["sharegpt", "messages"]))
+    assert (tmp_path / "out" / "sharegpt").exists()
+    export_dataset(run, tmp_path / "out", ExportOptions(formats=["sharegpt", "messages"], observations="train"))
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir()) == ["messages"]

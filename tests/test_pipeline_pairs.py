@@ -27,6 +27,20 @@ def test_pairs_need_the_coa_path(tmp_path):
 
 @pytest.mark.parametrize("observations, told", [("mask", None), ("train", True)])
 def test_the_train_stage_trains_the_observations_the_export_flagged(tmp_path, observations, told):
-    pipeline = {"export": {"observations": observations}, "train": {"config": str(REPO / "examples/train_tiny.yaml")}}
+    train = {"config": str(REPO / "examples/train_tiny.yaml"), "format": "messages"}
+    pipeline = {"export": {"observations": observations}, "train": train}
     context = Context(FactoryConfig(run_dir=str(tmp_path), pipeline=pipeline), progress=False)
     assert train_values(context).get("data.train_on_observations") == told
+
+
+@pytest.mark.parametrize(
+    "export, train_format, said",
+    [
+        ({}, "preference", "train.format preference holds preference pairs"),
+        ({"observations": "train"}, "sharegpt", "train.format sharegpt cannot train observations"),
+    ],
+)
+def test_the_train_stage_refuses_rows_it_would_not_train_as_asked(tmp_path, export, train_format, said):
+    train = {"config": str(REPO / "examples/train_tiny.yaml"), "format": train_format}
+    with pytest.raises((ConfigError, ValueError), match=said):
+        FactoryConfig(run_dir=str(tmp_path), pipeline={"export": export, "train": train})

@@ -12,6 +12,7 @@ from ..funnels import path_funnels
 from ..prompts import render_prompt
 from ..store import Store
 from . import card_facts as facts
+from .observations import world_model_rows
 from .options import ExportError
 from .selection import KeptCounts, kept_counts, selection_sql
 from .snippets import consumer_section
@@ -38,7 +39,8 @@ def card_data(result: ExportResult) -> DatasetCardData:
         files = [{"split": split, "path": f"{fmt.folder.as_posix()}/{split}-{tag}*.{extension}"} for split in fmt.rows]
         configs.append({"config_name": fmt.name, "data_files": files, **({"default": True} if index == 0 else {})})
     largest = max((sum(fmt.rows.values()) for fmt in result.formats), default=0)
-    tags = TAGS + (["world-model"] if result.options.observations == "train" else [])  # AutoCoA's SFT stage 3
+    world_model = world_model_rows(result.options.observations, [fmt.name for fmt in result.formats])
+    tags = TAGS + (["world-model"] if world_model else [])  # AutoCoA's SFT stage 3
     return DatasetCardData(
         license=result.options.license, pretty_name=pretty_name(result), task_categories=["text-generation"],
         tags=tags, size_categories=[size_category(largest)], configs=configs,
@@ -70,7 +72,7 @@ def render_card(store: Store, result: ExportResult, load_path: str = ".") -> str
 
 def observed(store: Store, result: ExportResult) -> tuple[int, int] | None:
     """With `--observations train`: how many observations train, and how many of them are refusals."""
-    if result.options.observations != "train":
+    if not world_model_rows(result.options.observations, [fmt.name for fmt in result.formats]):
         return None
     return facts.observation_counts(store, selection_sql(result.options), list(result.selected))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 from ..store import Store
 from .card import write_card
 from .consumers import finish_format, skipped_note, split_writer, unavailable
+from .observations import untrained_note
 from .options import ExportError, ExportOptions, FormatName
 from .registry import format_spec
 from .selection import groups_in_several_splits, open_store, selection_sql, split_counts, unconfirmed_answers
@@ -69,10 +71,14 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
         if not result.selected:  # every kept row was an RL query: no SFT formats, no card
             return result
         # --- end RL hand-off ---
+        result.warnings += filter(None, [untrained_note(options.observations, list(options.formats))])
         for name in options.formats:
             reason = unavailable(name, options)
             if reason and len(options.formats) > 1:
                 result.warnings.append(f"{name}: skipped, {reason}")
+                shutil.rmtree(
+                    result.out / data_dir / name, ignore_errors=True
+                )  # an older export's rows would pass for these
                 continue
             if reason:
                 raise ExportError(reason)

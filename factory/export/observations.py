@@ -41,6 +41,18 @@ def observations_unavailable(name: str, observations: str) -> str | None:
     )
 
 
+def world_model_rows(observations: str, written: list[str]) -> bool:
+    """Whether an export trains observations: asked to, and one written format carries them."""
+    return observations == "train" and any(name in TRAINABLE for name in written)
+
+
+def untrained_note(observations: str, asked: list[str]) -> str | None:
+    """The warning for `--observations train` beside formats none of which can carry it, else None."""
+    if observations != "train" or any(name in TRAINABLE for name in asked):
+        return None
+    return f"--observations train: none of {', '.join(asked)} carries observations, so none trains ({', '.join(TRAINABLE)} do)"
+
+
 def weigh_observations(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Native messages with `weight` on each tool message: 1, or 0 for a blank one (nothing to learn)."""
     for message in messages:

@@ -71,6 +71,7 @@ SPECS: tuple[FormatSpec, ...] = (
 )  # fmt: skip
 
 FORMATS: tuple[str, ...] = tuple(spec.name for spec in SPECS)
+PAIR_FORMATS = ("preference", "ranking", "kto")  # read by preference trainers (DPO, KTO), not by SFT
 ALL_FORMATS: tuple[str, ...] = tuple(spec.name for spec in SPECS if spec.in_all)  # what "all" writes
 FormatName = Literal[FORMATS]  # type: ignore[valid-type]  # derived: the names above, nothing to keep in sync
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from .observations import world_model_rows
+
 if TYPE_CHECKING:
     from .dataset import ExportResult, FormatFiles
 
@@ -140,7 +142,7 @@ def consumer_section(result: ExportResult, load_path: str, observed: tuple[int, 
 
 def observations_text(result: ExportResult, observed: tuple[int, int] | None = None) -> str:
     """Which mask the export used for the observations (export/observations.py), first in the section."""
-    if result.options.observations != "train":
+    if not world_model_rows(result.options.observations, [fmt.name for fmt in result.formats]):
         return ("**Observations are masked** (`--observations mask`, AutoCoA's SFT stage 2): tool results and the "
                 "DM's lines are context only in every format; `--observations train` writes the world-model rows.")  # fmt: skip
     seen, refusals = observed or (0, 0)

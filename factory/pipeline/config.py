@@ -22,7 +22,9 @@ from pydantic import Field, field_validator, model_validator
 
 from ..config import StrictModel, read_yaml_mapping
 from ..errors import ConfigError
+from ..export.observations import TRAINABLE
 from ..export.options import ALL_FORMATS, FORMATS, FormatName
+from ..export.registry import PAIR_FORMATS
 from ..llm.config import LLMConfig
 from ..passrate.config import PassrateConfig
 from .expand_stage import ExpandStage
@@ -113,6 +115,19 @@ class PipelineConfig(StrictModel):
             raise ValueError("pairs are made from coa trajectories: generate must include coa")
         if self.eval is not None and "refine" not in self.generate:
             raise ValueError("eval plays refine environments: generate must include refine")
+        return self
+
+    @model_validator(mode="after")
+    def _train_reads_what_it_trains_on(self) -> PipelineConfig:
+        """The SFT trainer reads SFT rows, and a world model needs rows whose observations can train."""
+        if self.train is None:
+            return self
+        if self.train.format in PAIR_FORMATS:
+            raise ValueError(f"train.format {self.train.format} holds preference pairs: the SFT trainer reads "
+                             f"an SFT format (a DPO/KTO trainer reads {', '.join(PAIR_FORMATS)}: docs/preference.md)")  # fmt: skip
+        if self.export.observations == "train" and self.train.format not in TRAINABLE:
+            raise ValueError(f"export.observations train: train.format {self.train.format} cannot train "
+                             f"observations; use one of {', '.join(TRAINABLE)}")  # fmt: skip
         return self
 
     def formats(self) -> list[str]:
