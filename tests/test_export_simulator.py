@@ -21,8 +21,9 @@ from test_refine_world import GARDEN
 from factory.envs.simulator import simulator_messages
 from factory.export import ExportError, ExportOptions, export_dataset
 from factory.export.snippets import axolotl_dataset
-from factory.export.world_model import CODE_REFUSED, NOT_REFINE, trajectory_rows
+from factory.export.world_model import CODE_REFUSED, NOT_REFINE, UNREADABLE_STEPS, trajectory_rows
 from factory.refine.script import Script
+from factory.store import Store
 from train.render import IGNORE, render
 
 
@@ -103,3 +104,12 @@ def test_moves_refused_by_validation_code_are_left_out():
     written = list(trajectory_rows(row, skipped))
     assert [r["id"] for r in written] == ["refine:c:0", "refine:c:2", "refine:c:3", "refine:c:4"]
     assert skipped == {CODE_REFUSED: 1}
+
+
+def test_a_damaged_trajectory_is_counted_not_raised(tmp_path):
+    run = make_native_run(tmp_path / "run")
+    with Store.open(run) as store:
+        store.query("UPDATE trajectories SET steps = '[{\"thought\": \"x\"}]' WHERE trajectory_id = 'refine:p0'")
+    result = export_dataset(run, tmp_path / "out", ExportOptions(formats=["simulator"], validation=0))
+    assert any(UNREADABLE_STEPS in note for note in result.warnings)
+    assert {row["id"].rsplit(":", 1)[0] for row in all_rows(tmp_path / "out", "simulator")} == {"refine:p1"}

@@ -89,7 +89,18 @@ def _counts(rows: list[Compared]) -> dict[str, Any]:
               "error_type_agree": sum(r.error_type_agrees for r in rows),
               "simulator_failed": sum(r.simulated.failed for r in rows)}  # fmt: skip
     rates = {f"{key[:-6]}_agreement": round(counts[key] / n, 3) if n else None for key in list(counts)[1:4]}
-    return {**rates, **counts}
+    return {**rates, **_baselines(rows), **counts}
+
+
+def _baselines(rows: list[Compared]) -> dict[str, float | None]:
+    """What a simulator that always says the same thing would score: accepting every move (or refusing
+    every one, whichever the sample favours) and never calling the goal reached. An agreement at or below
+    these figures says nothing about the simulator."""
+    n = len(rows)
+    accepted = sum(r.world.accepted for r in rows)
+    goal = sum(r.world.goal_reached for r in rows)
+    return {"accepted_majority_baseline": round(max(accepted, n - accepted) / n, 3) if n else None,
+            "goal_never_baseline": round((n - goal) / n, 3) if n else None}  # fmt: skip
 
 
 @dataclass

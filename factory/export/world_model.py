@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("weight", pa.int8())])
 SCHEMA = pa.schema([("id", pa.string()), ("messages", pa.list_(MESSAGE)), *METADATA_TYPES.items()])
 NOT_REFINE = "coa/import trajectories: no script to simulate (their observations train with --observations train)"
+UNREADABLE_STEPS = "refine trajectories whose stored steps do not read as moves"
 CODE_REFUSED = "move(s) refused by validation code, which the simulator's prompt does not show"
 
 
@@ -69,7 +70,11 @@ def trajectory_rows(row: dict[str, Any], skipped: Counter) -> Iterator[dict[str,
     script = _script(row, skipped)
     if script is None:
         return
-    judged = judge_steps(script, json.loads(row["steps"]))
+    try:
+        judged = judge_steps(script, json.loads(row["steps"]))
+    except (ValueError, KeyError, TypeError, AttributeError):  # a hand-edited or damaged row: counted, not raised
+        skipped[UNREADABLE_STEPS] += 1
+        return
     metadata = {key: row[key] for key in METADATA_TYPES}
     for index, step in enumerate(judged):
         if step.code_refused:

@@ -139,7 +139,7 @@ def check_action(script: Script, state: WorldState, name: str, params: dict[str,
             held.failed = held.failed or rule.kind
             item = checked.params.get(rule.value)  # an item already held is refused for that, not for where it is
             held.rule = f"the player already carries {item}" if held.failed == "already_held" else \
-                f"{name} needs {rule_words(rule)}"  # fmt: skip
+                f"{name} is allowed only when {rule_words(rule)}"  # fmt: skip
             return held
     return checked
 
