@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from test_refine_world import GARDEN  # kitchen -> garden with the watering can; goal: tomatoes_watered
+from test_train_eval import LIBRARY  # hall -> archive for the atlas; its validation code: one thing at a time
 
 from factory.refine.grounding import ground_steps
 from factory.refine.output import build_trajectory
@@ -22,27 +23,14 @@ from factory.refine.store import save_script, save_trajectory
 from factory.refine.verify import verify_steps
 from factory.store import Store, utcnow
 
-# A declarative world (no validation code): fetch the atlas from the archive.
-ARCHIVE = {
-    "environment": {
-        "locations": [
-            {"name": "hall", "description": "A quiet hall with a staircase.", "items": ["key"]},
-            {"name": "archive", "description": "Dusty shelves.", "items": ["atlas"]},
-        ],
-        "player": {"location": "hall", "inventory": []},
-    },
-    "task": "Fetch the atlas from the archive.",
-    "actions": [
-        {"name": "go", "description": "Walk to a room.",
-         "parameters": [{"name": "room", "valid_values": ["hall", "archive"]}],
-         "effects": [{"kind": "move_to", "value": "room"}]},
-        {"name": "take", "description": "Pick up an item where you stand.",
-         "parameters": [{"name": "item", "valid_values": ["key", "atlas"]}],
-         "preconditions": [{"kind": "param_at_location", "value": "item"}],
-         "effects": [{"kind": "take", "value": "item"}]},
-    ],
-    "goal": {"conditions": [{"kind": "player_at", "value": "archive"}, {"kind": "has_item", "value": "atlas"}]},
-}  # fmt: skip
+
+def declarative(world: dict) -> dict:
+    """The world without its actions' validation code: the declarative rules alone judge it."""
+    actions = [{key: value for key, value in action.items() if key != "validation_code"} for action in world["actions"]]
+    return {**copy.deepcopy(world), "actions": actions}
+
+
+ARCHIVE = declarative(LIBRARY)  # a declarative world: fetch the atlas from the archive
 
 # Two mistakes corrected on the way to the goal (tests/test_refine_verify.py's GOOD, as replies).
 GARDEN_REPLIES = [
@@ -56,7 +44,7 @@ GARDEN_REPLIES = [
 # A player that never gets there: no action line, an action the world lacks, then the atlas from the wrong room.
 ARCHIVE_REPLIES = [
     "Thought: I should look around the hall before deciding where to go.",
-    "Thought: Maybe I can get to the archive faster by flying up the staircase.\nAction: fly(to=archive)",
+    "Thought: Maybe I can get to the archive faster by flying there.\nAction: fly(to=archive)",
     "Thought: I will simply pick up the atlas.\nAction: take(item=atlas)",
 ]
 _CALL = re.compile(r"^Action: (\w+)\((.*)\)$", re.M)

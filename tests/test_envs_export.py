@@ -111,5 +111,16 @@ def test_no_rl_split_removes_old_world_rows_and_a_bad_row_is_one_line(exported, 
     assert result.rl is None and not (tmp_path / "out" / "verl").exists()
 
 
+def test_a_row_with_a_malformed_field_is_one_line_naming_it(exported):
+    _, _, _, rows = exported
+    row = next(r["extra_info"] for r in rows if r["extra_info"]["script_id"] == "garden:0")
+    assert read_episode(row).max_steps == row["max_steps"] and read_episode({**row, "max_steps": None}).max_steps
+    for bad in ("twenty", 2.5, 0, True):
+        with pytest.raises(EnvError, match=rf"^row garden:0: extra_info.max_steps must be a whole number .*{bad!r}$"):
+            read_episode({**row, "max_steps": bad})
+    with pytest.raises(EnvError, match=r"^row garden:0: extra_info.validation_code must be true or false, not 'no'$"):
+        read_episode({**row, "validation_code": "no"})
+
+
 def read_garden(store: Store) -> dict:
     return json.loads(store.query("SELECT script FROM scripts WHERE script_id = 'garden:0'")[0][0])

@@ -23,7 +23,7 @@ import json
 import pytest
 from env_rows import ARCHIVE, ARCHIVE_REPLIES, GARDEN_REPLIES, make_world_run, refine_turns
 from test_refine_world import GARDEN
-from verl_rollout import roll_out, stand_in
+from verl_rollout import agent_loop_worker, roll_out
 
 from factory.export import ExportOptions, export_dataset
 from factory.export.verl import RLOptions
@@ -41,12 +41,7 @@ MAX_TURNS = 5  # actor_rollout_ref.rollout.multi_turn.max_assistant_turns: caps 
 
 @pytest.fixture(scope="module")
 def verl_loop():
-    stand_in("verl.models.transformers.qwen2_vl", get_rope_index=lambda *args, **kwargs: None)
-    stand_in("uvicorn", Server=type("Server", (), {}), Config=type("Config", (), {}))
-    stand_in("fastapi", FastAPI=type("FastAPI", (), {}))
-    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
-
-    return AgentLoopWorker
+    return agent_loop_worker()
 
 
 @pytest.fixture(scope="module")
@@ -149,14 +144,16 @@ def test_verl_trains_the_policys_tokens_and_not_the_worlds(rollout):
 
 
 def replay_game(script: Script, replies: list[str], max_steps: int):
-    """The text game played again on a rollout's replies, outside verl: its messages and goal verdict."""
-    from factory.envs.text_game import TextGame
+    """The text game played again on a rollout's replies (each already the player's whole turn), outside verl:
+    its messages and goal verdict."""
+    from factory.envs.text_game import TextGame, cut_reply
     from factory.envs.world_env import RefineWorldEnv
 
     game = TextGame(RefineWorldEnv(max_steps))
     messages = game.start(script)
     for reply in replies:
-        messages += asyncio.run(game.play(reply)).messages
+        assert cut_reply(reply) == reply.strip()  # nothing past the turn was kept
+        messages += asyncio.run(game.play(reply, cut=False)).messages
     return messages, game.env.goal_reached
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from dataclasses import dataclass
 
 import pytest
 from env_rows import ARCHIVE, GARDEN_REPLIES, refine_turns
 from test_refine_world import GARDEN
 from test_train_eval import LIBRARY  # its validation code refuses a second item: one thing at a time
 
-from factory.envs.text_game import TextGame, cut_reply, format_error, parse_action
+from factory.envs.simulator import SIMULATOR_FAILED, SimulatedStep
+from factory.envs.text_game import TextGame, cut_reply, format_error, parse_action, turn_end
 from factory.envs.world_env import Action, EnvError, RefineWorldEnv
 from factory.envs.worlds import RealWorld, SimulatedWorld, make_world
 from factory.errors import FactoryError
@@ -126,18 +126,6 @@ def test_the_validation_code_refuses_through_the_sandbox_as_the_world_does():
     assert [declarative.step(m).reward for m in moves] == [0.0, 0.0, 1.0]  # the rules alone allow it
 
 
-@dataclass
-class SimulatedStep:  # factory/envs/simulator.py's reply shape
-    accepted: bool
-    observation: str
-    goal_reached: bool
-    error_type: str | None
-
-    @property
-    def failed(self) -> bool:
-        return self.error_type == "simulator_failed"
-
-
 class ReplayingSimulator:
     """A simulator that knows only the script and the history (as a model playing the world does) and answers
     by replaying the accepted moves through world.step: a perfect model of the world."""
@@ -148,7 +136,7 @@ class ReplayingSimulator:
     async def step(self, script, history, action):
         self.histories.append(history)
         if len(history) == self.fail_at:
-            return SimulatedStep(False, "The simulator could not answer.", False, "simulator_failed")
+            return SimulatedStep(False, "The simulator could not answer.", False, SIMULATOR_FAILED)
         state = WorldState.initial(script)
         for past in history:
             if past["accepted"]:
@@ -197,3 +185,17 @@ def test_the_text_game_reads_replies_as_the_refine_player_writes_them():
     muddled = asyncio.run(game.play("I would like to pick up the atlas, please."))
     assert muddled.action is None and muddled.messages[1]["content"] == format_error()
     assert muddled.result.info.error_type == "format" and game.env.steps == 2 and game.env.state.location == "archive"
+
+
+def test_a_turn_ends_with_its_first_action_line_or_before_an_invented_observation():
+    turn = "Thought: To the archive.\nAction: go(room=archive)"
+    for went_on in ("\nThought: Then the atlas.\nAction: take(item=atlas)", "\nAction: take(item=atlas)",
+                    "\n\n  Observation : You are in the archive.\nAction: take(item=atlas)", "  \n"):  # fmt: skip
+        assert turn_end(turn + went_on) == len(turn) and cut_reply(turn + went_on) == turn
+    thinking = "Thought: Where is the atlas?\nI do not know yet."
+    assert cut_reply(thinking + "\nObservation: The hall is quiet.\nAction: go(room=hall)") == thinking  # no action
+    assert cut_reply("Action: go north\nObservation: You go north.") == "Action: go north"  # the real envs' syntax
+    game = TextGame(RefineWorldEnv())
+    game.start(Script.model_validate(ARCHIVE))
+    kept = asyncio.run(game.play(turn + "\n", cut=False))  # verl's loop: the turn as its tokens spell it
+    assert kept.reply == turn + "\n" and kept.action == Action("go", {"room": "archive"})

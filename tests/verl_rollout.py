@@ -3,7 +3,8 @@
 `roll_out` reads the exported refine-world rows with verl 0.9.1's `RLHFDataset` and `collate_fn`, builds
 verl's `AgentLoopWorker` from verl's generated trainer config (the policy's config.json and tokenizer in a
 folder, as verl loads them; our loop registered from the exported agent_loop.yaml) and runs
-`generate_sequences`. Only the LLM server is a stand-in, the network edge (`PolicyServer`).
+`generate_sequences`. Only the LLM server is a stand-in, the network edge (`PolicyServer`), which
+honours stop strings as vLLM does.
 """
 
 from __future__ import annotations
@@ -21,28 +22,49 @@ TURN = re.compile(r"<\|im_start\|>(\w+)\n(.*?)<\|im_end\|>", re.S)
 def stand_in(name: str, **attributes) -> None:
     """An empty module for an import verl makes and this path never runs: verl's HTTP server packages where
     they are absent (uvicorn, fastapi), and the Qwen2-VL helper transformers 5.24 lacks."""
+    if name in sys.modules:  # imported already, or stood in by an earlier test module
+        return
     if importlib.util.find_spec(name.split(".")[0]) is None or name.endswith("qwen2_vl"):
         module = types.ModuleType(name)
         module.__dict__.update(attributes)
         sys.modules[name] = module
 
 
+def agent_loop_worker():
+    """verl's AgentLoopWorker class, with empty stand-ins for the imports this path never runs."""
+    stand_in("verl.models.transformers.qwen2_vl", get_rope_index=lambda *args, **kwargs: None)
+    stand_in("uvicorn", Server=type("Server", (), {}), Config=type("Config", (), {}))
+    stand_in("fastapi", FastAPI=type("FastAPI", (), {}))
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    return AgentLoopWorker
+
+
 class PolicyServer:
     """verl's LLM server manager, stood in at the network edge: reads the conversation from the prompt tokens
-    and answers with the policy's next reply as token ids (the reply, then <|im_end|>)."""
+    and answers with the policy's next reply as token ids (the reply, then <|im_end|>). A `stop` string ends
+    the reply as vLLM ends it: with the token that completes the string, and no <|im_end|>."""
 
     def __init__(self, tokenizer, policy):
-        self.tokenizer, self.policy, self.prompts = tokenizer, policy, []
+        self.tokenizer, self.policy, self.prompts, self.sampling = tokenizer, policy, [], []
 
     async def generate(self, *, request_id, prompt_ids, sampling_params, **kwargs):
         from verl.workers.rollout.replica import TokenOutput
 
         text = self.tokenizer.decode(prompt_ids)
         self.prompts.append(text)
+        self.sampling.append(dict(sampling_params))
         messages = [{"role": role, "content": content} for role, content in TURN.findall(text)]
-        reply = await self.policy(messages)
+        tokens = self.tokenizer.encode(await self.policy(messages), add_special_tokens=False)
+        stopped = self.stopped_at(tokens, sampling_params.get("stop") or [])
         end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
-        return TokenOutput(token_ids=self.tokenizer.encode(reply, add_special_tokens=False) + [end])
+        return TokenOutput(token_ids=tokens + [end] if stopped is None else tokens[:stopped])
+
+    def stopped_at(self, tokens: list[int], stops: list[str]) -> int | None:
+        for count in range(1, len(tokens) + 1):
+            if any(stop in self.tokenizer.decode(tokens[:count]) for stop in stops):
+                return count
+        return None
 
 
 def trainer_config(model_dir, agent_loops, max_turns, response_length=2048):

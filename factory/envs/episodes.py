@@ -11,6 +11,7 @@ refine rows train on), and its reward is the world's goal verdict, computed by t
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -52,16 +53,37 @@ def episode_row(script_id: str, script: Script, split: str, trajectory_ids: list
 
 
 def read_episode(extra_info: Mapping[str, Any] | None) -> Episode:
-    """The episode a row's extra_info describes; an EnvError names what is missing or broken."""
+    """The episode a row's extra_info describes; an EnvError names the field that is missing or broken."""
     info = extra_info or {}
     script_id, body = info.get("script_id"), info.get("script")
+    row = f"row {script_id or '?'}"
     if not isinstance(body, str):
-        raise EnvError(f"row {script_id or '?'}: extra_info.script (the script's JSON) is missing")
+        raise EnvError(f"{row}: extra_info.script (the script's JSON) is missing")
     try:
         script = Script.model_validate(json.loads(body))
     except (ValueError, ValidationError) as exc:
-        raise EnvError(
-            f"row {script_id or '?'}: extra_info.script is not a refine script ({str(exc).splitlines()[0]})"
-        ) from None
-    max_steps = info.get("max_steps") or DEFAULT_MAX_STEPS
-    return Episode(str(script_id or ""), script, int(max_steps), bool(info.get("validation_code", True)))
+        raise EnvError(f"{row}: extra_info.script is not a refine script ({str(exc).splitlines()[0]})") from None
+    return Episode(str(script_id or ""), script, _max_steps(row, info.get("max_steps")),
+                   _switch(row, "validation_code", info.get("validation_code")))  # fmt: skip
+
+
+def _max_steps(row: str, value: Any) -> int:
+    """A whole number of steps, at least 1 (a parquet integer arrives as numpy's); absent: the default."""
+    if value is None:
+        return DEFAULT_MAX_STEPS
+    try:
+        steps = operator.index(value) if not isinstance(value, bool) else 0
+    except TypeError:
+        steps = 0
+    if steps < 1:
+        raise EnvError(f"{row}: extra_info.max_steps must be a whole number of steps, at least 1, not {value!r}")
+    return steps
+
+
+def _switch(row: str, field: str, value: Any) -> bool:
+    """A true/false field (numpy's booleans too); absent: on."""
+    if value is None:
+        return True
+    if value not in (True, False) or isinstance(value, str):
+        raise EnvError(f"{row}: extra_info.{field} must be true or false, not {value!r}")
+    return bool(value)

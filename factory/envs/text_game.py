@@ -3,10 +3,17 @@
 A policy trained on refine trajectories (`factory.refine.output.build_trajectory`) knows one
 conversation: a first user turn from `prompts/refine/player_instruction.md` (the task, the actions,
 the opening observation), then assistant turns `Thought: ...\\nAction: name(key=value, ...)`
-(`world.format_action`) answered by user turns `Observation: ...` in the world-judged DM's words.
+(`world.format_action`) answered by user turns `Observation: ...` in the DM's words.
 `factory eval` (train/evaluate/loop.py) and the verl adapter (verl_agent.py) both play it through
-`TextGame`, so evaluation and RL see the same game as the training rows. A reply with no readable
+`TextGame`, so evaluation and RL see the same game as the training rows. The words differ: the real
+world answers in its template narration (prose.py), while rows made under `dm_evaluation: llm`
+carry the LLM DM's prose (docs/environments.md, "Observation style"). A reply with no readable
 `Action:` line is a format error (`prompts/eval/observations.json`); the world does not move.
+
+A player's turn is one thought and one action: a reply ends at the end of its first `Action:` line,
+or where it starts to invent the DM's next `Observation:`, whichever comes first (`turn_end`). What
+follows (the invented observation, a second Thought or Action) is not read, and the verl loop trains
+none of its tokens (verl_agent.py cuts them off at a token boundary).
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from .world_env import Action, RefineWorldEnv, StepResult
 
 # A model trained on whole trajectories may write the DM's next turn itself: the reply ends there.
 _INVENTED_OBSERVATION = re.compile(r"\n\s*Observation\s*:")
+INVENTED_OBSERVATION_STOP = "\nObservation:"  # the same, as a server's stop string (verl_agent.py)
+_FIRST_ACTION_LINE = re.compile(r"^[ \t]*Action[ \t]*:.*$", re.M)  # any action syntax: the turn ends with it
 _ACTION_LINE = re.compile(
     r"^[ \t]*Action[ \t]*:[ \t]*(?P<name>[A-Za-z][A-Za-z0-9_ -]*?)[ \t]*\((?P<args>.*)\)[ \t]*$", re.M
 )
@@ -55,9 +64,18 @@ def opening_messages(script: Script) -> list[dict[str, str]]:
     return [{"role": "user", "content": first_turn(script)}]
 
 
+def turn_end(text: str) -> int:
+    """Where the player's own turn ends in `text`: after its first `Action:` line, or before an observation it
+    went on to invent, whichever comes first; trailing whitespace is not part of the turn."""
+    invented = _INVENTED_OBSERVATION.search(text)
+    own = text[: invented.start()] if invented else text
+    action = _FIRST_ACTION_LINE.search(own)
+    return len(own[: action.end() if action else len(own)].rstrip())
+
+
 def cut_reply(text: str) -> str:
-    """The player's own turn: up to any observation it went on to invent."""
-    return _INVENTED_OBSERVATION.split(text, maxsplit=1)[0].strip()
+    """The player's own turn (`turn_end`), without the whitespace around it."""
+    return text[: turn_end(text)].strip()
 
 
 def parse_action(reply: str) -> Action | None:
@@ -129,8 +147,10 @@ class TextGame:
         self.env.reset(source)
         return opening_messages(self.env.script)
 
-    async def play(self, reply: str) -> GameTurn:
-        said = cut_reply(reply)
+    async def play(self, reply: str, *, cut: bool = True) -> GameTurn:
+        """cut=False: `reply` is already the player's turn, kept as it is (verl_agent.py cuts at a token boundary
+        and keeps the text of the tokens that train, whitespace included)."""
+        said = cut_reply(reply) if cut else reply
         action = parse_action(said)
         result = self.env.no_action(format_error_words()) if action is None else await self.env.astep(action)
         return GameTurn(said, action, result)

@@ -7,15 +7,22 @@ is global (each script has its own actions), it makes and releases a tool per ca
 lives across the episode), and its messages are tool calls, not the refine trajectory's text. So this
 is an `AgentLoopBase` of its own that plays the text game (text_game.py):
 
-    the row's prompt (the game's first user turn) -> generate -> parse the reply's `Action:` line
+    the row's prompt (the game's first user turn) -> generate -> cut the reply to the player's turn
     -> step the env (world.step, or a model playing it) -> append `Observation: ...` -> generate ...
 
 until the goal, the row's `max_steps` (capped by `multi_turn.max_assistant_turns` when set), or the
 response length. The policy's tokens train (mask 1), the observations do not (mask 0), through verl's
-own Continuous Token merges; the reward is the world's goal verdict (1.0 or 0.0), set as the
-rollout's `reward_score`, so no reward function is needed. `extra_fields` carry the rollout's
-messages in the refine trajectory format (`rollout_messages`) and `reward_extra_info` (goal, steps,
-invalid actions, format errors) for verl's metrics. Registered by import and by the export's
+own Continuous Token merges. Only the turn trains: the server is asked to stop at an invented
+`\nObservation:` (vLLM, SGLang and TensorRT-LLM take `stop` strings), and the tokens past the turn's
+end (text_game.turn_end: an invented observation, a second Thought/Action) are dropped at a token
+boundary (turn_tokens.py); a cut turn gets the template's end-of-turn appended with mask 0, as verl
+gives the boundary tokens it inserts itself. The reward is the world's goal verdict (1.0 or 0.0), set
+as the rollout's `reward_score`, so no reward function is needed. A rollout whose world failed (a
+simulated world's outage or unreadable reply, `env.world_failed`) says nothing about the policy: its
+whole response mask is 0 (verl's loss aggregation leaves fully masked sequences out), and
+`reward_extra_info.trained` is false. `extra_fields` carry the rollout's messages in the refine
+trajectory format (`rollout_messages`) and `reward_extra_info` (goal, steps, invalid actions, format
+errors, world failure, trained, cut turns) for verl's metrics. Registered by import and by the export's
 `agent_loop.yaml` (`actor_rollout_ref.rollout.agent.agent_loop_config_path`); docs/environments.md.
 """
 
@@ -36,7 +43,8 @@ except ImportError as exc:  # an optional extra: say how to get it, in one line
     ) from None
 
 from .episodes import AGENT_NAME, read_episode
-from .text_game import TextGame
+from .text_game import INVENTED_OBSERVATION_STOP, TextGame
+from .turn_tokens import end_of_turn_ids, turn_tokens
 from .world_env import RefineWorldEnv
 from .worlds import make_world
 
@@ -71,6 +79,7 @@ class RefineWorldAgentLoop(AgentLoopBase):
         self.world_mode, self.simulator = world, dict(simulator or {})
         self.response_length = self.rollout_config.response_length
         self.max_turns = self.rollout_config.multi_turn.max_assistant_turns
+        self.end_of_turn = end_of_turn_ids(self.tokenizer)
 
     def game(self, max_steps: int, validation_code: bool) -> TextGame:
         llm = simulator_client(self.simulator) if self.world_mode == "simulated" else None
@@ -85,7 +94,7 @@ class RefineWorldAgentLoop(AgentLoopBase):
         rollout = _Rollout(self, list(kwargs["raw_prompt"]), sampling_params)
         await rollout.begin()
         while True:
-            turn = await game.play(await rollout.generate())
+            turn = await game.play(await rollout.generate(), cut=False)
             rollout.record(turn)
             if game.env.done or rollout.full():
                 break
@@ -105,22 +114,39 @@ class _Rollout:
         self.mask: list[int] = []
         self.logprobs: list[float] = []
         self.rewards: list[float] = []
-        self.counts = {"steps": 0, "invalid_actions": 0, "format_errors": 0}
+        self.counts = {"steps": 0, "invalid_actions": 0, "format_errors": 0, "cut_turns": 0}
 
     async def begin(self) -> None:
         self.token_ids = await self.loop.ct_build_initial_tokens(self.messages)
 
     async def generate(self) -> str:
+        """The policy's next turn: its tokens (cut to the turn) merged with mask 1; returns their text."""
+        asked = self.sampling_params.get("stop") or []
+        stops = [*([asked] if isinstance(asked, str) else asked), INVENTED_OBSERVATION_STOP]
+        params = {**self.sampling_params, "stop": stops}  # a fresh dict: a server may pop keys from it
         with simple_timer("generate_sequences", self.metrics):
             output = await self.loop.server_manager.generate(
-                request_id=self.request_id, prompt_ids=self.token_ids, sampling_params=self.sampling_params
+                request_id=self.request_id, prompt_ids=self.token_ids, sampling_params=params
             )
+        turn = turn_tokens(self.loop.tokenizer, output.token_ids)
+        logprobs = output.log_probs[: len(turn.token_ids)] if output.log_probs else None
         merged, self.mask, logprobs = await self.loop.ct_merge_assistant_token(
-            self.token_ids, output.token_ids, self.mask, self.logprobs if (self.logprobs or output.log_probs) else None,
-            assistant_logprobs=output.log_probs or None,
+            self.token_ids, turn.token_ids, self.mask, self.logprobs if (self.logprobs or logprobs) else None,
+            assistant_logprobs=logprobs,
         )  # fmt: skip
         self.token_ids, self.logprobs = merged.token_ids, logprobs or self.logprobs
-        return self.loop.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+        self.counts["cut_turns"] += turn.cut
+        if self.token_ids[-1:] != self.loop.end_of_turn[:1]:
+            self._end_turn()
+        return turn.text
+
+    def _end_turn(self) -> None:
+        """A turn that did not end itself (cut, stopped by a stop string) gets the template's end-of-turn, untrained:
+        the policy did not sample it (verl gives the boundary tokens it inserts itself mask 0 too)."""
+        end = self.loop.end_of_turn
+        self.token_ids, self.mask = self.token_ids + end, self.mask + [0] * len(end)
+        if self.logprobs:
+            self.logprobs = self.logprobs + [0.0] * len(end)
 
     def record(self, turn) -> None:
         self.messages.append(turn.messages[0])
@@ -144,11 +170,14 @@ class _Rollout:
         limit = self.loop.response_length
         response = self.token_ids[len(self.token_ids) - len(self.mask) :]
         reward = 1.0 if env.goal_reached else 0.0
-        outcome = {"goal_reached": env.goal_reached, "world_failed": env.world_failed, **self.counts}
+        # A failed world (a simulator's outage, an unreadable verdict) is the environment's fault: nothing trains.
+        mask = [0] * len(self.mask) if env.world_failed else self.mask
+        outcome = {"goal_reached": env.goal_reached, "world_failed": env.world_failed,
+                   "trained": not env.world_failed, **self.counts}  # fmt: skip
         extra = {"turn_scores": self.rewards, "tool_rewards": [], "rollout_messages": self.messages,
                  "reward_extra_info": outcome}  # fmt: skip
         return AgentLoopOutput(
             prompt_ids=self.token_ids[: len(self.token_ids) - len(self.mask)], response_ids=response[:limit],
-            response_mask=self.mask[:limit], response_logprobs=self.logprobs[:limit] or None,
+            response_mask=mask[:limit], response_logprobs=self.logprobs[:limit] or None,
             reward_score=reward, num_turns=len(self.messages), metrics=self.metrics, extra_fields=extra,
         )  # fmt: skip
