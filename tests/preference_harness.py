@@ -57,6 +57,27 @@ def dpo_prepared(dataset, tokenizer, tmp_path: Path):
     return trainer, list(trainer.train_dataset)
 
 
+def dpo_loss(dataset, tokenizer, tmp_path: Path, **settings) -> float:
+    """DPOTrainer's loss over all rows in one batch with the card's DPOConfig values and `settings` on top. The
+    policy is the reference model nudged by fixed noise: with equal weights every log-ratio is 0, and any
+    weighting of them gives the same loss."""
+    import torch
+
+    tokenizer.pad_token = tokenizer.eos_token
+    policy, reference = tiny_model(tokenizer), tiny_model(tokenizer)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for weights in policy.parameters():
+            weights.add_(0.02 * torch.randn(weights.shape, generator=generator))
+    args = trl.DPOConfig(output_dir=str(tmp_path / "dpo"), report_to=[], use_cpu=True, bf16=False,
+                         **{**dpo_config(), **settings})  # fmt: skip
+    trainer = trl.DPOTrainer(model=policy, ref_model=reference, args=args, train_dataset=dataset,
+                             processing_class=tokenizer)  # fmt: skip
+    batch = trainer.data_collator(list(trainer.train_dataset))
+    with torch.no_grad():
+        return float(trainer.compute_loss(trainer.model, batch))
+
+
 def kto_prepared(dataset, tokenizer, tmp_path: Path):
     """KTOTrainer's own preparation of the `kto` rows with the card's KTOConfig values, and the trainer."""
     tokenizer.pad_token = tokenizer.eos_token

@@ -15,11 +15,13 @@ import json
 
 import datasets
 import pytest
+from consumer_harness import import_llamafactory
 from consumer_rows import qwen_tokenizer
 from loopback_server import ok
 from pair_traces import GARBAGE, READING, RECALL, coa_run
 from preference_harness import (
     collated,
+    dpo_loss,
     dpo_prepared,
     kto_prepared,
     llamafactory_pairs,
@@ -30,7 +32,7 @@ from preference_rows import make_preference_run, replayed_run
 
 from factory.coa.pairs import PairsConfig, make_pairs
 from factory.export import ExportOptions, export_dataset
-from factory.export.preference_consumers import ranking_config
+from factory.export.preference_consumers import LENGTH_AWARE, ranking_config
 from factory.run_config import FactoryConfig
 
 pytest.importorskip("trl")
@@ -165,3 +167,35 @@ def test_the_card_config_names_the_datasets_dataset_info_holds(exported):
     config = ranking_config(settings["ranking"], str(out / "ranking"))
     assert config["dataset"] == "factory_ranking_train" and settings["ranking"]["pair_chosen"] == "corrected"
     assert config["dataset"] in json.loads((out / "ranking" / "dataset_info.json").read_text())
+
+
+def test_trl_applies_each_length_setting_the_card_names(exported, tmp_path):
+    """The card's length-aware DPOConfig settings exist in TRL and change its loss on the same batch (sides of
+    unequal length): the trainer applies them rather than ignoring them."""
+    rows = loaded(exported[0], "preference")
+    plain = dpo_loss(rows, qwen_tokenizer(), tmp_path)
+    for settings, _ in LENGTH_AWARE["preference"]:
+        assert dpo_loss(rows, qwen_tokenizer(), tmp_path, **settings) != pytest.approx(plain, abs=1e-6), settings
+
+
+def test_llamafactory_reads_each_length_setting_the_card_names(monkeypatch):
+    """The card's length-aware LLaMA-Factory keys are arguments of its DPO stage, with values among its choices
+    (its command-line parser refuses an unknown name or choice)."""
+    import_llamafactory(monkeypatch)
+    from llamafactory.hparams.finetuning_args import FinetuningArguments
+    from transformers import HfArgumentParser
+
+    parser = HfArgumentParser(FinetuningArguments)
+    for settings, _ in LENGTH_AWARE["ranking"]:
+        argv = ["--stage", "dpo", *(part for key, value in settings.items() for part in (f"--{key}", str(value)))]
+        (parsed,) = parser.parse_args_into_dataclasses(argv)
+        assert {key: getattr(parsed, key) for key in settings} == settings
+    with pytest.raises(SystemExit):
+        parser.parse_args_into_dataclasses(["--stage", "dpo", "--pref_loss", "sigmoid_norm"])  # TRL's name only
+
+
+def test_a_replayed_correction_looking_back_on_the_mistake_has_no_chosen_side(replayed):
+    """ "Three is closest to what I meant to give" answers the refused four bolts the prompt lacks: the recorded
+    pair keeps its mistake as an undesirable row only."""
+    assert "refine:p0041@5" not in {row["pair_id"] for row in loaded(replayed[0], "preference")}
+    assert [row["label"] for row in loaded(replayed[0], "kto") if row["pair_id"] == "refine:p0041@5"] == [False]

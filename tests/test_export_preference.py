@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from statistics import mean
 
 import pytest
 from consumer_rows import make_consumer_run
@@ -17,7 +18,7 @@ from test_export import all_rows, rows_of, verdict
 
 from factory.cli import main
 from factory.export import ExportError, ExportOptions, export_dataset
-from factory.export.pairs_refine import NO_CORRECTION, NO_WORLD, OFF_PLAN, ONLY_REACTION
+from factory.export.pairs_refine import MISMATCHED, NO_CORRECTION, NO_WORLD, OFF_PLAN, ONLY_REACTION
 from factory.export.pairs_stored import NOT_EXPORTED
 from factory.export.preference_rows import LONG_SIDE, ONE_SIDED, sharegpt_prompt
 from factory.store import Store
@@ -108,6 +109,9 @@ def test_plan_keeps_a_pair_only_where_the_correction_is_a_shortest_plan_move(run
     skipped = formats["preference"].settings["skipped"]
     assert skipped == Counter({OFF_PLAN: 2, NO_WORLD: 3, ONLY_REACTION: 2, NO_CORRECTION: 1, **STORED_SKIPS})
     assert formats["preference"].settings["pair_chosen"] == "plan"
+    # The card says what plan does: the chosen side is still the correction taken, fewer pairs keep one.
+    card = (tmp_path / "README.md").read_text()
+    assert "the correction the trajectory took, kept only where it is a shortest-plan move" in card
 
 
 def test_the_ranking_rows_and_their_dataset_info(corrected):
@@ -182,6 +186,39 @@ def test_an_export_without_pairs_is_a_one_line_error(tmp_path, capsys):
     assert not (tmp_path / "out" / "preference").exists()
 
 
+def test_a_row_whose_steps_do_not_match_its_turns_gives_no_pair(tmp_path):
+    """Step k is assistant turn k (refine/output.py): a row with a step too few is damaged, which of the two is
+    wrong cannot be told, so it gives no pair under either rule and is counted."""
+    run = make_preference_run(tmp_path / "run", stored=False)
+    with Store.open(run) as store:
+        (steps,) = store.query("SELECT steps FROM trajectories WHERE trajectory_id = 'refine:tomatoes'")[0]
+        store.execute("UPDATE trajectories SET steps = ? WHERE trajectory_id = 'refine:tomatoes'",
+                      [json.dumps(json.loads(steps)[:-1])])  # fmt: skip
+    for rule in ("corrected", "plan"):
+        _, formats = export(run, tmp_path / rule, "kto", pair_chosen=rule, file_type="jsonl")
+        assert formats["kto"].settings["skipped"][MISMATCHED] == 1
+        ids = {row["pair_id"] for row in all_rows(tmp_path / rule, "kto", "jsonl")}
+        assert ids and not any(pair_id.startswith("refine:tomatoes") for pair_id in ids)
+
+
+def test_the_side_words_are_measured_on_the_written_rows(corrected):
+    """settings["side_words"]: mean words of the chosen and rejected sides each format wrote, and the share of
+    pairs whose chosen side is shorter; kto counts its completions by label and pairs its two rows."""
+    out, formats = corrected
+    words = lambda side: len(side[0]["content"].split())  # noqa: E731
+    pairs = [(words(r["chosen"]), words(r["rejected"])) for r in all_rows(out, "preference", "jsonl")]
+    shorter = round(sum(c < r for c, r in pairs) / len(pairs), 2)
+    expected = {"chosen_mean": round(mean(c for c, _ in pairs), 1), "rejected_mean": round(mean(r for _, r in pairs), 1),
+                "chosen_shorter": shorter, "pairs": len(pairs)}  # fmt: skip
+    assert formats["preference"].settings["side_words"] == formats["ranking"].settings["side_words"] == expected
+    kto = all_rows(out, "kto", "jsonl")
+    by_label = {label: [words(r["completion"]) for r in kto if r["label"] is label] for label in (True, False)}
+    assert formats["kto"].settings["side_words"] == {
+        "chosen_mean": round(mean(by_label[True]), 1), "rejected_mean": round(mean(by_label[False]), 1),
+        "chosen_shorter": shorter, "pairs": len(pairs)}  # fmt: skip
+    assert len(by_label[False]) > len(pairs)  # the one-sided rows count for their side, not for the share
+
+
 def test_an_unreadable_refine_row_is_counted_not_raised(tmp_path):
     run = make_preference_run(tmp_path / "run", stored=False)
     steps_without_actions = json.dumps([{}] * 5)  # as many steps as the row's assistant turns, none readable
@@ -200,6 +237,10 @@ def test_the_card_says_how_to_load_each_format(corrected):
     card = (corrected[0] / "README.md").read_text()
     assert "DPOTrainer(model=MODEL" in card and "KTOTrainer(model=MODEL" in card
     assert "stage: dpo" in card and "dataset: factory_ranking_train" in card and "pref_ftx" in card
+    figures = corrected[1]["preference"].settings["side_words"]
+    stated = f"chosen sides average {figures['chosen_mean']} words, rejected sides {figures['rejected_mean']}"
+    assert card.count(stated) == 2 and "desirable sides average" in card  # preference and ranking; kto
+    assert "`ld_alpha=0.5`" in card and "`pref_loss: simpo`" in card and "no length-normalised loss" in card
 
 
 def test_the_published_ranking_config_names_the_shards_it_holds(run_dir, tmp_path):

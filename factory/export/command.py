@@ -26,7 +26,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--observations", choices=["mask", "train"],
                         help="train: observations in the loss too (AutoCoA stage 3, a world model); default mask")  # fmt: skip
     parser.add_argument("--pair-chosen", choices=["corrected", "plan"],
-                        help="refine preference pairs: chosen = the correction taken (default) or the world's plan move")  # fmt: skip
+                        help="refine pairs: chosen = the correction taken, always (default) or only on a shortest plan")  # fmt: skip
 
 
 def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

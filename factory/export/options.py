@@ -30,7 +30,7 @@ class ExportOptions(StrictModel):
     # well, in the formats that can say so per turn (messages, openai, trl); "mask" keeps them context only.
     observations: Literal["mask", "train"] = "mask"
     # Refine step-level preference pairs (preference, ranking, kto): the chosen step is the correction the
-    # trajectory took ("corrected") or the world's shortest-plan move from the same state ("plan").
+    # trajectory took, in every pair ("corrected") or only where it is a shortest-plan move of the world ("plan").
     pair_chosen: Literal["corrected", "plan"] = "corrected"
     license: str = "apache-2.0"
     pretty_name: str | None = None

@@ -10,13 +10,16 @@ then the step that corrected them. Each mistaken assistant turn gives one pair (
   the mistake. Refused moves change nothing in the world, so that step is valid from the mistake's own
   state. Its thought was written after the refusal: only the sentences the prompt grounds are kept
   (pairs_thought.py);
-- chosen (`pair_chosen: plan`): the world's shortest-plan move from the mistake's state (the accepted
-  steps replayed, slips.replay_states): the pair is kept when the correction is such a move, i.e. the
-  world's shortest plan from after it is one move shorter (solvable.shortest_plan). The world plans
-  moves, not thoughts: when the correction is off every shortest plan, the plan's own move has no
-  thought written for it, and the pair has no chosen side rather than an invented one.
+- `pair_chosen: plan` keeps the same chosen side, the correction taken, only where it is also a
+  shortest-plan move of the world from the mistake's state (the accepted steps replayed,
+  slips.replay_states): the world's shortest plan from after it is one move shorter
+  (solvable.shortest_plan). It never chooses the plan's own move: the world plans moves, not thoughts,
+  so a move off the trajectory has no thought written for it, and the pair has no chosen side rather
+  than an invented one.
 
 A pair without a chosen side keeps its reason (`Pair.missing`); its rejected side is still a KTO row.
+A row whose stored steps are not one per assistant turn (refine/output.py writes them so) is damaged:
+which of the two is wrong cannot be told, so it gives no pair and is counted (`MismatchedSteps`).
 The pair id is the trajectory id and the mistake's turn index, the same in every export.
 """
 
@@ -32,7 +35,7 @@ from ..refine.solvable import shortest_plan
 from ..refine.world import WorldState
 from ..refine.world import step as world_step
 from .pairs_record import BLANK, Pair, message, turn_messages
-from .pairs_thought import Judge, grounded_thought
+from .pairs_thought import grounded_thought
 
 KIND = "refine_step"
 STEP_FORM = re.compile(r"^\s*Thought:\s*(?P<thought>.*?)\s*\nAction:\s*(?P<action>.*?)\s*$", re.S)
@@ -42,6 +45,11 @@ ONLY_REACTION = "the correction's thought only reacts to the refusal (no sentenc
 NO_WORLD = "plan: no script or steps to replay the world"
 NO_PLAN = "plan: the world finds no plan from the mistake's state"
 OFF_PLAN = "plan: the correction is not a shortest-plan move (no thought is written for the plan's move)"
+MISMATCHED = "refine row: its steps are not one per assistant turn"
+
+
+class MismatchedSteps(ValueError):
+    """A row whose stored steps and assistant turns differ in number."""
 
 
 def trains(turn: dict[str, Any]) -> bool:
@@ -56,9 +64,9 @@ class RefineRow:
         self.trajectory_id, self.script_id = trajectory_id, script_id
         self.turns: list[dict[str, Any]] = json.loads(turns)
         self.assistant = [i for i, turn in enumerate(self.turns) if turn.get("role") == "assistant"]
-        parsed = json.loads(steps) if steps else None
-        # Step k is assistant turn k (refine/output.py); a row whose counts differ has no usable steps.
-        self.steps = parsed if parsed and len(parsed) == len(self.assistant) else None
+        self.steps: list[dict[str, Any]] | None = json.loads(steps) if steps else None
+        if self.steps is not None and len(self.steps) != len(self.assistant):  # step k is assistant turn k
+            raise MismatchedSteps(f"{len(self.steps)} steps for {len(self.assistant)} assistant turns")
         self.script = Script.model_validate_json(script) if script else None
         self._states: list[WorldState] | None = None
 
@@ -93,12 +101,9 @@ def chosen_step(row: RefineRow, k: int, position: int, rule: str) -> tuple[list[
         return None, NOT_REACT
     if rule == "plan" and (why := off_plan(row, k, c)):
         return None, why
-    judge = None
-    if row.script is not None and row.steps is not None:
-        judge = Judge(row.script, row.turns[:position], row.steps[:k], row.steps[c])
     prompt = "\n".join(turn["content"] for turn in row.turns[:position])
     left_out = "\n".join(turn["content"] for turn in row.turns[position:correction])
-    thought = grounded_thought(form["thought"], prompt, left_out, form["action"], judge)
+    thought = grounded_thought(form["thought"], prompt, left_out, form["action"])
     if thought is None:
         return None, ONLY_REACTION
     return [message("assistant", f"Thought: {thought}\nAction: {form['action']}")], None

@@ -7,30 +7,30 @@ nor the refusal: a chosen thought that answers them teaches a model to react to 
 saw. So the chosen thought keeps only the sentences that stand on the prompt alone; a sentence goes when
 
 1. it reacts: a word of realisation or correction ("of course", "forgot", "already", "instead", "still",
-   "anyway", ...), an opening such as "Right," / "So" / "No", a trailing "then", or a negation ("not",
-   "isn't", "no", "can't": a player says what is *not* so after being told);
+   "anyway", ...), an opening such as "Right," / "So" / "No", a trailing "then", a negation ("not",
+   "isn't", "no", "can't": a player says what is *not* so after being told), or hindsight, the player's
+   own earlier intent or attempt ("what I meant to give", "I'd meant twelve", "I tried", "my first
+   plan"): in the pair's prompt that attempt was never made, it is the rejected side;
 2. it names something only the left-out turns said: a content word (stemmed; number words as digits) of
    the mistake(s) and refusal(s) between the prompt and the correction that neither the prompt nor the
    correction's own action line holds ("five" litres, the can that "holds");
-3. the grounded-thought check (factory/refine/grounded_thoughts.py) finds in it a state assertion that
-   neither the replayed world nor anything the prompt shows supports, or a clash with its own action
-   (thought_actions.py) — run on the prompt + chosen conversation, so the refusal is not among what
-   the player read (only when the row has its script and steps);
-4. it points back ("That's kept ...", "Let me go there.", "Grab them ...": a pronoun, or an opening
+3. it points back ("That's kept ...", "Let me go there.", "Grab them ...": a pronoun, or an opening
    "So" / "Then") right after a sentence that went, or as the first sentence, where what it points
    back to is the refusal: either way its antecedent is gone.
 
 What is left, in order, is the chosen thought. When nothing is left the pair has no chosen side (the
 reason is counted; its rejected side is still a KTO undesirable row).
+
+Not a rule here: the grounded-thought check (refine/grounded_thoughts.py). It grounds a claim by the
+replayed world as well as by what the player read, so a claim the refusal taught that is true in the
+world (the leak this module stops) passes it; what it finds beyond rules 1-3 is a claim the world
+contradicts, which the trajectory's SFT rows hold too: the refine path records that check on every row
+and the `grounded_thoughts` filter drops such a row, with its pairs, from every export.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
-
-from ..refine.grounded_thoughts import check_thoughts
-from ..refine.script import Script
 
 SENTENCES = re.compile(r"(?<=[.!?])\s+")
 REACTION = re.compile(
@@ -40,6 +40,12 @@ REACTION = re.compile(
 )
 OPENER = re.compile(r"^(right|ok|okay|ah|oh|hmm|wait|well|so|no|good|fine|alright|yes|true|indeed|sorry|huh)\b")
 NEGATION = re.compile(r"\b(not|no|never|cannot)\b|n't\b")
+# The player's own earlier intent or attempt: "what I meant to give", "I'd meant", "I tried", "my first plan".
+HINDSIGHT = re.compile(
+    r"\bi(?:'d|'ve| had| have)?\s+(?:meant|intended|tried|wanted|planned|hoped|expected|assumed|thought|figured)\b"
+    r"|\bi was (?:going|about) to\b|\bwhat i had in mind\b"
+    r"|\bmy (?:first|original|earlier|initial) (?:plan|idea|choice)\b"
+)
 THEN_END = re.compile(r"\bthen\W*$")
 # Words that point back to what was said before; "there" as in "there is" points nowhere.
 ANAPHORA = re.compile(
@@ -85,29 +91,21 @@ def content_words(text: str) -> set[str]:
 
 def reacts(sentence: str) -> bool:
     text = normal(sentence).strip()
-    return bool(REACTION.search(text) or OPENER.match(text) or NEGATION.search(text) or THEN_END.search(text))
+    return any(p.search(text) for p in (REACTION, NEGATION, THEN_END, HINDSIGHT)) or bool(OPENER.match(text))
 
 
-def grounded_thought(thought: str, prompt_text: str, left_out_text: str, action_line: str,
-                     judge: "Judge | None" = None) -> str | None:  # fmt: skip
-    """The sentences of a correction's thought that stand on the prompt alone (rules 1-4), or None."""
+def grounded_thought(thought: str, prompt_text: str, left_out_text: str, action_line: str) -> str | None:
+    """The sentences of a correction's thought that stand on the prompt alone (rules 1-3), or None."""
     sentences = [s.strip() for s in SENTENCES.split(thought.strip()) if s.strip()]
     novel = content_words(left_out_text) - content_words(prompt_text) - content_words(action_line)
     keep = [not reacts(s) and not (content_words(s) & novel) for s in sentences]
-    prompt_words = content_words(prompt_text)
-    keep = _without_dangling(sentences, keep, prompt_words)
-    for _ in range(3):  # dropping a sentence can leave another clashing with the action: judge again
-        flagged = judge.flagged(" ".join(s for s, k in zip(sentences, keep) if k), action_line) if judge else []
-        drop = [k and any(claim in normal(s) for claim in flagged) for s, k in zip(sentences, keep)]
-        if not any(drop):
-            break
-        keep = _without_dangling(sentences, [k and not d for k, d in zip(keep, drop)], prompt_words)
+    keep = _without_dangling(sentences, keep, content_words(prompt_text))
     kept = " ".join(s for s, k in zip(sentences, keep) if k)
     return kept or None
 
 
 def _without_dangling(sentences: list[str], keep: list[bool], prompt_words: set[str]) -> list[bool]:
-    """Rule 4: a sentence that points back goes when the one before it went; before the first sentence
+    """Rule 3: a sentence that points back goes when the one before it went; before the first sentence
     stands the refusal the prompt lacks, so a first sentence that points back goes too."""
     out = list(keep)
     for i, sentence in enumerate(sentences):
@@ -121,23 +119,3 @@ def points_back(sentence: str, prompt_words: set[str]) -> bool:
     if ANAPHORA.search(text):
         return True
     return any(not noun or stem(noun) not in prompt_words for noun in DEMONSTRATIVE.findall(text))
-
-
-class Judge:
-    """Rule 3: the grounded-thought check on the prompt + chosen conversation, in the script's world."""
-
-    def __init__(self, script: Script, prompt_turns: list[dict[str, Any]], prompt_steps: list[dict[str, Any]],
-                 chosen_step: dict[str, Any]):  # fmt: skip
-        self.script = script
-        # Only the chosen turn is judged: the prompt's assistant turns are context (loss false).
-        self.turns = [{**turn, "loss": False} for turn in prompt_turns]
-        self.steps = [*prompt_steps, chosen_step]
-
-    def flagged(self, thought: str, action_line: str) -> list[str]:
-        """The clauses (lowercased) of `thought` the check finds ungrounded or clashing with the action."""
-        if not thought:
-            return []
-        chosen = {"role": "assistant", "content": f"Thought: {thought}\nAction: {action_line}", "loss": True}
-        found = check_thoughts(self.script, [*self.turns, chosen], self.steps)
-        turn = len(self.steps)
-        return [normal(f.claim).strip() for f in found.ungrounded + found.clashes if f.turn == turn]

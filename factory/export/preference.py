@@ -8,7 +8,8 @@ trains while its trajectory is held out. Rows are not repeated by `--upsample`: 
 
 The rows of each format come from preference_rows.py; a pair a format cannot hold (one side only, a side
 of several messages for LLaMA-Factory) and a stored row a stage wrote wrong are counted under their
-reason in `settings["skipped"]`, which the export notes. `ranking` also writes LLaMA-Factory's
+reason in `settings["skipped"]`, which the export notes; how long the written pairs are, the longest and
+the words of each side, is noted too (preference_lengths.py). `ranking` also writes LLaMA-Factory's
 dataset_info.json (preference_consumers.py). What is not built, and why: trajectory-level pairs, since
 the store keeps no failed attempt's steps beside a verified one (docs/preference.md).
 """
@@ -25,8 +26,9 @@ from pydantic import ValidationError
 from ..store import Store
 from .options import ExportOptions, FormatName
 from .pairs_record import Pair
-from .pairs_refine import RefineRow, refine_pairs
+from .pairs_refine import MISMATCHED, MismatchedSteps, RefineRow, refine_pairs
 from .pairs_stored import count_unplaced, stored_pairs
+from .preference_lengths import SideWords, measured
 from .preference_rows import KTO_SCHEMA, PREFERENCE_SCHEMA, RANKING_SCHEMA, kto_rows, preference_rows, ranking_rows
 from .stream import write_stream
 
@@ -57,11 +59,12 @@ def pair_writer(store: Store, selection: str, options: ExportOptions, settings: 
     skipped: Counter = settings.setdefault("skipped", Counter())
     settings["pair_chosen"] = options.pair_chosen
     count_unplaced(store, selection, options, skipped)
+    tally = SideWords()
 
     def write_split(split: str, folder: Path) -> tuple[int, list[Path]]:
         pairs = split_pairs(store, selection, options, split, skipped)
         rows = (row for pair in pairs for row in shape(pair, skipped))
-        return write_stream(longest(rows, settings), split, folder, options, schema)
+        return write_stream(measured(rows, settings, tally), split, folder, options, schema)
 
     return write_split
 
@@ -71,6 +74,9 @@ def split_pairs(store: Store, selection: str, options: ExportOptions, split: str
     for values in refine_rows(store, selection, split):
         try:  # a row's pairs are few: built whole, so a row the store holds wrong is one count, not a traceback
             pairs = list(refine_pairs(RefineRow(*values), options.pair_chosen))
+        except MismatchedSteps:
+            skipped[MISMATCHED] += 1
+            continue
         except (ValueError, TypeError, KeyError, AttributeError, ValidationError):
             skipped[UNREADABLE] += 1
             continue
@@ -88,20 +94,3 @@ def refine_rows(store: Store, selection: str, split: str) -> Iterator[tuple]:
         ORDER BY t.trajectory_id"""
     for batch in store.arrow_batches(query, rows=256):
         yield from (tuple(row.values()) for row in batch.to_pylist())
-
-
-def longest(rows: Iterator[dict[str, Any]], settings: dict) -> Iterator[dict[str, Any]]:
-    """Pass rows through, noting the longest prompt + side in characters (the card's cutoff_len advice)."""
-    for row in rows:
-        prompt = sum(len(text(m)) for m in row.get("prompt") or row.get("conversations") or [])
-        sides = [sum(len(text(m)) for m in as_list(row[k])) for k in ("chosen", "rejected", "completion") if row.get(k)]
-        settings["longest_chars"] = max(settings.get("longest_chars", 0), prompt + max(sides, default=0))
-        yield row
-
-
-def as_list(side: Any) -> list:
-    return side if isinstance(side, list) else [side]
-
-
-def text(message: dict[str, str]) -> str:
-    return message.get("content") or message.get("value") or ""

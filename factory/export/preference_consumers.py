@@ -5,6 +5,8 @@ tests/test_consumer_preference.py runs TRL's DPO / KTO data preparation and LLaM
 processor with exactly these settings. AutoCoA's stage 1 ("when to act") trains the pairs with a
 preference loss plus an auxiliary SFT term on the chosen side: `pref_ftx` in LLaMA-Factory, the `sft`
 loss beside `sigmoid` in TRL; the weights below are a starting point, not AutoCoA's published values.
+Each snippet states how long the written sides are (preference_lengths.py) and the length-aware loss
+settings its trainer has, since a length gap between the sides is learnt as part of the preference.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def ranking_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type:
         f"**LLaMA-Factory DPO** (`ranking`: `ranking: true` sharegpt rows, one `gpt` turn per side; "
         f"{chosen_words(fmt.settings)}; {pair_length(fmt.settings)}; `pref_ftx` adds the SFT term on the chosen "
         f"side, AutoCoA's stage 1 recipe, `pref_ftx: 0` is plain DPO):\n\n```yaml\n{config}\n```"
+        f"{side_lengths(fmt.settings, 'ranking')}"
     )
 
 
@@ -70,8 +73,49 @@ def pair_length(settings: dict[str, Any]) -> str:
 
 def chosen_words(settings: dict[str, Any]) -> str:
     if settings.get("pair_chosen") == "plan":
-        return "refine pairs kept only where the correction is a shortest-plan move of the world"
+        return ("refine pairs choose the correction the trajectory took, kept only where it is a shortest-plan "
+                "move of the world (never the plan's own move: the world writes no thought)")  # fmt: skip
     return "refine pairs choose the correction the trajectory took"
+
+
+# Length-aware settings of each trainer, alternatives to one another (TRL 1.16's DPOConfig, LLaMA-Factory
+# 0.9.5's finetuning arguments; the tests build both trainers' configs from them), with what each does.
+# TRL's KTOTrainer has none.
+LENGTH_AWARE: dict[str, list[tuple[dict[str, Any], str]]] = {
+    "preference": [({"ld_alpha": 0.5}, "LD-DPO: a side's tokens beyond the other's length weigh alpha, 1.0 is DPO"),
+                   ({"loss_type": ["sigmoid_norm", "sft"]}, "per-token means; raise beta")],
+    "ranking": [({"ld_alpha": 0.5}, "LD-DPO: a side's tokens beyond the other's length weigh alpha, 1.0 is DPO"),
+                ({"pref_loss": "simpo"}, "per-token means, no reference model; raise pref_beta")],
+}  # fmt: skip
+
+
+def side_lengths(settings: dict[str, Any], name: str) -> str:
+    """A paragraph after the snippet: the written sides' mean words and the share of pairs whose chosen side
+    is shorter, with what to do about it ("" when no pair has both sides)."""
+    figures = settings.get("side_words") or {}
+    if not figures.get("pairs"):
+        return ""
+    chosen, rejected = ("desirable", "undesirable") if name == "kto" else ("chosen", "rejected")
+    measured = (f"Side lengths: {chosen} sides average {figures['chosen_mean']} words, {rejected} sides "
+                f"{figures['rejected_mean']}; the {chosen} side is the shorter in {figures['chosen_shorter']:.0%} of "
+                f"{figures['pairs']} pairs.")  # fmt: skip
+    return f"\n\n{measured} {length_advice(name)}"
+
+
+def length_advice(name: str) -> str:
+    if name == "kto":
+        return ("KTOTrainer sums log-probabilities over a completion and has no length-normalised loss (`loss_type` "
+                "is `kto` or `apo_zero_unpaired`), so it can learn length along with the label: drop the shortest "
+                "desirable rows, or compare the trained model's thought length with the SFT model's.")  # fmt: skip
+    yaml_style = name == "ranking"
+    options = " or ".join(f"`{setting(values, yaml_style)}` ({what})" for values, what in LENGTH_AWARE[name])
+    return (f"The preference term sums log-probabilities over a side, so it can learn a length gap as preference (and "
+            f"the SFT term imitates the chosen sides as written): set {options}, or drop the pairs with the "
+            "shortest chosen sides.")  # fmt: skip
+
+
+def setting(values: dict[str, Any], yaml_style: bool) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in values.items()) if yaml_style else arguments(values)
 
 
 def dpo_config() -> dict[str, Any]:
@@ -85,40 +129,42 @@ def kto_config() -> dict[str, Any]:
 
 
 def preference_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
-    builder, files = trl_data_files(fmt.settings, path, file_type)
-    evaluation = ', eval_dataset=data["validation"]' if "validation" in files else ""
-    code = "\n".join([
-        "from datasets import load_dataset",
-        "from trl import DPOConfig, DPOTrainer",
-        "",
-        f"data = load_dataset({builder!r}, data_files={files!r})",
-        "# sigmoid: DPO's loss; sft: the auxiliary SFT term on the chosen side (AutoCoA stage 1); drop it for plain DPO.",
-        "# max_length=None: TRL's default (1024) drops a pair whose prompt fills it and cuts longer ones",
-        f'args = DPOConfig(output_dir="dpo", {arguments(dpo_config())})',
-        f'DPOTrainer(model=MODEL, args=args, train_dataset=data["train"]{evaluation}, processing_class=TOKENIZER).train()',
+    code = trl_pair_code(fmt.settings, path, file_type, "DPO", dpo_config(), [
+        "sigmoid: DPO's loss; sft: the auxiliary SFT term on the chosen side (AutoCoA stage 1); drop it for plain DPO.",
+        "max_length=None: TRL's default (1024) drops a pair whose prompt fills it and cuts longer ones",
     ])  # fmt: skip
     return (
         f"**TRL DPO** (`preference`: conversational `prompt` / `chosen` / `rejected`; {chosen_words(fmt.settings)}; "
-        f"the metadata columns are ignored):\n\n```python\n{code}\n```"
+        f"the metadata columns are ignored):\n\n```python\n{code}\n```{side_lengths(fmt.settings, 'preference')}"
     )
 
 
 def kto_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
-    builder, files = trl_data_files(fmt.settings, path, file_type)
-    evaluation = ', eval_dataset=data["validation"]' if "validation" in files else ""
-    code = "\n".join([
-        "from datasets import load_dataset",
-        "from trl import KTOConfig, KTOTrainer",
-        "",
-        f"data = load_dataset({builder!r}, data_files={files!r})",
-        f'args = KTOConfig(output_dir="kto", {arguments(kto_config())})  # desirable_weight / undesirable_weight: '
-        "balance the two labels",
-        f'KTOTrainer(model=MODEL, args=args, train_dataset=data["train"]{evaluation}, processing_class=TOKENIZER).train()',
+    code = trl_pair_code(fmt.settings, path, file_type, "KTO", kto_config(), [
+        "max_length=None as for DPO; desirable_weight / undesirable_weight: balance the two labels",
     ])  # fmt: skip
     return (
         "**TRL KTO** (`kto`: unpaired `prompt` / `completion` / `label`, one row per side of each pair, and the "
-        f"one-sided rows: mistakes whose correction has no grounded thought, stored KTO-only rows):\n\n```python\n{code}\n```"
+        f"one-sided rows: mistakes whose correction has no grounded thought, stored KTO-only rows):\n\n"
+        f"```python\n{code}\n```{side_lengths(fmt.settings, 'kto')}"
     )
+
+
+def trl_pair_code(settings: dict[str, Any], path: str, file_type: str, trainer: str, config: dict[str, Any],
+                  notes: list[str]) -> str:  # fmt: skip
+    """The card's Python for one TRL preference trainer ("DPO", "KTO"): load the export, configure, train."""
+    builder, files = trl_data_files(settings, path, file_type)
+    evaluation = ', eval_dataset=data["validation"]' if "validation" in files else ""
+    return "\n".join([
+        "from datasets import load_dataset",
+        f"from trl import {trainer}Config, {trainer}Trainer",
+        "",
+        f"data = load_dataset({builder!r}, data_files={files!r})",
+        *(f"# {note}" for note in notes),
+        f'args = {trainer}Config(output_dir="{trainer.lower()}", {arguments(config)})',
+        f'{trainer}Trainer(model=MODEL, args=args, train_dataset=data["train"]{evaluation}, '
+        "processing_class=TOKENIZER).train()",
+    ])  # fmt: skip
 
 
 def arguments(values: dict[str, Any]) -> str:

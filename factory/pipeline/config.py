@@ -49,7 +49,9 @@ class ExportStage(StrictModel):
     observations: Literal["mask", "train"] = Field(
         "mask", description="train: observations in the loss too (AutoCoA stage 3); the train stage follows"
     )
-    pair_chosen: Literal["corrected", "plan"] = Field("corrected", description="refine pairs: the chosen step")
+    pair_chosen: Literal["corrected", "plan"] = Field(
+        "corrected", description="refine pairs: every correction (corrected), or only those on a shortest plan (plan)"
+    )
 
     @field_validator("formats", mode="before")
     @classmethod
