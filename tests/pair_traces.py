@@ -4,13 +4,15 @@
 traces below through `record_trace` (the coa path's own distill / check / store), and the closed-book
 rollouts `factory passrate` would have written (each judged by the task's checker):
 
-| trajectory | tool? | reference | recall reply (RECALL) | closed-book rollouts |
+| trajectory | tool? | reference | recall reply (RECALL, tests/pair_recall.py) | closed-book rollouts |
 |---|---|---|---|---|
 | Thailand's most populous neighbour (synth depth, mas) | web_search | 53582855 | "54 million" (wrong) | - |
 | Brazil + Mongolia + PNG areas (synth width, mas; its own answer wrong) | web_search | 10542717 | 10542723 (wrong) | - |
 | first Nobel prize in physics (nq, mas) | web_search | Röntgen | right | 8 of 8 right |
 | 1-2+3-...-100 (MATH500/16, code) | code | -50 | right | 2 judged |
 | constant term of (10x^3 - 1/(2x^2))^5 (MATH500/34, code) | code | -125 | right | 3 of 8 right |
+| greatest integer below (√7 + √5)^6 (MATH500/21, code) | code | 13535 | 13536 (wrong), its own score 2 | - |
+| OPEC's member count (nq, mas) | web_search | 14 | 12, its own score 2 | - |
 | the owner of Reading FC (nq, mas) | web_search | Dai Yongge ... | prose, not JSON (GARBAGE) | - |
 | the first declaration of human rights (nq, mas) | none | Cyrus | - | - |
 | the Danube question, a user row without an answer (mas) | web_search | none | - | - |
@@ -28,6 +30,7 @@ import json
 from pathlib import Path
 
 from afm_rows import GOOD, check, event, tool
+from pair_recall import GARBAGE, RECALL  # noqa: F401 (the recorded replies, imported from here)
 from task_files import task_file
 
 from factory.checks import default_checker
@@ -42,51 +45,12 @@ from factory.tasks import Task, load_tasks
 
 REPLAY = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "coa_replay" / "capable_v1"
 CLOSED_BOOK = "qwen-closed-book"  # the rollouts label
-NOBEL, READING, CYRUS, DEADPOOL = (
+NOBEL, READING, CYRUS, DEADPOOL, OPEC = (
     "who got the first nobel prize in physics", "who is the owner of reading football club",
     "who wrote the first declaration of human rights", "when is the next deadpool movie being released",
+    "how many countries are a part of opec",
 )  # fmt: skip
 DANUBE = "Which river flows through the capital of the country whose internet top-level domain is .hu?"
-
-
-def recall(think: str, answer: str) -> str:
-    return json.dumps({"think": think, "answer": answer}, ensure_ascii=False)
-
-
-# The recall replies, keyed by a line of the question they answer (the loopback server routes on it).
-RECALL = {
-    "ISO 4217 code THB": recall(
-        "THB is the Thai baht, so the country is Thailand. Thailand borders Myanmar, Laos, Cambodia and Malaysia, "
-        "and Myanmar is the most populous of them at roughly 54 million people by recent estimates (Malaysia is "
-        "about 34 million, Cambodia about 17 million, Laos about 7.5 million).",
-        "54 million",
-    ),
-    "Tugrik": recall(
-        "The Tugrik is Mongolia's currency and Port Moresby is the capital of Papua New Guinea. From memory: "
-        "Brazil 8,515,767 km², Mongolia 1,564,116 km², Papua New Guinea 462,840 km². 8,515,767 + 1,564,116 = "
-        "10,079,883, plus 462,840 gives 10,542,723.",
-        "10542723",
-    ),
-    NOBEL: recall(
-        "The first Nobel Prize in Physics was awarded in 1901 to Wilhelm Conrad Röntgen, for his discovery of X-rays.",
-        "Wilhelm Conrad Röntgen",
-    ),
-    "1-2+3-4+5": recall(
-        "Group the terms in pairs: (1-2) + (3-4) + ... + (99-100). There are 50 pairs and each is -1, so the sum "
-        "is -50.",
-        "-50",
-    ),
-    "10x^3-\\frac{1}{2x^2}": recall(
-        "The general term is C(5,k)(10x^3)^(5-k)(-1/(2x^2))^k, whose power of x is 3(5-k) - 2k = 15 - 5k, zero at "
-        "k = 3. That term is C(5,3) * 10^2 * (-1/2)^3 = 10 * 100 * (-1/8) = -125.",
-        "-125",
-    ),
-}
-# A reply that ignores the JSON it was asked for: what a chat model says when it would rather look it up.
-GARBAGE = (
-    "I can't browse the web in this step, so I can't confirm the current owner of Reading F.C. As of my last "
-    "update, the club was owned by Dai Yongge, with his sister Dai Xiuli, but ownership may have changed since."
-)
 
 
 def rows_of(path: Path, questions: list[str]) -> list[dict]:
@@ -98,7 +62,7 @@ def write_task_files(folder: Path) -> tuple[Path, Path]:
     """(the qa file `coa.tasks` names, the math file `passrate.tasks` names)."""
     replayed = [json.loads((REPLAY / f"{name}.json").read_text())["task"] for name in
                 ("depth-3f426491a2f9", "width-fa0f69d39c65")]  # fmt: skip
-    nq = rows_of(task_file("nq_full.jsonl"), [NOBEL, READING, CYRUS])
+    nq = rows_of(task_file("nq_full.jsonl"), [NOBEL, READING, CYRUS, OPEC])
     unanswered = {"question": DANUBE, "data_source": "user"}
     qa = folder / "qa_tasks.jsonl"
     qa.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in [*replayed, *nq, unanswered]))
@@ -116,12 +80,13 @@ def web_trace(task: Task, plan: str, calls: list[tuple[str, str, str, str]], ans
                  tools=["web_search", "crawl_page"], events=events, final_answer=answer)  # fmt: skip
 
 
-def code_trace(task: Task, program: str, printed: str, answer: str) -> Trace:
+def code_trace(task: Task, program: str, printed: str, answer: str, finding: str = "") -> Trace:
+    finding = finding or f"The program printed {printed}, which matches the derivation."
     events = [
         event("plan", "1. Compute the value with code.\n2. Check it against a short derivation."),
         tool("code", program, printed, think="A direct computation settles the value."),
-        event("reflection", f"The program printed {printed}, which matches the derivation."),
-        event("answer", f"\\boxed{{{answer}}}", think=f"The value is {answer}."),
+        event("reflection", finding),
+        event("answer", f"\\boxed{{{answer}}}", think=f"The answer is {answer}."),
     ]
     return Trace(trace_id=f"coa:{task.id}", task_id=task.id, variant="code", domain="math", question=task.question,
                  tools=["code"], events=events, final_answer=f"\\boxed{{{answer}}}")  # fmt: skip
@@ -130,8 +95,8 @@ def code_trace(task: Task, program: str, printed: str, answer: str) -> Trace:
 def traces(tasks: dict[str, Task]) -> list[tuple[Trace, Task]]:
     by_question = {task.question: task for task in tasks.values()}
     thai, tugrik = tasks["synth:depth/depth-3f426491a2f9"], tasks["synth:width/width-fa0f69d39c65"]
-    nobel, reading, cyrus, danube = (by_question[q] for q in (NOBEL, READING, CYRUS, DANUBE))
-    sum16, term34 = tasks["MATH500/16"], tasks["MATH500/34"]
+    nobel, reading, cyrus, danube, opec = (by_question[q] for q in (NOBEL, READING, CYRUS, DANUBE, OPEC))
+    sum16, term34, floor21 = tasks["MATH500/16"], tasks["MATH500/34"], tasks["MATH500/21"]
     deadpool = Task(id="nq/deadpool", question=DEADPOOL, answers=["May 18, 2018"], domain="qa", source="nq")
     myanmar = "1. [Myanmar](corpus://country/MMR): Myanmar ... Population: 53,582,855. Capital: Naypyidaw."
     return [
@@ -159,6 +124,12 @@ def traces(tasks: dict[str, Task]) -> list[tuple[Trace, Task]]:
         ], "Wilhelm Conrad Röntgen"), nobel),
         (code_trace(sum16, "print(sum(k if k % 2 else -k for k in range(1, 101)))", "-50", "-50"), sum16),
         (code_trace(term34, "from math import comb\nprint(comb(5, 3) * 10**2 * (-1/2)**3)", "-125.0", "-125"), term34),
+        (code_trace(floor21, FLOOR21, "13535.99527186596075269702356554648990339", "13535", "At 40 digits the "
+                    "power is 13535.9953, just below 13536, so the greatest integer less than it is 13535."), floor21),
+        (web_trace(opec, "1. Find how many countries are members of OPEC.", [
+            ("OPEC member countries", "1. [OPEC](corpus://org/opec): The Organization of the Petroleum Exporting "
+             "Countries has 14 member countries.", "A search for OPEC's membership.", "OPEC has 14 members."),
+        ], "14"), opec),
         (web_trace(reading, "1. Find who owns Reading F.C.", [
             ("Reading F.C. owner", "1. [Reading F.C.](corpus://club/reading): The club is owned by Dai Yongge.",
              "A search for the club's owner.", "Reading F.C. is owned by Dai Yongge."),
@@ -173,6 +144,12 @@ def traces(tasks: dict[str, Task]) -> list[tuple[Trace, Task]]:
              "A search for the sequel's date.", "Deadpool 2 was released on May 18, 2018."),
         ], "May 18, 2018"), deadpool),
     ]  # fmt: skip
+
+
+FLOOR21 = (
+    "from decimal import Decimal, getcontext\ngetcontext().prec = 40\n"
+    "print((Decimal(7).sqrt() + Decimal(5).sqrt()) ** 6)"
+)
 
 
 def no_tool_trace(task: Task) -> Trace:

@@ -1,9 +1,10 @@
 """`factory pairs`: AutoCoA's "when to act" pairs from coa trajectories (factory/coa/pairs, docs/when_to_act.md).
 
-The run folder (tests/pair_traces.py) holds nine real distilled coa rows and closed-book rollouts; a
-loopback server answers the recall requests as a strong model does (a multi-hop population question
-answered plausibly but wrongly from memory, well-known facts and short derivations answered right, and
-one reply in prose instead of the JSON asked for).
+The run folder (tests/pair_traces.py) holds eleven real distilled coa rows and closed-book rollouts; a
+loopback server answers the recall requests as a strong model does (tests/pair_recall.py: a multi-hop
+population question answered plausibly but wrongly from memory, well-known facts and short derivations
+answered right, a floor it cannot settle without a calculator and a count that hangs on a date, both
+scored unsure by its own double check, and one reply in prose instead of the JSON asked for).
 """
 
 import json
@@ -13,19 +14,17 @@ import pytest
 from loopback_server import ok
 from pair_traces import CLOSED_BOOK, DANUBE, DEADPOOL, GARBAGE, READING, RECALL, coa_run
 
-from factory.checks import CheckResult
 from factory.cli import main
-from factory.coa.pairs import PairsConfig, decide, make_pairs
-from factory.coa.pairs.evidence import ClosedBook
-from factory.coa.pairs.points import DecisionPoint
-from factory.coa.pairs.recall import Recall, RecallReply
+from factory.coa.afm import parse_blocks, validate_afm
+from factory.coa.pairs import PairsConfig, make_pairs
 from factory.failures import format_failures
 from factory.run_config import FactoryConfig
 from factory.store import Store
 
-THAI, NOBEL_ID = "coa:synth:depth/depth-3f426491a2f9", "coa:nq/h16e1d23474b9"
+THAI, NOBEL_ID, FLOOR = "coa:synth:depth/depth-3f426491a2f9", "coa:nq/h16e1d23474b9", "coa:MATH500/21"
 LEFT_OUT = {"both_wrong": 1, "too_few_rollouts": 1, "closed_book_unreliable": 1, "llm_error": 1, "no_tool_call": 1,
-            "no_reference": 1, "task_not_found": 1}  # fmt: skip
+            "no_reference": 1, "task_not_found": 1, "recall_unsure": 1}  # fmt: skip
+WEB_SIDE = ["think", "plan", "think", "suggested_answer", "think", "double_check", "answer"]  # no tool, nothing skipped
 
 
 @pytest.fixture
@@ -54,6 +53,10 @@ def trajectory_turns(run_dir, trajectory_id: str) -> list[dict]:
     return [{"role": turn["role"], "content": turn["content"]} for turn in turns]
 
 
+def tags(text: str) -> list[str]:
+    return [block.tag for block in parse_blocks(text)]
+
+
 def test_a_wrong_recall_is_a_when_to_act_pair_against_the_trajectorys_own_tool_call(paired):
     config, outcome = paired
     pair = stored_pairs(config.run_dir)[THAI]
@@ -63,13 +66,45 @@ def test_a_wrong_recall_is_a_when_to_act_pair_against_the_trajectorys_own_tool_c
     assert json.loads(pair["chosen"]) == [turns[1]]  # byte for byte: think, plan, think, the first search
     assert turns[1]["content"].endswith("<web_search>\nISO 4217 THB currency\n</web_search>\n")
     rejected = json.loads(pair["rejected"])[0]["content"]
-    assert rejected.startswith("<think>\nTHB is the Thai baht") and rejected.endswith(
-        "\n</think>\n<answer>\n54 million\n</answer>"
+    assert rejected.startswith("<think>\nThe question chains three facts") and rejected.endswith(
+        "Every link of the chain is certain, and the population is right to the nearest million.\nscore: 3\n"
+        "</double_check>\n<answer>\n54 million\n</answer>"
     )
     evidence = json.loads(pair["evidence"])
     assert evidence["rule"] == "recall_wrong" and evidence["recall"]["answer"] == "54 million"
+    assert evidence["recall"]["score"] == 3 and "its own score 3" in evidence["detail"]
     assert evidence["check"]["checker"] == "qa" and evidence["check"]["correct"] is False
     assert evidence["trajectory"] == {"correct": True, "tool": "web_search"} and evidence["closed_book"] is None
+
+
+def test_every_recall_side_follows_the_grammar_its_variants_trained_rows_follow(paired):
+    config, _ = paired
+    pairs = stored_pairs(config.run_dir)
+    sides = {trajectory: json.loads(pair["rejected" if pair["kind"] == "when_to_act" else "chosen"])[0]["content"]
+             for trajectory, pair in pairs.items()}  # fmt: skip
+    whole_row = "".join(turn["content"] for turn in trajectory_turns(config.run_dir, THAI)[1:])  # stage 2
+    assert validate_afm(whole_row, "mas", "any").ok and tags(whole_row)[-3:] == WEB_SIDE[-3:]
+    for trajectory in (THAI, NOBEL_ID):  # the web agent: plan, suggested answer, double check, no tool
+        assert tags(sides[trajectory]) == WEB_SIDE and validate_afm(sides[trajectory], "mas", "any").ok
+    floor = sides[FLOOR]  # the code agent: plan, (think, code, observation, reflection)*0, think, answer
+    assert tags(floor) == ["plan", "think", "answer"] and validate_afm(floor, "code", "boxed").ok
+    assert floor.endswith("greatest integer below it is 13536.\n</think>\n<answer>\n\\boxed{13536}\n</answer>")
+    assert "score" not in floor and "Double" not in floor  # the code agent writes no double check nor score
+
+
+def test_an_unsure_code_answer_that_is_wrong_is_still_the_side_to_reject(paired):
+    config, _ = paired
+    pair = stored_pairs(config.run_dir)[FLOOR]
+    turns = trajectory_turns(config.run_dir, FLOOR)
+    assert pair["kind"] == "when_to_act" and json.loads(pair["chosen"]) == [turns[1]]  # plan, think, the code
+    evidence = json.loads(pair["evidence"])
+    assert evidence["recall"] == {**evidence["recall"], "answer": "\\boxed{13536}", "score": 2}
+    assert evidence["check"] == {
+        "checker": "math",
+        "correct": False,
+        "score": 0.0,
+        "detail": evidence["check"]["detail"],
+    }
 
 
 def test_a_right_recall_the_model_knows_closed_book_is_a_when_not_to_act_pair(paired):
@@ -79,7 +114,7 @@ def test_a_right_recall_the_model_knows_closed_book_is_a_when_not_to_act_pair(pa
     assert pair["kind"] == "when_not_to_act" and json.loads(pair["rejected"]) == [turns[1]]
     chosen = json.loads(pair["chosen"])[0]
     assert chosen["role"] == "assistant" and "<web_search>" not in chosen["content"]
-    assert chosen["content"].endswith("</think>\n<answer>\nWilhelm Conrad Röntgen\n</answer>")
+    assert chosen["content"].endswith("score: 4\n</double_check>\n<answer>\nWilhelm Conrad Röntgen\n</answer>")
     evidence = json.loads(pair["evidence"])
     assert evidence["check"]["correct"] is True and evidence["rule"] == "closed_book_right"
     assert evidence["closed_book"] == {"model": CLOSED_BOOK, "n": 8, "n_correct": 8, "pass_rate": 1.0}
@@ -88,15 +123,31 @@ def test_a_right_recall_the_model_knows_closed_book_is_a_when_not_to_act_pair(pa
 
 def test_every_other_trajectory_is_left_out_with_its_reason_and_no_request_is_paid_for_them(paired, server):
     config, outcome = paired
-    assert outcome.trajectories == 9 and set(stored_pairs(config.run_dir)) == {THAI, NOBEL_ID}
-    assert outcome.made == Counter(when_to_act=1, when_not_to_act=1) and outcome.left_out == LEFT_OUT
-    assert outcome.stored == {"when_to_act": 1, "when_not_to_act": 1}
+    assert outcome.trajectories == 11 and set(stored_pairs(config.run_dir)) == {THAI, NOBEL_ID, FLOOR}
+    assert outcome.made == Counter(when_to_act=2, when_not_to_act=1) and outcome.left_out == LEFT_OUT
+    assert outcome.stored == {"when_to_act": 2, "when_not_to_act": 1}
     assert "2 judged closed-book rollouts < 8" in outcome.examples["too_few_rollouts"]
     assert "3/8 = 0.38 < 0.8" in outcome.examples["closed_book_unreliable"]
     assert "wrong too" in outcome.examples["both_wrong"]
+    assert outcome.examples["recall_unsure"].startswith("coa:nq/h98258a8c7e7a: its own double check scored 2")
     asked = " ".join(json.dumps(request["body"]) for request in server.requests)
     assert all(question not in asked for question in (DANUBE, DEADPOOL, "first declaration of human rights"))
-    assert len(server.requests) == 5 + 3  # five recall answers, and the prose reply asked three times
+    assert len(server.requests) == 7 + 3  # seven recall answers, and the prose reply asked three times
+
+
+def test_a_malformed_row_is_a_counted_reason_and_the_stage_goes_on(paired):
+    config, first = paired
+    broken = {"coa:broken/no-content": '[{"role": "user"}]', "coa:broken/not-json": "<think>\nx\n</think>",
+              "coa:broken/no-prompt": json.dumps([{"role": "assistant", "content": "<web_search>\nq\n</web_search>\n"}])}  # fmt: skip
+    with Store.open(config.run_dir) as store:
+        for trajectory_id, turns in broken.items():
+            store.execute("INSERT INTO trajectories SELECT * REPLACE (? AS trajectory_id, ? AS turns) "
+                          "FROM trajectories WHERE trajectory_id = ?", [trajectory_id, turns, THAI])  # fmt: skip
+    outcome = make_pairs(config, PairsConfig())
+    assert outcome.trajectories == 14 and outcome.left_out == {**LEFT_OUT, "malformed_turns": 3}
+    assert outcome.made == first.made and "internal_error" not in outcome.left_out
+    example = outcome.examples["malformed_turns"]
+    assert example == 'coa:broken/no-content: turn 0 has no string role and content: {"role": "user"}'
 
 
 def test_a_reply_that_is_not_the_json_asked_for_is_a_recorded_failure_not_a_pair(paired):
@@ -122,8 +173,8 @@ def test_other_closed_book_evidence_removes_a_pair_it_no_longer_supports(paired,
     config, _ = paired
     settings = PairsConfig(rollouts_model="a-label-with-no-rollouts", min_rollouts=8)
     outcome = make_pairs(config, settings)
-    assert set(stored_pairs(config.run_dir)) == {THAI}
-    assert outcome.left_out["too_few_rollouts"] == 3 and outcome.stored == {"when_to_act": 1, "when_not_to_act": 0}
+    assert set(stored_pairs(config.run_dir)) == {THAI, FLOOR}
+    assert outcome.left_out["too_few_rollouts"] == 3 and outcome.stored == {"when_to_act": 2, "when_not_to_act": 0}
 
 
 def test_the_command_prints_pairs_by_kind_and_the_reasons_left_out(paired, server, capsys):
@@ -131,9 +182,9 @@ def test_the_command_prints_pairs_by_kind_and_the_reasons_left_out(paired, serve
     argv = ["pairs", str(config.run_dir), "--model", "loopback", "--base-url", server.base_url, "-q"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "pairs from 9 verified coa trajectories; recall model loopback" in out
+    assert "pairs from 11 verified coa trajectories; recall model loopback" in out
     assert f"rollouts of '{CLOSED_BOOK}', pass rate >= 0.8 over >= 8 judged" in out
-    assert "pairs by kind: when_to_act 1, when_not_to_act 1" in out and "left out: 7" in out
+    assert "pairs by kind: when_to_act 2, when_not_to_act 1" in out and "left out: 8" in out
     for reason in LEFT_OUT:
         assert f"1 × {reason}  [coa:" in out
     missing = config.run_dir.parent / "nothing-here"
@@ -145,42 +196,3 @@ def test_the_command_prints_pairs_by_kind_and_the_reasons_left_out(paired, serve
     assert main([*argv, "--checker", "exact-match"]) == 2  # a typo stops the command before any request
     assert capsys.readouterr().err.startswith("error: pairs: unknown checker 'exact-match' (known: code, ")
     assert len(server.requests) == asked
-
-
-POINT = DecisionPoint("t", "task", "mas", "qa", True, [], {"role": "assistant", "content": "x"}, "web_search")
-RIGHT, WRONG = CheckResult(correct=True, score=1.0, detail="em"), CheckResult(correct=False, score=0.0, detail="em")
-
-
-@pytest.mark.parametrize(
-    "check, correct, closed, expected",
-    [
-        (WRONG, True, None, "when_to_act"),
-        (WRONG, None, None, "when_to_act"),  # the trajectory unjudged: the tool path is not shown wrong
-        (WRONG, False, None, "both_wrong"),
-        (RIGHT, True, ClosedBook("m", 8, 7), "when_not_to_act"),  # 0.875 >= 0.8
-        (RIGHT, True, ClosedBook("m", 10, 8), "when_not_to_act"),  # exactly 0.8
-        (RIGHT, True, ClosedBook("m", 8, 6), "closed_book_unreliable"),
-        (RIGHT, True, ClosedBook("m", 7, 7), "too_few_rollouts"),  # one lucky streak is not evidence
-        (RIGHT, True, None, "too_few_rollouts"),
-        (CheckResult(correct=False, score=0.0, error="math-verify timed out"), True, None, "check_undecided"),
-    ],
-)
-def test_the_rule(check, correct, closed, expected):
-    point = DecisionPoint(**{**POINT.__dict__, "correct": correct})
-    decision = decide(check, point, closed, PairsConfig())
-    assert (decision.kind or decision.reason) == expected
-
-
-def test_the_recall_reply_is_plain_text_laid_out_in_afms_two_blocks():
-    with pytest.raises(ValueError, match="<web_search> opened inside <answer>"):
-        RecallReply(think="I would search.", answer="<web_search>Reading owner</web_search>")
-    reply = RecallReply(think="Pairs of -1: the sum is \\boxed{-50}.", answer="-50")
-    code = Recall().parse(reply, "code", "math")
-    assert code.text == "<think>\nPairs of -1: the sum is -50.\n</think>\n<answer>\n\\boxed{-50}\n</answer>"
-    assert code.answer == "\\boxed{-50}"
-
-
-def test_only_a_verdict_against_a_pair_removes_a_stored_one():
-    undecided = decide(CheckResult(correct=False, score=0.0, error="timed out"), POINT, None, PairsConfig())
-    unsupported = decide(RIGHT, POINT, ClosedBook("m", 8, 2), PairsConfig())
-    assert not undecided.rules_out and unsupported.rules_out  # a checker that could not run says nothing

@@ -3,12 +3,12 @@
     outcome = make_pairs(config, PairsConfig())       # config: a FactoryConfig (.run_dir, .llm, .coa)
 
 Per verified coa trajectory: its decision point (points.py); the left-out reasons that need no
-model (no tool call, no task, no reference) before any request; then one recall request (recall.py),
-its answer judged by the task's checker, and the rule (rule.py): a pair written at once, or a reason
-counted. Every trajectory is judged again on a rerun: the LLM cache answers what was asked before
-(a failed request is asked again), so a rerun costs no paid call, writes no duplicate (a pair is updated in
-place by its id) and picks up rollouts sampled since. One trajectory's bug is counted `internal_error`, and
-the batch goes on.
+model (malformed turns, no tool call, no task, no reference) before any request; then one recall
+request (recall.py), laid out in the variant's grammar (layout.py), its answer judged by the task's
+checker, and the rule (rule.py): a pair written at once, or a reason counted. Every trajectory is
+judged again on a rerun: the LLM cache answers what was asked before (a failed request is asked again),
+so a rerun costs no paid call, writes no duplicate (a pair is updated in place by its id) and picks up
+rollouts sampled since. One trajectory's bug is counted `internal_error`, and the batch goes on.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from .evidence import ClosedBook, closed_book, has_reference, reference_tasks, r
 from .points import DecisionPoint, read_points
 from .recall import STAGE, Recall
 from .rows import drop_pair, stored_counts, write_pair
-from .rule import decide, pair_id, pair_row
+from .rule import Decision, decide, pair_id, pair_row, unanswered
 
 if TYPE_CHECKING:
     from ...run_config import FactoryConfig
@@ -131,6 +131,8 @@ class Pairer:
     def ready(self, point: DecisionPoint) -> bool:
         """Whether the point is worth a request; if not, its reason is counted here."""
         task = self.tasks.get(point.task_id or "")
+        if point.problem is not None:
+            return self.leave(point, "malformed_turns", point.problem)
         if point.acting is None:
             return self.leave(point, "no_tool_call", "the trajectory answers without calling a tool")
         if point.task_id is None:
@@ -161,18 +163,26 @@ class Pairer:
             self.leave(point, "llm_error", f"{result.error_kind}: {result.error}")
             return
         recall = self.role.parse(result.parsed, point.variant, domain)
+        refused = unanswered(recall, point.variant)
+        if refused is not None:
+            self.no_pair(point, refused)
+            return
         checker = self.checker(task)
         check = await checked(checker, recall.answer, task)
         closed = self.rates.get(task.id)
-        decision = decide(check, point, closed, self.settings)
+        decision = decide(check, recall.score, point, closed, self.settings)
         if decision.kind is None:
-            if decision.rules_out:
-                drop_pair(self.store, pair_id(point, self.model))
-            self.leave(point, decision.reason, decision.detail)
+            self.no_pair(point, decision)
             return
         row = pair_row(point, recall, check, checker.name, decision, closed, self.model, result.request_hash)
         write_pair(self.store, row)
         self.made[decision.kind] += 1
+
+    def no_pair(self, point: DecisionPoint, decision: Decision) -> None:
+        """The reason counted; a stored pair goes when the verdict is against it."""
+        if decision.rules_out:
+            drop_pair(self.store, pair_id(point, self.model))
+        self.leave(point, decision.reason, decision.detail)
 
     def checker(self, task: Task) -> Checker:
         if self.checker_name == "llm_judge":

@@ -6,6 +6,9 @@ that calls a tool holds what the agent wrote before that call (think, plan, thin
 call itself, up to the newline before its observation. A pair's prompt is every turn before
 that one, as the trained rows (the `messages` export) have them; the acting side is that
 turn, byte for byte. A row whose assistant turns call no tool has no decision point.
+
+A row whose `turns` are not that (not JSON, a turn without a string role and content, a tool call
+with nothing before it) is a point with its `problem` said: a counted reason, not a crashed stage.
 """
 
 from __future__ import annotations
@@ -37,21 +40,44 @@ class DecisionPoint:
     prompt: list[Message]  # the messages before the first tool call
     acting: Message | None  # the assistant message that makes it (None: the row never calls a tool)
     tool: str | None  # the tool it calls first
+    problem: str | None = None  # why the row's turns cannot be read (then no prompt and no acting turn)
+
+
+class MalformedTurns(ValueError):
+    """A stored row whose `turns` are not the messages the distiller writes."""
 
 
 def read_points(store: Store) -> list[DecisionPoint]:
     points = []
     for trajectory_id, task_id, variant, domain, correct, turns in store.query(CANDIDATES_SQL):
-        prompt, acting, tool = split_at_first_call(json.loads(turns))
-        points.append(DecisionPoint(trajectory_id, task_id, variant or "mas", domain, correct, prompt, acting, tool))
+        row = (trajectory_id, task_id, variant or "mas", domain, correct)
+        try:
+            points.append(DecisionPoint(*row, *split_at_first_call(messages_of(turns))))
+        except MalformedTurns as exc:
+            points.append(DecisionPoint(*row, [], None, None, problem=str(exc)))
     return points
 
 
-def split_at_first_call(turns: list[dict]) -> tuple[list[Message], Message | None, str | None]:
+def messages_of(turns: str) -> list[Message]:
+    """The row's turns as messages (role and content), or MalformedTurns saying what is wrong."""
+    try:
+        loaded = json.loads(turns)
+    except ValueError:
+        raise MalformedTurns(f"turns are not JSON: {turns[:60]!r}") from None
+    if not isinstance(loaded, list):
+        raise MalformedTurns(f"turns are not a list of messages: {turns[:60]!r}")
+    for index, turn in enumerate(loaded):
+        if not (isinstance(turn, dict) and isinstance(turn.get("role"), str) and isinstance(turn.get("content"), str)):
+            raise MalformedTurns(f"turn {index} has no string role and content: {json.dumps(turn)[:60]}")
+    return [{"role": turn["role"], "content": turn["content"]} for turn in loaded]
+
+
+def split_at_first_call(messages: list[Message]) -> tuple[list[Message], Message | None, str | None]:
     """(the messages before the first tool-calling assistant turn, that turn, its first tool); no call: (all, None, None)."""
-    messages = [{"role": turn["role"], "content": turn["content"]} for turn in turns]
     for index, message in enumerate(messages):
         tool = first_tool(message["content"]) if message["role"] == "assistant" else None
+        if tool is not None and index == 0:
+            raise MalformedTurns("the first turn already calls a tool: no prompt before it")
         if tool is not None:
             return messages[:index], message, tool
     return messages, None, None

@@ -1,70 +1,74 @@
 """The recall role: the agent at its decision point, answering from what it knows instead of acting.
 
 The request is the trajectory's own prompt (the AFM instruction with the question, exactly the
-context the acting side continues) after one system message, prompts/coa/recall.md: answer now,
-with no tool, the way you would submit it. The reply is JSON (`think`, `answer`), bounded like
-the coa roles' (coa.reply_chars), and is laid out here in AFM's tags, as distill.py lays out the
-agents' text: `<think>…</think>` then `<answer>…</answer>`, the answer in the form the task's
-checker and the variant want (`\\boxed{}` for math, one ```py block for code). A reply that
-writes tags of its own fails its schema (the client asks again, then records the failed call):
-its text would not read as these two blocks.
-
-The two blocks are the next step at the decision point, like the acting side that ends at its
-tool call, not a whole trajectory: the order rules of a whole AFM row (a plan first, an answer
-only after a double check) are not asked of them; the block rules are.
+context the acting side continues) after one system message, prompts/coa/recall.md: work as the
+instruction asks, with every function but the tools, and answer now. The reply is JSON, one key per
+block the variant's grammar needs (layout.py): the reasoning before the plan, the plan's steps, the
+reasoning to the answer, the answer, the double check's reasoning, its comment and its 1-4 score, the
+model's own. Every free text is bounded like the coa roles' (coa.reply_chars; the two extra thinks as
+`think`). A reply that writes tags of its own fails its schema (the client asks again, then records
+the failed call): its text would not read as the blocks it is put in.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, model_validator
 
 from ...llm import Request
 from ...llm.role import Role
 from ...prompts import render_prompt
-from ..afm import layout_violations, make_blocks, render_single, scan
+from ..afm import layout_violations, scan
 from ..config import ReplyLimits
-from ..distill import code_answer, unboxed
-from ..roles import ANSWER_FORMATS, bounded_reply, formatted_answer
+from ..roles import ANSWER_FORMATS, MAX_PLAN_STEPS, Step, Think, bounded_reply
+from .layout import RecallAnswer, afm_text, lay_out, web_pairs
 from .points import DecisionPoint
 
 STAGE = "coa_pairs"
-
-
-def afm_answer(think: str, answer: str) -> str:
-    """The two blocks as AFM writes them: `<think>\\n…\\n</think>\\n<answer>\\n…\\n</answer>`."""
-    return render_single("", make_blocks([("think", think), ("answer", answer)])).completion
-
-
-def tag_problem(think: str, answer: str) -> str | None:
-    """Why the laid-out text would not read as exactly these two blocks (a tag or marker in the text), or None."""
-    text = afm_answer(think, answer)
-    scanned = scan(text)
-    found = scanned.violations + layout_violations(text, scanned.blocks)
-    if not found:
-        return None
-    return f"{found[0].message}; write plain text: the think and the answer are put in their tags for you"
+SCORES = (
+    "1 surely wrong, 2 unsure (you would look it up or run it if you could), 3 sure, 4 sure and confirmed another way"
+)
 
 
 class RecallReply(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    think: str = Field(min_length=1, max_length=800, description="your reasoning, in the first person")
+    plan_think: Think = Field(description="why you plan as you do: what the question needs, what you know of it")
+    steps: list[Step] = Field(min_length=1, max_length=MAX_PLAN_STEPS, description="your plan")
+    think: Think = Field(description="your reasoning to the answer")
     answer: str = Field(min_length=1, max_length=4000, description="the answer as you would submit it")
+    check_think: Think = Field(description="your double check: the question's exact ask, each fact and step")
+    comment: str = Field(min_length=1, max_length=600, description="why this score")
+    score: int = Field(ge=1, le=4, description=SCORES)
 
     @model_validator(mode="after")
     def _plain_text(self) -> "RecallReply":
-        problem = tag_problem(self.think, self.answer)
+        problem = tag_problem(self)
         if problem:
             raise ValueError(problem)
         return self
 
 
-@dataclass(frozen=True)
-class RecallAnswer:
-    text: str  # the AFM continuation: <think>…</think>\n<answer>…</answer>
-    answer: str  # what the checker judges (the <answer> body)
+def tag_problem(reply: RecallReply) -> str | None:
+    """Why a text, put in its block, would not read as that block (a tag or marker in it), or None."""
+    text = afm_text(web_pairs(reply, reply.answer))  # every text field, each in its block
+    scanned = scan(text)
+    found = scanned.violations + layout_violations(text, scanned.blocks)
+    if not found:
+        return None
+    return f"{found[0].message}; write plain text: each part is put in its tags for you"
+
+
+@lru_cache(maxsize=None)
+def recall_reply(limits: ReplyLimits) -> type[RecallReply]:
+    """RecallReply bounded like the coa roles' replies; the thinks before the plan and the check as `think`."""
+    bounded = bounded_reply(RecallReply, limits)
+    think = Annotated[str, StringConstraints(min_length=1, max_length=limits.resolved(False).think)]
+    thinks = {name: (think, Field(description=RecallReply.model_fields[name].description))
+              for name in ("plan_think", "check_think")}  # fmt: skip
+    return create_model(RecallReply.__name__, __base__=bounded, **thinks)
 
 
 class Recall(Role):
@@ -73,7 +77,7 @@ class Recall(Role):
     name, reply_type = "recall", RecallReply
 
     def __init__(self, limits: ReplyLimits | None = None):
-        self.response_model = bounded_reply(RecallReply, limits or ReplyLimits())
+        self.response_model = recall_reply(limits or ReplyLimits())
 
     def request(self, point: DecisionPoint, domain: str) -> Request:
         system = render_prompt("coa/recall", answer_format=ANSWER_FORMATS[domain])
@@ -81,7 +85,4 @@ class Recall(Role):
         return Request(messages, self.response_model, stage=STAGE, tag=point.trajectory_id)
 
     def parse(self, reply: RecallReply, variant: str, domain: str) -> RecallAnswer:
-        think, answer = reply.think.strip(), formatted_answer(reply.answer, domain)
-        if variant == "code":  # AFM's code agent: \boxed{} only in the answer, which holds it alone
-            think, answer = unboxed(think), code_answer(answer, domain)
-        return RecallAnswer(afm_answer(think, answer), answer)
+        return lay_out(reply, variant, domain)
