@@ -8,14 +8,22 @@ Everything the CLI does is callable from here:
     print(factory.format_call_summary(factory.summarize_calls(config.run_dir)))
 """
 
-from .errors import ConfigError, FactoryError, MissingKeyError
-from .llm import LLMClient, LLMConfig, Request, Result
-from .llm.call_summary import format_call_summary, summarize_calls
-from .run import open_run
-from .run_config import FactoryConfig, load_factory_config
-from .smoke import ping, run_smoke
-from .store import Store
-from .version import __version__
+from .lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".errors": ("ConfigError", "FactoryError", "MissingKeyError"),
+        ".llm": ("LLMClient", "LLMConfig", "Request", "Result"),
+        ".llm.call_summary": ("format_call_summary", "summarize_calls"),
+        ".run": ("open_run",),
+        ".run_config": ("FactoryConfig", "load_factory_config"),
+        ".smoke": ("ping", "run_smoke"),
+        ".store": ("Store",),
+        ".version": ("__version__",),
+    },
+)
 
 __all__ = [
     "ConfigError", "FactoryConfig", "FactoryError", "LLMClient", "LLMConfig", "MissingKeyError", "Request",

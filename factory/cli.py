@@ -1,69 +1,43 @@
 """`factory` command line, the front door: one parser built from each package's commands, and dispatch.
 
 Each package owns its `command.py` (an `add_*_parser` and its `cmd_*` functions); the
-options and overrides they share are in factory/cli_options.py. A generating command
+options and overrides they share are in factory/cli_options.py. A call imports only the
+command module it names (factory/cli_commands.py lists the rest by help line), so
+`factory --help` and `--version` start without the LLM client, DuckDB or pyarrow. A generating command
 (`takes_run_config`) gets its FactoryConfig from here: the -c file with its flags on top.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
 
-from train.evaluate.command import add_eval_parser
-
+from .cli_commands import COMMANDS
 from .cli_options import run_folder_first_usage
-from .coa.command import add_coa_parsers
-from .coa.pairs.command import add_pairs_parser
 from .errors import FactoryError, require_train_extra
-from .export.command import add_export_parser, add_publish_parser
-from .filters.command import add_filter_parser
-from .interchange.command import add_import_parser
-from .passrate.command import add_passrate_parser
-from .pipeline.command import add_run_parser
-from .refine.command import add_refine_parser
-from .reporting.command import add_quality_parser, add_report_parser
-from .reporting.status_command import add_calls_parser, add_status_parser
-from .run_config import config_from_args
-from .smoke.command import add_smoke_parsers
-from .synth.command import add_synth_parsers
 from .version import __version__
-from .viewer.command import add_ls_parser, add_show_parser
-
-# In --help order. Curation, publishing, training and evaluation follow the generating commands.
-COMMAND_PARSERS = (
-    add_smoke_parsers,
-    add_refine_parser,
-    add_coa_parsers,
-    add_import_parser,
-    add_synth_parsers,
-    add_show_parser,
-    add_calls_parser,
-    add_run_parser,
-    add_filter_parser,
-    add_passrate_parser,
-    add_pairs_parser,
-    add_export_parser,
-    add_publish_parser,
-    add_report_parser,
-    add_quality_parser,
-    add_status_parser,
-    add_eval_parser,
-    add_ls_parser,
-)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(for_argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; for `for_argv`, only the parser of the command it names is built (its module
+    imported) and the others are listed by name and help line, all `factory --help` shows of them."""
     parser = argparse.ArgumentParser(prog="factory", description="Synthetic agent-trajectory data factory.")
     parser.add_argument("--version", action="version", version=f"factory {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for add_parser in COMMAND_PARSERS:
-        add_parser(commands)
-    for command in commands.choices.values():  # RUN_DIR first in every usage line, as the README writes it
-        run_folder_first_usage(command)
+    named = None if for_argv is None else _command_named(for_argv)
+    built = {entry.adder for entry in COMMANDS if for_argv is None or entry.name == named}
+    for entry in COMMANDS:
+        if entry.adder in built:
+            built.discard(entry.adder)  # an adder may build several commands (smoke and ping): call it once
+            getattr(importlib.import_module(entry.module), entry.adder)(commands)
+        elif entry.name not in commands.choices:
+            commands.add_parser(entry.name, help=entry.help)
+    for subparser in commands.choices.values():  # RUN_DIR first in every usage line, as the README writes it
+        run_folder_first_usage(subparser)
     # Listed for --help only: main() hands `factory train ...` to train.sft before argparse sees it.
     commands.add_parser("train", help="masked SFT on an exported dataset (python -m train.sft --help)")
     return parser
@@ -91,7 +65,9 @@ def _dispatch(argv: list[str]) -> int:
     try:
         if argv[:1] == ["train"]:  # the trainer parses its own `--section.field value` overrides
             return run_trainer(argv[1:])
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
+        from .run_config import config_from_args  # pydantic models of every stage: not for --help
+
         if getattr(args, "dry_run", False):  # what it would send, instead of sending it (issue 17)
             from .estimate.command import dry_run
 
@@ -105,6 +81,11 @@ def _dispatch(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("interrupted: completed calls are saved; run the same command again to finish", file=sys.stderr)
         return 130
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The command word of `argv` (the top-level parser has only flags before it), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def _reader_went_away() -> int:

@@ -13,14 +13,16 @@ import argparse
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import yaml
-
-from .config import StrictModel, validate_config
 from .errors import ConfigError
 
-M = TypeVar("M", bound=StrictModel)
+if TYPE_CHECKING:
+    from .config import StrictModel
+
+# yaml and pydantic (factory.config) are imported where a value is parsed: `factory --help` builds
+# its parser from this module and should not pay for them.
+M = TypeVar("M", bound="StrictModel")
 
 # LLMConfig field -> the argparse dest of its flag (add_llm_options)
 LLM_FLAGS = {
@@ -40,7 +42,7 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
         parser, f"the run folder holding the DuckDB store (default: run_dir in the -c config, else {default})"
     )
     parser.set_defaults(run_dir_default=default)
-    parser.add_argument("-c", "--config", help="YAML config file (see README: Configuration)")
+    parser.add_argument("-c", "--config", help="YAML config file (see docs/config.md)")
     parser.add_argument(
         "--model", help='"local", "local:/path.gguf", a litellm model string, or a name with --base-url'
     )
@@ -57,7 +59,7 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
         "--batch",
         action="store_const",
         const=True,
-        help="send requests through the provider's batch API at batch prices (OpenAI, Anthropic; README: Batch mode)",
+        help="send requests through the provider's batch API at batch prices (OpenAI, Anthropic; docs/batch.md)",
     )
     parser.add_argument("--no-cache", action="store_true", help="call the model even for requests already answered")
 
@@ -138,6 +140,8 @@ def flag_names(fields: Mapping[str, str] | Iterable[str], prefix: str = "") -> d
 
 def parse_overrides(argv: list[str]) -> dict[str, Any]:
     """`--a.b value` / `--a.b=value` pairs; values are YAML scalars or flow lists."""
+    import yaml
+
     flags: dict[str, Any] = {}
     items = iter(argv)
     for item in items:
@@ -171,6 +175,8 @@ def with_overrides(
 ) -> M:
     """`base` with the dotted overrides set, validated again (a bad value is one line naming `source`, and
     the flag it came from where `flags` maps its key to one)."""
+    from .config import validate_config
+
     data = base.model_dump()
     for key, value in overrides.items():
         set_dotted(data, key, value)

@@ -13,13 +13,21 @@ checker could not decide.
     llm_judge             an LLM's structured verdict (prompts/checks/judge_*.md)
 """
 
-from .base import Checker, CheckError, CheckResult
-from .code_tests import CODE_LIMITS, CodeTests
-from .extract import final_answer, last_boxed, python_code
-from .judge import JudgeRole, JudgeVerdict, LLMJudge
-from .math_answer import MathAnswer
-from .registry import CHECKERS, default_checker, get_checker, register_checker
-from .text import F1, QA, ExactMatch, best_f1, exact_match, normalize_answer, token_f1
+from ..lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".base": ("Checker", "CheckError", "CheckResult"),
+        ".code_tests": ("CODE_LIMITS", "CodeTests"),
+        ".extract": ("final_answer", "last_boxed", "python_code"),
+        ".judge": ("JudgeRole", "JudgeVerdict", "LLMJudge"),
+        ".math_answer": ("MathAnswer",),
+        ".registry": ("CHECKERS", "default_checker", "get_checker", "register_checker"),
+        ".text": ("F1", "QA", "ExactMatch", "best_f1", "exact_match", "normalize_answer", "token_f1"),
+    },
+)
 
 __all__ = [
     "CHECKERS", "CODE_LIMITS", "CheckError", "CheckResult", "Checker", "CodeTests", "ExactMatch", "F1",

@@ -8,14 +8,22 @@
 The trace schema is documented in docs/coa_trace.md.
 """
 
-from .batch import CoaOutcome, record_trace, run_coa, run_coa_async, run_coa_import
-from .config import CoaConfig, RoleModels
-from .distill import Distillation, distill, distill_prompt
-from .importers import AgentLogError, load_agent_log, openai_trace, smolagents_trace
-from .mas import open_agents, run_mas
-from .stats import coa_stats
-from .store import coa_funnel, failure_counts, load_trace, save_trace
-from .trace import Event, LLMUsage, ToolCall, Trace
+from ..lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".batch": ("CoaOutcome", "record_trace", "run_coa", "run_coa_async", "run_coa_import"),
+        ".config": ("CoaConfig", "RoleModels"),
+        ".distill": ("Distillation", "distill", "distill_prompt"),
+        ".importers": ("AgentLogError", "load_agent_log", "openai_trace", "smolagents_trace"),
+        ".mas": ("open_agents", "run_mas"),
+        ".stats": ("coa_stats",),
+        ".store": ("coa_funnel", "failure_counts", "load_trace", "save_trace"),
+        ".trace": ("Event", "LLMUsage", "ToolCall", "Trace"),
+    },
+)
 
 __all__ = [
     "AgentLogError", "CoaConfig", "CoaOutcome", "Distillation", "Event", "LLMUsage", "RoleModels", "ToolCall",

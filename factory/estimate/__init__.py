@@ -5,7 +5,15 @@ cost, from the stages' real prompts, with nothing sent and nothing written.
     Pricing(per_token, source, multiplier=0.5).cost(prompt_tokens, completion_tokens)   # a discounted mode
 """
 
-from .command import estimate_stages
-from .pricing import Pricing, pricing_for
+from ..lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".command": ("estimate_stages",),
+        ".pricing": ("Pricing", "pricing_for"),
+    },
+)
 
 __all__ = ["Pricing", "estimate_stages", "pricing_for"]

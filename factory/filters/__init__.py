@@ -10,9 +10,17 @@ into keep / weight / split per trajectory. The YAML format, the built-ins and
 the incremental rules are in docs/filters.md.
 """
 
-from .config import KINDS, FilterConfig, FilterSpec, load_filter_config, parse_filters
-from .funnel import FilterFunnel, FilterOutcome, format_funnel
-from .runner import FilterRun, run_filters
+from ..lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".config": ("KINDS", "FilterConfig", "FilterSpec", "load_filter_config", "parse_filters"),
+        ".funnel": ("FilterFunnel", "FilterOutcome", "format_funnel"),
+        ".runner": ("FilterRun", "run_filters"),
+    },
+)
 
 __all__ = [
     "KINDS", "FilterConfig", "FilterFunnel", "FilterOutcome", "FilterRun", "FilterSpec",

@@ -7,11 +7,19 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not fetch prices at import
 
-from .client import LLMClient  # noqa: E402
-from .config import LLMConfig, LocalModelConfig  # noqa: E402
-from .providers import Endpoint, resolve_endpoint  # noqa: E402
-from .request import Request, Result, request_key  # noqa: E402
-from .structured import OutputInvalid, output_spec  # noqa: E402
+from ..lazy_exports import lazy_exports  # noqa: E402
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".client": ("LLMClient",),
+        ".config": ("LLMConfig", "LocalModelConfig"),
+        ".providers": ("Endpoint", "resolve_endpoint"),
+        ".request": ("Request", "Result", "request_key"),
+        ".structured": ("OutputInvalid", "output_spec"),
+    },
+)
 
 __all__ = [
     "Endpoint", "LLMClient", "LLMConfig", "LocalModelConfig", "OutputInvalid", "Request", "Result",

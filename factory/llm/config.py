@@ -105,7 +105,7 @@ class LLMConfig(StrictModel):
     price: ModelPrice | None = Field(
         None, description="USD per million tokens, used instead of litellm's price map (e.g. a self-hosted model)"
     )
-    batch: BatchConfig = Field(default_factory=BatchConfig, description="provider batch APIs (see README: Batch mode)")
+    batch: BatchConfig = Field(default_factory=BatchConfig, description="provider batch APIs (see docs/batch.md)")
 
     def in_flight(self) -> int:
         """Requests the client lets wait at once: llm.concurrency, or in batch mode llm.batch.in_flight

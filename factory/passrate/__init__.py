@@ -13,8 +13,16 @@ the `pass_rate` filter keeps the hard-but-possible ones.
 On the command line: `factory passrate RUN_DIR --tasks FILE --model M --n 32 [--base-url URL]`.
 """
 
-from .config import PassrateConfig
-from .rates import pass_rates, summarize
-from .sampler import PassrateError, aensure_rollouts, ensure_rollouts
+from ..lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".config": ("PassrateConfig",),
+        ".rates": ("pass_rates", "summarize"),
+        ".sampler": ("PassrateError", "aensure_rollouts", "ensure_rollouts"),
+    },
+)
 
 __all__ = ["PassrateConfig", "PassrateError", "aensure_rollouts", "ensure_rollouts", "pass_rates", "summarize"]

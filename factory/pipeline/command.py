@@ -28,8 +28,8 @@ def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     parser = subparsers.add_parser(
         "run",
         help="the whole job from one config: generate, passrate, filter, export, report, publish, train, eval (resumable)",
-        description="Run the stages a config's `pipeline:` section names, in order (examples/pipeline.yaml; README: "
-        "'The whole job from one config'). Finished stages are recorded in RUN_DIR/pipeline.json with a fingerprint "
+        description="Run the stages a config's `pipeline:` section names, in order (examples/pipeline.yaml; "
+        "docs/pipeline.md). Finished stages are recorded in RUN_DIR/pipeline.json with a fingerprint "
         "of what decides their output: a rerun skips them, a changed setting reruns that stage and the ones after it "
         "(train only when the exported files it reads changed; settings of how, not what, such as llm timeouts, "
         "retries, rate limits and threads, rerun nothing), and a failed stage is where the next run starts.",

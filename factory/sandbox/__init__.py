@@ -72,17 +72,25 @@ SandboxResult mapping (`status` / `reason`):
 Calls a run never reached get the run's status with reason "not_run".
 """
 
-from .api import arun_function, arun_program, run_function, run_program, sandbox_refusal
-from .capabilities import sandbox_capabilities
-from .models import (
-    CODE_TASK_IMPORTS,
-    CONTEST_PRELUDE,
-    DEFAULT_ALLOWED_IMPORTS,
-    CallResult,
-    SandboxLimits,
-    SandboxResult,
+from ..lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".api": ("arun_function", "arun_program", "run_function", "run_program", "sandbox_refusal"),
+        ".capabilities": ("sandbox_capabilities",),
+        ".models": (
+            "CODE_TASK_IMPORTS",
+            "CONTEST_PRELUDE",
+            "DEFAULT_ALLOWED_IMPORTS",
+            "CallResult",
+            "SandboxLimits",
+            "SandboxResult",
+        ),
+        ".static_check": ("StaticIssue", "check_source"),
+    },
 )
-from .static_check import StaticIssue, check_source
 
 __all__ = [
     "CODE_TASK_IMPORTS", "CONTEST_PRELUDE", "DEFAULT_ALLOWED_IMPORTS", "CallResult", "SandboxLimits", "StaticIssue",

@@ -13,7 +13,7 @@ def add_ray_options(parser: argparse.ArgumentParser) -> None:
         const="",
         metavar="ADDRESS",
         help="shard the generation over Ray workers (needs the [ray] extra); ADDRESS: a cluster's host:port "
-        "(default: RAY_ADDRESS if set, else a local Ray instance). README: Running at scale",
+        "(default: RAY_ADDRESS if set, else a local Ray instance). docs/scale.md",
     )
     parser.add_argument(
         "--shards", type=int, help="shards per stage at its first run (default: the cluster's CPU count)"

@@ -4,6 +4,14 @@ outcome = run_smoke(config)     # config: a FactoryConfig; its smoke: section sa
 result = ping(config)           # one structured call
 """
 
-from .job import ping, run_smoke
+from ..lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".job": ("ping", "run_smoke"),
+    },
+)
 
 __all__ = ["ping", "run_smoke"]

@@ -1,6 +1,14 @@
 """The run store: one DuckDB file per run folder (DESIGN rule 2)."""
 
-from .db import STORE_FILENAME, Store, utcnow
-from .migrations import MIGRATIONS
+from ..lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".db": ("STORE_FILENAME", "Store", "utcnow"),
+        ".migrations": ("MIGRATIONS",),
+    },
+)
 
 __all__ = ["MIGRATIONS", "STORE_FILENAME", "Store", "utcnow"]

@@ -14,8 +14,16 @@ follows (plan, double check: everything but the tool); the task's checker judges
 Rows go to `preference_pairs` (source 'coa'); the preference exports read them. docs/when_to_act.md.
 """
 
-from .config import PairsConfig
-from .job import PairsError, PairsOutcome, amake_pairs, make_pairs
-from .rule import KINDS, Decision, decide
+from ...lazy_exports import lazy_exports
+
+# The public API, imported on first use (factory/lazy_exports.py says why).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".config": ("PairsConfig",),
+        ".job": ("PairsError", "PairsOutcome", "amake_pairs", "make_pairs"),
+        ".rule": ("KINDS", "Decision", "decide"),
+    },
+)
 
 __all__ = ["KINDS", "Decision", "PairsConfig", "PairsError", "PairsOutcome", "amake_pairs", "decide", "make_pairs"]
