@@ -1,4 +1,4 @@
-"""Do the masks survive into the trainers? Share of rows each trainer keeps and masks as train.render does.
+"""Do the masks survive into the trainers? Share of rows each trainer keeps and masks as factory.mask.render does.
 
     python benchmarks/consumer_masks.py                 # the consumer tests' refine + coa rows
     python benchmarks/consumer_masks.py --run outputs/refine
@@ -37,7 +37,7 @@ from consumer_rows import make_consumer_run, qwen_tokenizer  # noqa: E402
 
 from factory.export import ExportOptions, export_dataset  # noqa: E402
 from factory.export.snippets import axolotl_dataset, llamafactory_config  # noqa: E402
-from train.render import IGNORE, render  # noqa: E402
+from factory.mask.render import IGNORE, render  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "consumer_masks.json"
 
@@ -92,7 +92,7 @@ def llamafactory(out: Path, settings: dict, work: Path) -> dict:
 def trl_labels(dataset, work: Path, make_tokenizer=qwen_tokenizer) -> list[tuple[list[int], list[int]]]:
     import trl as trl_package
 
-    from train.tiny import tiny_model
+    from factory.mask.tiny import tiny_model
 
     tokenizer = make_tokenizer()
     tokenizer.pad_token = tokenizer.eos_token

@@ -15,7 +15,7 @@ Qwen2 (train.sft, the tiny tokenizer) three ways (ablation_data.variant):
 `masked` (ours: the slip in context, out of the loss), `trained` (the slip
 trained too), `removed` (the slip and its refusal dropped). Held-out rows
 (other seeds) are then scored by the log-probability of every legal action
-string under the model (train.render labels, so exactly what training
+string under the model (factory.mask.render labels, so exactly what training
 scored):
 
 - clean: at each decision of a slip-free row, greedy accuracy and the
@@ -135,8 +135,8 @@ class Decision:
 
 
 def candidate_tokens(tokenizer, prefix: list[dict], action: str) -> tuple[list[int], list[int]]:
-    """train.render's ids and labels for the prefix then `action` as the one trained turn."""
-    from train.render import render
+    """factory.mask.render's ids and labels for the prefix then `action` as the one trained turn."""
+    from factory.mask.render import render
 
     history = [{**t, "loss": False} if t["from"] == "gpt" else t for t in prefix]
     rendered = render({"conversations": [*history, {"from": "gpt", "value": action, "loss": True}]}, tokenizer)
@@ -228,7 +228,7 @@ def heldout(tokenizer, tiny: bool) -> dict[str, list[Decision]]:
 
 
 def main() -> None:
-    from train.tiny import tiny_tokenizer
+    from factory.mask.tiny import tiny_tokenizer
 
     args = parse_args()
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU"

@@ -5,7 +5,7 @@
     python benchmarks/train_throughput.py --models qwen2.5-0.5b --seq-lens 8192 --steps 30
 
 Both trainers get the same rendered rows (synthetic AgentRefine-style
-trajectories of varying length, rendered by train.render with the tiny
+trajectories of varying length, rendered by factory.mask.render with the tiny
 tokenizer: the token ids do not change the arithmetic), packed to the
 sequence length (train.packing / TRL's "bfd" padding-free packing), one
 sequence per step, full fine-tuning, random-init models of the named shapes
@@ -220,8 +220,8 @@ def summarise(measured: dict, peak_tflops: float | None) -> dict:
 
 
 def main() -> None:
+    from factory.mask.tiny import tiny_tokenizer
     from train.modeling import resolve_attention
-    from train.tiny import tiny_tokenizer
 
     args = parse_args()
     device, peak = device_label()

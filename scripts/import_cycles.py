@@ -1,11 +1,15 @@
-"""List the import cycles between files and between packages of the tree, read with `ast`.
+"""List the import cycles between files and between packages of the tree, and the imports against its layers.
 
     python scripts/import_cycles.py [ROOT ...]        # default: factory train
 
 Every `import`/`from … import` counts, also those inside functions (a deferred
 import hides a cycle from Python, not from a reader). A file cycle is a strongly
 connected set of modules; a package cycle the same over the packages they live in.
-Exit status 1 when a cycle exists, so CI can keep the tree free of them.
+The layers are one-way: train/ builds on factory (the mask, the rows, the store),
+so a factory module that imports train/ is a layering violation even without a
+cycle: two packages that import each other are one package to read. The only
+exceptions are the launchers in LAUNCHERS, the commands that start the trainer.
+Exit status 1 when a cycle or a violation exists, so CI can keep the tree free of them.
 """
 
 from __future__ import annotations
@@ -14,6 +18,12 @@ import ast
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+# (lower, upper): no module of `lower` may import `upper`.
+LAYERS = [("factory", "train")]
+# The commands that start training or evaluation: they sit above both layers and call train/ by design
+# (`factory train`/`eval`, and the pipeline's train stage that trains and then evaluates its checkpoint).
+LAUNCHERS = {"factory.cli", "factory.pipeline.train_stage"}
 
 
 def module_name(path: Path) -> str:
@@ -106,15 +116,35 @@ def package_graph(files: dict[str, set[str]], roots: list[str]) -> dict[str, set
     return graph
 
 
+def layering_violations(files: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) for each import from a lower layer into an upper one, launchers left out."""
+    return sorted(
+        (module, target)
+        for lower, upper in LAYERS
+        for module, targets in files.items()
+        if in_package(module, lower) and module not in LAUNCHERS
+        for target in targets
+        if in_package(target, upper)
+    )
+
+
+def in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
 def main(argv: list[str]) -> int:
     roots = argv or ["factory", "train"]
     files = file_graph(roots)
     file_cycles, package_cycles = cycles(files), cycles(package_graph(files, roots))
-    print(f"{len(files)} modules; {len(file_cycles)} file cycles, {len(package_cycles)} package cycles")
+    violations = layering_violations(files)
+    counts = f"{len(file_cycles)} file cycles, {len(package_cycles)} package cycles"
+    print(f"{len(files)} modules; {counts}, {len(violations)} layering violations")
     for kind, found in (("file", file_cycles), ("package", package_cycles)):
         for members in found:
             print(f"  {kind} cycle ({len(members)}): {' ↔ '.join(members)}")
-    return 1 if file_cycles or package_cycles else 0
+    for module, target in violations:
+        print(f"  layering violation: {module} → {target} (a lower layer imports an upper one)")
+    return 1 if file_cycles or package_cycles or violations else 0
 
 
 if __name__ == "__main__":

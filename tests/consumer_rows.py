@@ -44,7 +44,7 @@ ACTIONS = "- go(location)\n- take(item)\n- open(container, key)\n- look()"
 
 def qwen_tokenizer():
     """The offline test tokenizer (byte-level BPE, ChatML specials) with Qwen2.5's template."""
-    from train.tiny import tiny_tokenizer
+    from factory.mask.tiny import tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     tokenizer.chat_template = QWEN25_TEMPLATE

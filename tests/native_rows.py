@@ -67,7 +67,7 @@ QWEN25_TOOLS_TEMPLATE = (
 
 def qwen_tools_tokenizer():
     """The offline test tokenizer (byte-level BPE, ChatML specials) with Qwen2.5's tool-calling template."""
-    from train.tiny import tiny_tokenizer
+    from factory.mask.tiny import tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     tokenizer.chat_template = QWEN25_TOOLS_TEMPLATE

@@ -1,4 +1,4 @@
-"""The preference trainers' own data code, for the consumer tests, and what train.render says each side trains.
+"""The preference trainers' own data code, for the consumer tests, and what factory.mask.render says each side trains.
 
 TRL's DPOTrainer and KTOTrainer prepare a dataset as they do before training (their tokenization of the
 conversational prompt and sides, then their collator's completion mask); LLaMA-Factory's DPO/RM data path
@@ -14,12 +14,12 @@ import trl
 from consumer_harness import llamafactory_samples
 
 from factory.export.preference_consumers import dpo_config, kto_config
-from train.render import IGNORE, render
-from train.tiny import tiny_model
+from factory.mask.render import IGNORE, render
+from factory.mask.tiny import tiny_model
 
 
 def rendered_side(prompt: list[dict], side: dict, tokenizer, sharegpt: bool = False) -> tuple[list[int], list[int]]:
-    """train.render of prompt + one assistant side, only that side in the loss: (input_ids, trained positions).
+    """factory.mask.render of prompt + one assistant side, only that side in the loss: (input_ids, trained positions).
 
     Both trainers put what the template writes after the side's end-of-turn marker (ChatML's newline) in the
     completion, so render draws it with `train_turn_suffix`."""

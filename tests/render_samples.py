@@ -1,10 +1,10 @@
-"""Shared rows and helpers for the train/render tests: one row of each export format, and label checks."""
+"""Shared rows and helpers for the factory/mask tests: one row of each export format, and label checks."""
 
 from __future__ import annotations
 
 from factory.coa.afm import make_blocks, render_single
-from train.render import IGNORE
-from train.render_rows import row_messages
+from factory.mask.render import IGNORE
+from factory.mask.rows import row_messages
 
 END = "<|im_end|>"
 HEADER = "<|im_start|>assistant\n"

@@ -1,4 +1,4 @@
-"""AFM's own trainer keeps every distilled row and masks exactly the observation spans `train.render` masks.
+"""AFM's own trainer keeps every distilled row and masks exactly the observation spans `factory.mask.render` masks.
 
 AFM trains with a fork of LLaMA-Factory that lives inside OPPO-PersonalAI/Agent_Foundation_Models (not on
 PyPI; its code may not be committed here). The `fork_*` functions below are an independent re-implementation
@@ -29,8 +29,8 @@ pytest.importorskip("transformers")
 
 from afm_rows import code_rows, mas_rows  # noqa: E402
 
-from train.render import render  # noqa: E402
-from train.tiny import SAMPLE_TEXT, SPECIAL_TOKENS, tiny_tokenizer  # noqa: E402
+from factory.mask.render import render  # noqa: E402
+from factory.mask.tiny import SAMPLE_TEXT, SPECIAL_TOKENS, tiny_tokenizer  # noqa: E402
 
 IGNORE = -100
 MARK = "observation"  # --ignore_observation_token
@@ -106,7 +106,7 @@ def fork_encode(row: dict, tok) -> tuple[list[int], list[int]] | None:
 
 
 def qwen_like_tokenizer():
-    """The tiny tokenizer's recipe (byte-level BPE on train.tiny.SAMPLE_TEXT) with Qwen2's pre-tokenizer."""
+    """The tiny tokenizer's recipe (byte-level BPE on factory.mask.tiny.SAMPLE_TEXT) with Qwen2's pre-tokenizer."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -138,7 +138,7 @@ def qwen():
 
 
 def mismatches(row: dict, tok) -> list[str]:
-    """What differs between the fork's labels and train.render's for one row (empty: they agree)."""
+    """What differs between the fork's labels and factory.mask.render's for one row (empty: they agree)."""
     fork = fork_encode(row, tok)
     if fork is None:
         return ["the fork drops the row (an observation span never closes)"]
@@ -146,7 +146,7 @@ def mismatches(row: dict, tok) -> list[str]:
     if fork[0] != ours.input_ids:
         return ["the token ids differ"]
     # The one designed difference: the fork's qwen template puts the newline after <|im_end|> in the
-    # target and trains it; train.render leaves that template newline out (docs/afm_format.md).
+    # target and trains it; factory.mask.render leaves that template newline out (docs/afm_format.md).
     newline = tok.encode("\n", add_special_tokens=False)
     if fork[0][-1:] != newline or fork[1][-1] == IGNORE or ours.labels[-1] != IGNORE:
         return ["the last token is not the trained newline after <|im_end|>"]
@@ -215,5 +215,5 @@ def test_the_rule_depends_on_pre_tokenization(qwen):
 
 
 def test_a_row_without_stored_spans_is_masked_like_the_fork_too(qwen):
-    for row in ROWS.values():  # train.render_rows.observation_spans finds the same spans the distiller stored
+    for row in ROWS.values():  # factory.mask.rows.observation_spans finds the same spans the distiller stored
         assert mismatches({**row, "observation_spans": None}, qwen) == []

@@ -1,8 +1,8 @@
-"""axolotl trains exactly the tokens train.render says train, on the `messages` export.
+"""axolotl trains exactly the tokens factory.mask.render says train, on the `messages` export.
 
 The `datasets:` entry the card gives (chat_template, per-message training flag read from `weight`) is
 checked against axolotl's own config schema and run through axolotl's own chat_template strategy with a
-real tokenizer; its labels are compared with train.render's token by token.
+real tokenizer; its labels are compared with factory.mask.render's token by token.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from test_export import all_rows
 
 from factory.export import ExportOptions, export_dataset
 from factory.export.snippets import axolotl_dataset
-from train.render import IGNORE, render
+from factory.mask.render import IGNORE, render
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""axolotl trains exactly train.render's tokens on the `openai` export's native tool-call rows (issue 27).
+"""axolotl trains exactly factory.mask.render's tokens on the `openai` export's native tool-call rows (issue 27).
 
 axolotl's chat_template strategy (schema-checked entry, the card's `message_field_training: weight`) reads
 the rows as written: `tools` as JSON text, `arguments` as JSON text (it parses them), Arrow's absent keys
@@ -15,7 +15,7 @@ from test_consumer_axolotl import trained
 
 from factory.export import ExportOptions, export_dataset
 from factory.export.snippets import axolotl_dataset
-from train.render import IGNORE, render
+from factory.mask.render import IGNORE, render
 
 
 @pytest.fixture(scope="module")

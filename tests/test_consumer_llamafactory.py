@@ -1,8 +1,8 @@
-"""LLaMA-Factory trains exactly the tokens train.render says train, on the `llamafactory` export.
+"""LLaMA-Factory trains exactly the tokens factory.mask.render says train, on the `llamafactory` export.
 
 The export's dataset_info.json and the config keys the card gives are fed to LLaMA-Factory's own data
 path (dataset loader, sharegpt converter, supervised processor, `qwen` template) with a real tokenizer;
-its labels are compared with train.render's token by token (with `train_turn_suffix`, since LLaMA-Factory's
+its labels are compared with factory.mask.render's token by token (with `train_turn_suffix`, since LLaMA-Factory's
 templates put the newline after <|im_end|> in the response).
 """
 
@@ -15,7 +15,7 @@ from test_export import all_rows
 
 from factory.export import ExportOptions, export_dataset
 from factory.export.snippets import llamafactory_config
-from train.render import IGNORE, render
+from factory.mask.render import IGNORE, render
 
 
 def export(tmp_path, **kinds):

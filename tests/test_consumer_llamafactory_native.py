@@ -1,4 +1,4 @@
-"""LLaMA-Factory trains exactly train.render's tokens on native tool-call samples (issue 27).
+"""LLaMA-Factory trains exactly factory.mask.render's tokens on native tool-call samples (issue 27).
 
 The `llamafactory` export with `tool_calls: native` (function_call / observation turns, a `tools` column)
 goes through LLaMA-Factory's own data path (dataset_info.json, the sharegpt converter, the supervised
@@ -17,7 +17,7 @@ from test_consumer_llamafactory import trained
 
 from factory.export import ExportOptions, export_dataset
 from factory.export.snippets import llamafactory_config
-from train.render import IGNORE, render
+from factory.mask.render import IGNORE, render
 
 
 def export(tmp_path):

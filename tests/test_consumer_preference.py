@@ -1,6 +1,6 @@
-"""TRL's DPO and KTO trainers and LLaMA-Factory's DPO data path train exactly the sides train.render trains.
+"""TRL's DPO and KTO trainers and LLaMA-Factory's DPO data path train exactly the sides factory.mask.render trains.
 
-Each pair's prompt + chosen and prompt + rejected are rendered by train.render with only that side in the
+Each pair's prompt + chosen and prompt + rejected are rendered by factory.mask.render with only that side in the
 loss; the trainer's own data preparation (TRL: its tokenization and collator; LLaMA-Factory: dataset_info.json
 -> loader -> ranking converter -> pairwise processor, with the config keys the card gives) must produce the
 same token ids and train the same positions, for refine step pairs and stored coa pairs (one with a system

@@ -1,7 +1,7 @@
-"""TRL's SFTTrainer trains exactly the tokens train.render says train, on the `trl` export.
+"""TRL's SFTTrainer trains exactly the tokens factory.mask.render says train, on the `trl` export.
 
 The export is pre-tokenized with a named tokenizer (a folder here, as a user's would be); TRL's own
-dataset preparation and collator turn it into labels, which are compared with train.render's token by
+dataset preparation and collator turn it into labels, which are compared with factory.mask.render's token by
 token. The `messages` export, which TRL reads without its weights, is the negative control.
 """
 
@@ -13,8 +13,8 @@ from consumer_rows import make_consumer_run, qwen_tokenizer
 
 from factory.export import ExportError, ExportOptions, export_dataset
 from factory.export.snippets import trl_config, trl_data_files
-from train.render import IGNORE, render
-from train.tiny import tiny_model
+from factory.mask.render import IGNORE, render
+from factory.mask.tiny import tiny_model
 
 trl = pytest.importorskip("trl")
 

@@ -1,4 +1,4 @@
-"""TRL trains exactly train.render's tokens on native tool-call rows (issue 27).
+"""TRL trains exactly factory.mask.render's tokens on native tool-call rows (issue 27).
 
 The `trl` export with `tool_calls: native` is pre-tokenized from the `openai` form through a tool-calling
 chat template (Qwen2.5's, tests/native_rows.py): the tools in the system block, each call as the template
@@ -17,7 +17,7 @@ from test_consumer_trl import trl_labels
 
 from factory.export import ExportOptions, export_dataset
 from factory.export.snippets import trl_config, trl_data_files
-from train.render import IGNORE, render
+from factory.mask.render import IGNORE, render
 
 pytest.importorskip("trl")
 

@@ -1,4 +1,4 @@
-"""verl's multi-turn SFT dataset trains exactly train.render's tokens on native tool-call rows (issue 27).
+"""verl's multi-turn SFT dataset trains exactly factory.mask.render's tokens on native tool-call rows (issue 27).
 
 The `openai` export is read through verl's own `MultiTurnSFTDataset` code, via the subclass the card names as
 `data.custom_cls` (factory/export/verl_sft.py: tools and arguments read as JSON, Arrow's filled-in keys
@@ -18,7 +18,7 @@ import pytest
 from native_rows import make_native_run, qwen_tools_tokenizer
 
 from factory.export import ExportOptions, export_dataset
-from train.render import IGNORE, render
+from factory.mask.render import IGNORE, render
 
 pytest.importorskip("verl", reason="verl is installed with --no-deps (README)")
 

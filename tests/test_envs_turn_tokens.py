@@ -2,8 +2,8 @@
 
 ChatML models (Qwen) split text with a pattern that keeps punctuation and the newlines after it in one
 piece, so `)\\n` is one token and a cut after an action's `)` falls inside it; GPT-2-style byte-level
-tokenizers (train.tiny's) split `)` from `\\n`. Both must give a turn whose tokens decode to the text
-the game reads, keep the action whole, and re-render through train.render as the same tokens.
+tokenizers (factory.mask.tiny's) split `)` from `\\n`. Both must give a turn whose tokens decode to the text
+the game reads, keep the action whole, and re-render through factory.mask.render as the same tokens.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def qwen_like_tokenizer():
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from train.tiny import CHAT_TEMPLATE, SPECIAL_TOKENS
+    from factory.mask.tiny import CHAT_TEMPLATE, SPECIAL_TOKENS
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.Sequence(
@@ -45,7 +45,7 @@ def qwen_like_tokenizer():
 
 
 def tiny():
-    from train.tiny import tiny_tokenizer
+    from factory.mask.tiny import tiny_tokenizer
 
     return tiny_tokenizer()
 
@@ -73,7 +73,7 @@ def test_a_cut_keeps_the_turns_tokens_whole_and_drops_the_rest(tokenizer):
 
 
 def test_the_tokens_that_train_are_the_tokens_render_trains_for_the_turn(tokenizer):
-    from train.render import IGNORE, render
+    from factory.mask.render import IGNORE, render
 
     user = {"role": "user", "content": "Water the tomatoes."}
     prompt = tokenizer.apply_chat_template([user], tokenize=True, add_generation_prompt=True)

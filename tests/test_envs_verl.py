@@ -128,7 +128,7 @@ def test_the_rollout_is_the_refine_trajectory(rollout):
 
 
 def test_verl_trains_the_policys_tokens_and_not_the_worlds(rollout):
-    from train.render import IGNORE, render
+    from factory.mask.render import IGNORE, render
 
     output, server, tokenizer = rollout
     width = output.batch["prompts"].shape[1]

@@ -2,7 +2,7 @@
 
 - A policy trained on whole trajectories goes on past its turn: it invents the DM's next `Observation:`,
   or writes a second Thought and Action. The game reads only the turn; the tokens that train must be
-  exactly that turn (and the tokens train.render trains on the rollout's messages), never the invented rest.
+  exactly that turn (and the tokens factory.mask.render trains on the rollout's messages), never the invented rest.
 - A simulated world that fails (an outage, an unreadable verdict) says nothing about the policy: that
   rollout must not train at all.
 
@@ -83,7 +83,7 @@ def trained_runs(mask: list[int]) -> list[list[int]]:
 
 def test_only_the_turn_the_game_read_trains(verl_loop, exported):
     from factory.envs.text_game import cut_reply
-    from train.render import IGNORE, render
+    from factory.mask.render import IGNORE, render
 
     async def policy(messages):
         return running_on(messages)

@@ -69,8 +69,8 @@ def test_a_native_episode_succeeds_with_tools_in_every_request(server, fast_conf
 def test_an_hf_checkpoint_is_prompted_with_the_tools_and_its_calls(monkeypatch):
     from native_rows import qwen_tools_tokenizer
 
+    from factory.mask.tiny import tiny_model
     from train.evaluate import HFPlayer, native
-    from train.tiny import tiny_model
 
     tokenizer = qwen_tools_tokenizer()
     player, prompts = HFPlayer(tiny_model(tokenizer), tokenizer), []

@@ -1,5 +1,5 @@
 """AFM export: stored observation spans (NULL stays NULL, so the trainer finds the spans itself), and
-exported distilled rows that AFM's own trainer keeps and masks as train.render does."""
+exported distilled rows that AFM's own trainer keeps and masks as factory.mask.render does."""
 
 from __future__ import annotations
 
@@ -47,10 +47,10 @@ def test_null_observation_spans_are_exported_as_null_not_empty(tmp_path, file_ty
 
 def test_the_renderer_masks_the_observation_of_a_row_exported_with_null_spans(tmp_path):
     pytest.importorskip("transformers")
+    from factory.mask.render import render
+    from factory.mask.tiny import tiny_tokenizer
     from train.data import read_rows
-    from train.render import render
     from train.show import trained_segments
-    from train.tiny import tiny_tokenizer
 
     single = render_single("What is the capital of France?", make_blocks(PAIRS))
     with Store.open(tmp_path / "run") as store:
@@ -65,7 +65,7 @@ def test_the_renderer_masks_the_observation_of_a_row_exported_with_null_spans(tm
 
 
 def test_exported_distilled_rows_are_kept_and_masked_alike_by_afm_s_trainer(tmp_path):
-    """Store -> afm export -> AFM's trainer rule (re-implemented in test_afm_trainer_masking) == train.render."""
+    """Store -> afm export -> AFM's trainer rule (re-implemented in test_afm_trainer_masking) == factory.mask.render."""
     pytest.importorskip("transformers")
     from afm_rows import code_rows, mas_rows
     from test_afm_trainer_masking import mismatches, qwen_like_tokenizer

@@ -1,5 +1,5 @@
 """Native tool calling (issue 27): stored rows as OpenAI messages with tool_calls and a tools list, the
-`openai` export, and train.render through a tool-calling chat template (Qwen2.5's, tests/native_rows.py)."""
+`openai` export, and factory.mask.render through a tool-calling chat template (Qwen2.5's, tests/native_rows.py)."""
 
 import json
 from pathlib import Path
@@ -12,7 +12,7 @@ from native_rows import make_native_run, qwen_tools_tokenizer
 from factory.export import ExportOptions, export_dataset
 from factory.export.native import coa_native
 from factory.export.registry import FORMATS, SPECS
-from train.render import IGNORE, render
+from factory.mask.render import IGNORE, render
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +109,8 @@ def test_every_format_is_declared_once_in_the_registry():
 
 
 def test_a_template_without_tool_support_is_refused_not_silently_emptied(exported):
-    from train.render_rows import RenderError
-    from train.tiny import tiny_tokenizer
+    from factory.mask.rows import RenderError
+    from factory.mask.tiny import tiny_tokenizer
 
     row = by_id(exported["parquet"])["refine:p0"]  # ChatML without tool branches: calls and tools would vanish
     with pytest.raises(RenderError, match=r"messages\[2\]\.tool_calls: the chat template does not write"):

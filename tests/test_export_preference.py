@@ -2,7 +2,7 @@
 
 The run (tests/preference_rows.py) holds refine rows played and verified in the script writer's own
 example world, the consumer rows, and stored "when to act" pairs. Whether the trainers train what
-train.render trains is tests/test_consumer_preference.py.
+factory.mask.render trains is tests/test_consumer_preference.py.
 """
 
 from __future__ import annotations

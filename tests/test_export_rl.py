@@ -199,7 +199,7 @@ def verl_dataset(paths: list[Path], tmp_path: Path):
     from omegaconf import OmegaConf
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    from train.tiny import tiny_tokenizer
+    from factory.mask.tiny import tiny_tokenizer
 
     config = OmegaConf.create({"prompt_key": "prompt", "max_prompt_length": 100_000, "filter_overlong_prompts": True,
                                "filter_overlong_prompts_workers": 1, "cache_dir": str(tmp_path / "cache")})  # fmt: skip

@@ -1,7 +1,7 @@
 """The `simulator` export: one row per move of a kept refine trajectory, trained on the world's reply only.
 
 Each row must be exactly the simulator's prompt for that move (factory/envs/simulator.py) plus the reply
-the real world gives, and axolotl (the card's config) must train exactly the tokens train.render trains:
+the real world gives, and axolotl (the card's config) must train exactly the tokens factory.mask.render trains:
 the reply's, and nothing of the prompt.
 """
 
@@ -22,9 +22,9 @@ from factory.envs.simulator import simulator_messages
 from factory.export import ExportError, ExportOptions, export_dataset
 from factory.export.snippets import axolotl_dataset
 from factory.export.world_model import CODE_REFUSED, NOT_REFINE, UNREADABLE_STEPS, trajectory_rows
+from factory.mask.render import IGNORE, render
 from factory.refine.script import Script
 from factory.store import Store
-from train.render import IGNORE, render
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """World-model rows (AutoCoA's SFT stage 3, issue 29): `--observations train` exports train exactly
-train.render(..., train_on_observations=True)'s tokens in each trainer's own data code.
+factory.mask.render(..., train_on_observations=True)'s tokens in each trainer's own data code.
 
 The runs are the consumer tests' (tests/consumer_rows.py: refine rows with mistakes, their refusals and a
 blank turn, coa rows with a tool observation; tests/native_rows.py: the same as native tool calls). The
@@ -21,7 +21,7 @@ from test_export import all_rows
 
 from factory.export import ExportError, ExportOptions, export_dataset
 from factory.export.snippets import afm_fork_config, axolotl_dataset, trl_config, trl_data_files
-from train.render import IGNORE, render
+from factory.mask.render import IGNORE, render
 
 REFUSAL = "Observation: There is no iron key here."  # the world's answer to refine:p0's mistake
 

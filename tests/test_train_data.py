@@ -12,9 +12,9 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from factory.errors import FactoryError  # noqa: E402
+from factory.mask.tiny import tiny_tokenizer  # noqa: E402
 from train.config import DataSection  # noqa: E402
 from train.data import group_key, load_training_data, render_rows, row_weight, split_holdout  # noqa: E402
-from train.tiny import tiny_tokenizer  # noqa: E402
 
 
 def row(i: int, task_id: str | None = None, script_id: str | None = None, row_id: str | None = None) -> tuple:

@@ -1,7 +1,7 @@
 """factory eval: held-out environments from a real store, the DM loop, players, the report.
 
 Scripted players are real HTTP clients (factory.llm) of the loopback server; the
-HF player is a tiny random model from train.tiny, which fails the tasks: its
+HF player is a tiny random model from factory.mask.tiny, which fails the tasks: its
 report must still be well-formed and its counts consistent.
 """
 
@@ -285,7 +285,7 @@ def _consistent(episode, max_steps):
 @pytest.fixture(scope="module")
 def tiny_checkpoint(tmp_path_factory):
     pytest.importorskip("torch")
-    from train.tiny import tiny_model, tiny_tokenizer
+    from factory.mask.tiny import tiny_model, tiny_tokenizer
 
     folder = tmp_path_factory.mktemp("tiny-player")
     tokenizer = tiny_tokenizer()

@@ -1,7 +1,7 @@
 """train.sft on CPU: a tiny random model learns from exported rows of every format.
 
-Real parts: the tiny BPE tokenizer and random Qwen2/Llama models of train.tiny,
-train.render's masks, accelerate, peft, files on disk and one real subprocess.
+Real parts: the tiny BPE tokenizer and random Qwen2/Llama models of factory.mask.tiny,
+factory.mask.render's masks, accelerate, peft, files on disk and one real subprocess.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from peft import PeftModel  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 from factory.errors import ConfigError, FactoryError  # noqa: E402
+from factory.mask.render import IGNORE, render  # noqa: E402
+from factory.mask.tiny import tiny_model, tiny_tokenizer  # noqa: E402
 from train.checkpoint import CheckpointMismatch  # noqa: E402
 from train.config import load_config  # noqa: E402
 from train.packing import collate, pack  # noqa: E402
-from train.render import IGNORE, render  # noqa: E402
 from train.sft import fit, main  # noqa: E402
-from train.tiny import tiny_model, tiny_tokenizer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ITEMS, PLACES = ("cup", "apple", "knife", "key", "book"), ("kitchen", "hall", "garden", "tower")

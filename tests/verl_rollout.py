@@ -87,7 +87,7 @@ def roll_out(worker_class, root, policy, max_turns, close=None, agent_loops=None
     from verl.protocol import DataProto
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 
-    from train.tiny import tiny_model, tiny_tokenizer
+    from factory.mask.tiny import tiny_model, tiny_tokenizer
 
     model_dir = root / "policy"
     model = tiny_model(tiny_tokenizer())  # its config and the tokenizer are all verl reads here: no weights

@@ -51,7 +51,7 @@ class DataSection(StrictModel):
         2048, gt=8, description="tokens per rendered row (whole trailing turns dropped) and per packed sequence"
     )
     packing: bool = F(True, description="several trajectories per sequence, attention kept inside each")
-    train_on_observations: bool = F(False, description="AFM <observation> spans train too (train.render decides)")
+    train_on_observations: bool = F(False, description="AFM <observation> spans train too (factory.mask decides)")
     row_weights: bool = F(True, description="the export's weight column scales each row's tokens in the loss")
 
     @field_validator("train", "validation", mode="before")

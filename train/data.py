@@ -1,7 +1,7 @@
-"""Training data: export files -> rendered examples (tokens + labels from train.render), held-out split, data hash.
+"""Training data: export files -> rendered examples (tokens + labels from factory.mask.render), held-out split, data hash.
 
 Any export format is accepted (sharegpt `conversations`, OpenAI `messages`, AFM
-`instruction`/`output`); train.render tells them apart and decides the masks,
+`instruction`/`output`); factory.mask.render tells them apart and decides the masks,
 so nothing here looks at which tokens train. A row that cannot be rendered
 stops the run with one line naming the file and line; a row with nothing left
 to train (loss off everywhere, or truncated away) is skipped and counted by reason.
@@ -21,9 +21,9 @@ from typing import Any
 import torch
 
 from factory.errors import FactoryError
+from factory.mask.render import IGNORE, render
 from factory.rows import SUFFIXES, open_path
 from train.config import DataSection
-from train.render import IGNORE, render
 
 Row = tuple[str, dict[str, Any]]  # (where it came from, e.g. "train.jsonl:3"; the row)
 
@@ -32,7 +32,7 @@ Row = tuple[str, dict[str, Any]]  # (where it came from, e.g. "train.jsonl:3"; t
 class Example:
     row_id: str
     input_ids: torch.Tensor  # int64 [n]
-    labels: torch.Tensor  # int64 [n], IGNORE where the token does not train (as train.render decided)
+    labels: torch.Tensor  # int64 [n], IGNORE where the token does not train (as factory.mask.render decided)
     weight: float = 1.0  # the export's row weight (upsampling); scales this row's tokens in the loss
 
     def __len__(self) -> int:

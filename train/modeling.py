@@ -7,10 +7,8 @@ import importlib.util
 import torch
 
 from factory.errors import ConfigError, FactoryError
+from factory.mask.tokenizer import TINY_PREFIX, check_reachable, first_line, tokenizer_by_name
 from train.config import LoraSection, ModelSection, SFTConfig
-from train.hub import check_reachable
-
-TINY_PREFIX = "tiny:"
 
 
 def resolve_bf16(setting: bool | str) -> bool:
@@ -36,21 +34,6 @@ def load_tokenizer(section: ModelSection):
     return tokenizer
 
 
-def tokenizer_by_name(name: str, field: str):
-    """`tiny` (or a tiny: model path) is the offline test tokenizer; anything else goes to AutoTokenizer."""
-    if name.startswith(TINY_PREFIX) or name == "tiny":
-        from train.tiny import tiny_tokenizer
-
-        return tiny_tokenizer()
-    from transformers import AutoTokenizer
-
-    check_reachable(name, field)
-    try:
-        return AutoTokenizer.from_pretrained(name)
-    except (OSError, ValueError) as exc:
-        raise FactoryError(f"{field}: cannot load '{name}' ({first_line(exc)})") from None
-
-
 def build_model(config: SFTConfig, tokenizer, attn: str):
     model = load_model(config.model, tokenizer, attn, config.seed)
     if config.gradient_checkpointing:
@@ -63,7 +46,7 @@ def build_model(config: SFTConfig, tokenizer, attn: str):
 
 def load_model(section: ModelSection, tokenizer, attn: str, seed: int):
     if section.path.startswith(TINY_PREFIX):
-        from train.tiny import tiny_model
+        from factory.mask.tiny import tiny_model
 
         arch = section.path[len(TINY_PREFIX) :]
         if arch not in ("qwen2", "llama"):
@@ -105,8 +88,3 @@ def with_lora(model, section: LoraSection):
         return get_peft_model(model, lora)
     except ValueError as exc:
         raise ConfigError(f"lora.target_modules: {first_line(exc)}") from None
-
-
-def first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -24,9 +24,9 @@ from typing import Sequence
 
 import torch
 
-from train.render import IGNORE
+from factory.mask.render import IGNORE
 
-Segment = tuple[torch.Tensor, torch.Tensor, float]  # (input_ids, labels as train.render made them, row weight)
+Segment = tuple[torch.Tensor, torch.Tensor, float]  # (input_ids, labels as factory.mask.render made them, row weight)
 
 
 @dataclass

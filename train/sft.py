@@ -1,4 +1,4 @@
-"""Supervised fine-tuning on exported trajectories; which tokens train comes from train.render only.
+"""Supervised fine-tuning on exported trajectories; which tokens train comes from factory.mask.render only.
 
     python -m train.sft --config examples/train_tiny.yaml --data.train export.jsonl
     accelerate launch --num_processes 8 -m train.sft --config cfg.yaml          # DDP, one process per GPU
@@ -24,12 +24,12 @@ import torch
 import torch.nn.functional as F
 
 from factory.errors import FactoryError
+from factory.mask.render import IGNORE
 from train.checkpoint import check_resumable, last_checkpoint, register_hooks, save_checkpoint
 from train.config import SFTConfig, config_hash, load_config, override_flags
 from train.data import Example, TrainingData, load_training_data
 from train.modeling import build_model, load_tokenizer, resolve_attention, resolve_bf16
 from train.packing import Batch, collate, pack
-from train.render import IGNORE
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
     python -m train.show FILE.jsonl --tokenizer DIR [--row N] [--max-length L] [--train-on-observations]
 
-`--tokenizer` takes a tokenizer folder, a .gguf file, or `tiny` (train.tiny's
+`--tokenizer` takes a tokenizer folder, a .gguf file, or `tiny` (factory.mask.tiny's
 offline tokenizer). Trained text is green on a terminal and wrapped in
 [[...]] otherwise (logs, tests), so a reader sees at a glance what trains.
 """
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from factory.errors import FactoryError
+from factory.mask.render import IGNORE, Rendered, render
 from factory.rows import json_rows, parquet_rows
-from train.render import IGNORE, Rendered, render
 
 GREEN, RESET = "\033[42;30m", "\033[0m"
 
@@ -57,7 +57,7 @@ def show(rendered: Rendered, tokenizer, color: bool | None = None) -> str:
 
 def load_tokenizer(spec: str):
     if spec == "tiny":
-        from train.tiny import tiny_tokenizer
+        from factory.mask.tiny import tiny_tokenizer
 
         return tiny_tokenizer()
     from transformers import AutoTokenizer

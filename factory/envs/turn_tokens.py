@@ -6,7 +6,7 @@ the policy gets gradient on words the world never answered and the rollout's mes
 the trained tokens. A cut falls in the text, not always at a token boundary: the kept tokens are those
 whose text lies inside the turn, plus the one token that straddles its end when all it adds beyond the
 turn is whitespace (ChatML tokenizers write `)\\n` as one token: dropping it would drop the action's
-closing parenthesis). The turn's message is the text of the kept tokens, exactly, so train.render
+closing parenthesis). The turn's message is the text of the kept tokens, exactly, so factory.mask.render
 re-renders the same tokens. A cut turn did not end itself: `end_of_turn_ids` is what the chat template
 writes after an assistant turn, which the verl loop appends untrained (verl_agent.py).
 """

@@ -19,7 +19,7 @@ TURNS_TYPE = (
     '[{"role": "VARCHAR", "content": "VARCHAR", "loss": "BOOLEAN", "kind": "VARCHAR", '
     '"error": {"type": "VARCHAR", "feedback": "VARCHAR"}}]'
 )
-# What str.isspace() calls whitespace; RE2's \s is narrower. train.render_rows never trains a blank assistant turn.
+# What str.isspace() calls whitespace; RE2's \s is narrower. factory.mask.rows never trains a blank assistant turn.
 SPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
 # A turn trains when flagged so, it is not a recorded mistake (refine keeps mistakes in context only) and it
 # says something (render's rule, so every export's flags are the masks render draws).
@@ -80,7 +80,7 @@ def sharegpt_sql(selection: str, observations: str = "mask") -> str:
 def messages_sql(selection: str, observations: str = "mask") -> str:
     """OpenAI `messages`, one per turn; `weight` 1/0 on assistant messages (0: context only), null elsewhere.
     `observations="train"`: each observation (OBSERVATION) gets `weight` 1 too (0 when blank), which axolotl
-    trains and train.render trains under train_on_observations; the other user turns stay null."""
+    trains and factory.mask.render trains under train_on_observations; the other user turns stay null."""
     observed = f"WHEN {OBSERVATION} THEN {SAYS_SOMETHING}::INTEGER " if observations == "train" else ""
     return f"""
         SELECT trajectory_id AS id,
@@ -96,7 +96,7 @@ def afm_sql(selection: str, observations: str = "mask") -> str:
     """AFM single-string rows (coa/import only): instruction, empty input, output, observation spans.
 
     The rows are the same whatever `observations` says: the spans are facts about the text, and whether
-    they train is the trainer's switch (AFM's fork: `ignore_observation`; train.render:
+    they train is the trainer's switch (AFM's fork: `ignore_observation`; factory.mask.render:
     train_on_observations), which the card's config sets (observations.py).
 
     Stored spans that are NULL stay NULL (not []): an empty list says "no

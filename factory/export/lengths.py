@@ -44,7 +44,7 @@ def measure(paths: list[Path], name: str, file_type: str, tokenizer=None) -> dic
         return {}
     measured = {"longest_chars": int(rows[0]["chars"])}
     if tokenizer is not None:
-        from train.render import render
+        from ..mask.render import render
 
         # LLaMA-Factory's templates put the newline after <|im_end|> in the response: count it too.
         tokens = max(len(render(row, tokenizer, train_turn_suffix=True)) for row in rows)

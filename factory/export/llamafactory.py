@@ -1,4 +1,4 @@
-"""The `llamafactory` export: sharegpt samples whose LLaMA-Factory labels are train.render's labels.
+"""The `llamafactory` export: sharegpt samples whose LLaMA-Factory labels are factory.mask.render's labels.
 
 LLaMA-Factory (0.9.x) drops the per-turn `loss` key: its supervised processor
 trains every gpt turn of a sample, or, with `mask_history: true`, only the
@@ -45,7 +45,7 @@ def _marked(selection: str) -> str:
 
 def _sample(upto: str, loss: str) -> str:
     """The conversation up to position `upto`, each turn's `loss` saying whether it trains in this sample:
-    LLaMA-Factory ignores the key, but any reader that honours it (train.render) then draws its masks."""
+    LLaMA-Factory ignores the key, but any reader that honours it (factory.mask.render) then draws its masks."""
     return (
         f'list_transform(c[1:{upto}], lambda x, i: struct_pack("from" := x."from", value := x.value, loss := {loss}))'
     )

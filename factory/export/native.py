@@ -15,7 +15,7 @@ fine-tuned now call tools natively, and their trainers and servers parse only th
   context, 0), so every export's masks are the stored ones; tool messages never train.
 
 A trailing observation (refine's last DM line) is dropped: nothing answers it, and nothing after it trains.
-Hugging Face chat templates take `arguments` as a dict (train/render_rows.py parses it). Rows this cannot convert (no steps, a script that does not parse, an AFM completion whose
+Hugging Face chat templates take `arguments` as a dict (factory/mask/rows.py parses it). Rows this cannot convert (no steps, a script that does not parse, an AFM completion whose
 blocks do not read cleanly) give None with a reason, counted by the export.
 """
 

@@ -2,7 +2,7 @@
 
 AutoCoA trains an agent in stages; stage 2 is chain-of-action SFT with the observations masked (every
 export's default, `--observations mask`), stage 3 the same data with the observations trained too, so the
-model also learns to predict the environment. `train.render(..., train_on_observations=True)` is the rule
+model also learns to predict the environment. `factory.mask.render(..., train_on_observations=True)` is the rule
 (a tool turn's content; a user turn the row flags, through its end-of-turn marker; AFM observation spans),
 and `--observations train` writes each format so that its trainer trains exactly that:
 

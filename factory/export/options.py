@@ -19,7 +19,7 @@ class ExportOptions(StrictModel):
     # "repeat": a row of weight k > 1 is written floor(k) times, each with weight k / floor(k).
     upsample: Literal["none", "repeat"] = "none"
     max_file_mb: int = Field(500, ge=1)  # shards rotate past this size (the Hub viewer prefers < 1 GB files)
-    # The trl format is pre-tokenized with this tokenizer (a local folder or a Hub name), by train.render.
+    # The trl format is pre-tokenized with this tokenizer (a local folder or a Hub name), by factory.mask.render.
     tokenizer: str | None = None
     max_length: int | None = Field(None, ge=16)  # trl rows: render keeps whole turns up to this many tokens
     # How the trl rows write actions: as the trajectory's own text (Thought/Action lines, AFM tags: what

@@ -16,7 +16,7 @@ from typing import Any
 
 Message = dict[str, str]  # {"role": system | user | assistant | tool, "content": text}
 MESSAGE_ROLES = ("system", "user", "assistant", "tool")
-# What str.isspace() calls whitespace: a blank assistant turn never trains (train.render's rule), so it is
+# What str.isspace() calls whitespace: a blank assistant turn never trains (factory.mask.render's rule), so it is
 # neither a chosen nor a rejected step.
 BLANK = re.compile(r"^\s*$")
 

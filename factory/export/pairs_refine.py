@@ -53,7 +53,7 @@ class MismatchedSteps(ValueError):
 
 
 def trains(turn: dict[str, Any]) -> bool:
-    """train.render's rule for an assistant turn: flagged, not a recorded mistake, not blank."""
+    """factory.mask.render's rule for an assistant turn: flagged, not a recorded mistake, not blank."""
     return bool(turn.get("loss")) and turn.get("error") is None and not BLANK.match(turn.get("content", ""))
 
 

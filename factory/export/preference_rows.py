@@ -13,7 +13,7 @@
 
 Each side is one assistant message in every format: LLaMA-Factory reads one response per side, and TRL trains
 every token after the prompt, so a side of several messages would train the role headers between them and
-any observation among them, which train.render never trains. Every row carries the pair's metadata columns
+any observation among them, which factory.mask.render never trains. Every row carries the pair's metadata columns
 (pair_id, kind, source, task_id, script_id, trajectory_id), which the trainers ignore. A pair a format
 cannot hold is counted under its reason.
 """

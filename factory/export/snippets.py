@@ -1,4 +1,4 @@
-"""Per-trainer config snippets that give train.render's masks, for the dataset card and docs/export.md.
+"""Per-trainer config snippets that give factory.mask.render's masks, for the dataset card and docs/export.md.
 
 Each snippet is the part of the trainer's config that decides which tokens
 train; tests/test_consumer_*.py run the trainer's own data code with exactly

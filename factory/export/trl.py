@@ -1,4 +1,4 @@
-"""The `trl` export: pre-tokenized rows whose TRL labels are train.render's labels.
+"""The `trl` export: pre-tokenized rows whose TRL labels are factory.mask.render's labels.
 
 TRL's SFTTrainer ignores a `messages` row's per-message `weight`: by default
 it trains every token, and `assistant_only_loss` trains every assistant turn,
@@ -6,14 +6,14 @@ mistakes included. A dataset that already has `input_ids` skips TRL's own
 tokenization, and its `assistant_masks` column always becomes the labels
 (-100 where the mask is 0; `completion_only_loss`, packing and padding-free
 keep them in place; TRL refuses `assistant_only_loss` on such rows, so leave
-it unset) — so each row here is train.render's output for
+it unset) — so each row here is factory.mask.render's output for
 the `messages` form of the trajectory, with a named tokenizer:
 `input_ids` and `assistant_masks` (1 where render's label trains). With
 `--observations train` the rows are rendered with `train_on_observations`
 (AutoCoA's stage 3): the observations are in `assistant_masks` too, as TRL
 applies them whatever the role (observations.py).
 
-Rendering needs the tokenizer and train/ (the `[train]` extra). Rows render
+Rendering needs the tokenizer and transformers (the `[train]` extra), not torch. Rows render
 one by one in Python, streamed from DuckDB in Arrow batches and written in
 Parquet row groups, so memory stays flat. Truncation is render's (whole
 turns to `max_length`); a row with nothing left to train is left out and
@@ -43,11 +43,12 @@ def load_export_tokenizer(name: str | None):
     """The tokenizer the rows are rendered with; one-line errors when it or train/ is missing."""
     if not name:
         raise ExportError("the trl format is pre-tokenized: name the tokenizer (--tokenizer PATH_OR_NAME)")
+    from ..mask.tokenizer import tokenizer_by_name
+
     try:
-        from train.modeling import tokenizer_by_name
-    except ImportError as exc:
-        raise ExportError(f"the trl format renders with train/: pip install 'factory[train]' ({exc})") from None
-    tokenizer = tokenizer_by_name(name, "export tokenizer")
+        tokenizer = tokenizer_by_name(name, "export tokenizer")
+    except ImportError as exc:  # transformers (or tokenizers) missing: the mask needs the tokenizer's library
+        raise ExportError(f"the trl format renders with transformers: pip install 'factory[train]' ({exc})") from None
     if not getattr(tokenizer, "is_fast", False):
         raise ExportError(
             f"tokenizer '{name}': the trl format needs a fast tokenizer (render masks by character offsets)"
@@ -60,9 +61,9 @@ def load_export_tokenizer(name: str | None):
 def rendered_rows(
     store: Store, selection: str, split: str, tokenizer, options: ExportOptions, skipped: Counter
 ) -> Iterator[dict[str, Any]]:
-    """train.render over the split's messages rows; rows that train nothing are counted in `skipped`."""
-    from train.render import IGNORE, render
-    from train.render_rows import RenderError
+    """factory.mask.render over the split's messages rows; rows that train nothing are counted in `skipped`."""
+    from ..mask.render import IGNORE, render
+    from ..mask.rows import RenderError
 
     for row in _source_rows(store, selection, split, options, skipped):
         try:

@@ -9,7 +9,7 @@ template then writes) and `arguments` as JSON text, as OpenAI does. This subclas
       custom_cls: {path: "pkg://factory.export.verl_sft", name: NativeSFTDataset}
 
 reads both as JSON, drops the keys Arrow filled in, and keeps a message's `weight` 0 out of the loss (a refine
-mistake stays in context), so verl trains exactly train.render's tokens of the row (with the newline after
+mistake stays in context), so verl trains exactly factory.mask.render's tokens of the row (with the newline after
 the end-of-turn marker, verl's rule: `render(..., train_turn_suffix=True)`;
 tests/test_consumer_verl_native.py). It imports verl; nothing else in the factory imports it.
 """

@@ -9,7 +9,7 @@ the move) + the reply it should give: the world's own verdict (`world.step` repl
 and the line the player was really told, behind a DM check that states the state before the move and the
 rule (simulator_truth.world_check). As in the `messages` format, `weight` is 1 on that last assistant
 message, the only one, and null on the others, so only the reply trains (axolotl's
-`message_field_training: weight`; `train.render` reads the same flag).
+`message_field_training: weight`; `factory.mask.render` reads the same flag).
 
 Refine rows only. A coa trajectory's observations come from the web and the sandbox, not from rules a
 prompt could state; AutoCoA teaches those in the agent's own context (its SFT stage 3, the formats'

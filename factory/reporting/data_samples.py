@@ -1,8 +1,8 @@
 """Sample trajectories for the report: a few kept and a few dropped or failed, picked by a seeded hash.
 
 What trains is not decided here. A row goes through the export's own format SQL (`messages` rows for
-turns, `afm` rows for a completion) and `train.render_rows.row_messages`, the first step of
-`train.render`: its `trains` flag and `observation_spans` are what the page marks. Texts are cut here,
+turns, `afm` rows for a completion) and `factory.mask.rows.row_messages`, the first step of
+`factory.mask.render`: its `trains` flag and `observation_spans` are what the page marks. Texts are cut here,
 before any HTML is written, so each sample stays a few KB however long the trajectory.
 """
 
@@ -14,14 +14,13 @@ from typing import Any
 
 import duckdb
 
-from train.render_rows import row_messages
-
 from ..coa.afm.blocks import parse_blocks
 from ..errors import FactoryError
 from ..export.formats import afm_sql, messages_sql
 from ..export.options import ExportOptions
 from ..export.selection import COLUMNS, selection_sql
 from ..filters.sql import quote
+from ..mask.rows import row_messages
 from ..refine.world import format_action
 from ..store import Store
 
@@ -38,7 +37,7 @@ class ShownTurn:
     role: str
     text: str
     cut: int  # characters left out of `text`
-    trains: bool  # train.render_rows' verdict (only an assistant turn can train)
+    trains: bool  # factory.mask.rows' verdict (only an assistant turn can train)
     error: str | None = None  # mistake type (refine)
     feedback: str | None = None  # the DM's feedback on the mistake
     played: bool = False  # from a failed row's played steps or trace: never exported, so nothing of it trains

@@ -66,7 +66,7 @@ def llm_config(model: str, base_url: str | None = None, max_new_tokens: int = 25
 
 def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """OpenAI-shaped messages as chat templates take them: a call's `arguments` a dict, not JSON text."""
-    from train.render_rows import template_tool_calls
+    from factory.mask.rows import template_tool_calls
 
     return [{**m, "tool_calls": list(template_tool_calls(m["tool_calls"], "tool_calls"))} if m.get("tool_calls") else m
             for m in messages]  # fmt: skip

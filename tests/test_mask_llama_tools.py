@@ -3,7 +3,7 @@
 into the first user turn (so a system turn alone cannot be rendered), a call is written as
 `{"name": ..., "parameters": ...}` with no text beside it, and a result is an `ipython` turn.
 
-train.render lays such rows out (the leading system turn with the first user turn), trains the calls and
+factory.mask.render lays such rows out (the leading system turn with the first user turn), trains the calls and
 not the results or the mistakes, and refuses a row whose reasoning the template would drop; axolotl's own
 chat_template strategy labels the same tokens.
 """
@@ -17,8 +17,8 @@ import pytest
 from consumer_harness import axolotl_samples
 
 from factory.export.snippets import axolotl_dataset
-from train.render import IGNORE, render
-from train.render_rows import RenderError
+from factory.mask.render import IGNORE, render
+from factory.mask.rows import RenderError
 
 trl = pytest.importorskip("trl")
 TEMPLATE = Path(trl.__file__).parent / "chat_templates" / "llama3_1.jinja"
@@ -45,7 +45,7 @@ def row(thought: str = "") -> dict:
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from train.tiny import tiny_tokenizer
+    from factory.mask.tiny import tiny_tokenizer
 
     tok = tiny_tokenizer()  # with Llama 3's special tokens added, <|eot_id|> the end of a turn (as in Llama's own)
     tok.add_special_tokens({"additional_special_tokens": ["<|start_header_id|>", "<|end_header_id|>", "<|python_tag|>"],

@@ -3,7 +3,7 @@
 `render(row, tokenizer)` -> `Rendered(input_ids, labels, turn_spans, reason)`;
 labels are -100 wherever the token does not train.
 
-How: the row becomes messages (`render_rows`), the tokenizer's own chat
+How: the row becomes messages (`rows.py`), the tokenizer's own chat
 template renders them prefix by prefix, and the growth of the text from one
 prefix to the next is that turn's character range. An assistant turn trains
 from the end of the generation prompt (`<|im_start|>assistant\\n`, so the role
@@ -43,8 +43,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
-from train.render_rows import Message, RenderError, Span, row_messages, row_tools
-from train.render_template import ChatText, fast_chat_text, public_chat_text
+from .rows import Message, RenderError, Span, row_messages, row_tools
+from .template import ChatText, fast_chat_text, public_chat_text
 
 IGNORE = -100  # the label torch's cross-entropy skips
 
@@ -79,7 +79,7 @@ def render(
     train_on_observations: bool = False,
     train_turn_suffix: bool = False,
 ) -> Rendered:
-    """Tokens and labels of one export row (sharegpt, messages or AFM; see render_rows)."""
+    """Tokens and labels of one export row (sharegpt, messages or AFM; see rows.py)."""
     if not getattr(tokenizer, "is_fast", False):
         raise RenderError("render needs a fast tokenizer (it masks by character offsets via offset_mapping)")
     if not getattr(tokenizer, "chat_template", None):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from train.render_rows import RenderError
+from .rows import RenderError
 
 ChatText = Callable[[list[dict], bool], str]  # (messages, add_generation_prompt) -> text
 

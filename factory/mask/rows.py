@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from factory.coa.afm.blocks import parse_blocks
-from factory.coa.afm.render import render_single
-from factory.errors import FactoryError
+from ..coa.afm.blocks import parse_blocks
+from ..coa.afm.render import render_single
+from ..errors import FactoryError
 
 Span = tuple[int, int]
 

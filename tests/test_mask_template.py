@@ -1,4 +1,4 @@
-"""train/render: chat-template handling, truncation, bad input, train.show, and a real model's tokenizer."""
+"""factory/mask: chat-template handling, truncation, bad input, train.show, and a real model's tokenizer."""
 
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ from render_samples import (  # noqa: E402
     check_labels_are_ids_or_ignored,
 )  # fmt: skip
 
-import train.render as render_module  # noqa: E402
+import factory.mask.render as render_module  # noqa: E402
 from factory.errors import FactoryError  # noqa: E402
-from train.render import render  # noqa: E402
-from train.render_rows import RenderError  # noqa: E402
+from factory.mask.render import render  # noqa: E402
+from factory.mask.rows import RenderError  # noqa: E402
+from factory.mask.tiny import DEFAULT_SYSTEM, tiny_tokenizer  # noqa: E402
 from train.show import main as show_main  # noqa: E402
 from train.show import show, trained_segments  # noqa: E402
-from train.tiny import DEFAULT_SYSTEM, tiny_tokenizer  # noqa: E402
 
 
 @pytest.fixture(scope="module")

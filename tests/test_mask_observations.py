@@ -1,4 +1,4 @@
-"""train/render with `train_on_observations` (AutoCoA's stage 3): which observation tokens train, token by token.
+"""factory/mask with `train_on_observations` (AutoCoA's stage 3): which observation tokens train, token by token.
 
 A tool turn trains its content (unless flagged 0); a user turn trains only when the row flags it (the
 AgentRefine convention writes the world's observations as user turns), from its content through its
@@ -14,9 +14,9 @@ pytest.importorskip("transformers")
 
 from render_samples import END  # noqa: E402
 
-from train.render import render  # noqa: E402
+from factory.mask.render import render  # noqa: E402
+from factory.mask.tiny import tiny_tokenizer  # noqa: E402
 from train.show import trained_segments  # noqa: E402
-from train.tiny import tiny_tokenizer  # noqa: E402
 
 SEEN = "Observation: There is no iron key here."
 

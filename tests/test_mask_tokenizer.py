@@ -3,7 +3,7 @@
 import pytest
 
 from factory.errors import FactoryError
-from train.hub import check_reachable
+from factory.mask.tokenizer import check_reachable
 
 
 def test_offline_a_hub_name_is_one_line_at_once(monkeypatch):

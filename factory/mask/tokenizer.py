@@ -1,5 +1,9 @@
-"""A Hub name is looked up only when the Hub can answer: offline, one line at once instead of a minute of
-retries (transformers retries each file it cannot fetch before it gives up)."""
+"""The tokenizer a mask is rendered with, by name: `tiny` (the offline test tokenizer), a local folder, or a Hub name.
+
+A Hub name is looked up only when the Hub can answer: offline, one line at once instead of a minute of
+retries (transformers retries each file it cannot fetch before it gives up). The trl export and train/
+load their tokenizers here, so both render with the same one for the same name.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,30 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-from factory.errors import FactoryError
+from ..errors import FactoryError
 
+TINY_PREFIX = "tiny:"
 CONNECT_TIMEOUT_S = 3.0
+
+
+def tokenizer_by_name(name: str, field: str):
+    """`tiny` (or a tiny: model path) is the offline test tokenizer; anything else goes to AutoTokenizer."""
+    if name.startswith(TINY_PREFIX) or name == "tiny":
+        from .tiny import tiny_tokenizer
+
+        return tiny_tokenizer()
+    from transformers import AutoTokenizer
+
+    check_reachable(name, field)
+    try:
+        return AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as exc:
+        raise FactoryError(f"{field}: cannot load '{name}' ({first_line(exc)})") from None
+
+
+def first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def check_reachable(name: str, field: str) -> None:

@@ -6,7 +6,7 @@ caches it on disk, keyed by a hash of everything that shapes it, so repeated
 calls load in milliseconds. `tiny_model` builds a randomly initialised Qwen2 or
 Llama causal LM sized for that vocabulary.
 
-    from train.tiny import tiny_tokenizer, tiny_model
+    from factory.mask.tiny import tiny_tokenizer, tiny_model
     tok = tiny_tokenizer()
     model = tiny_model(tok)
 """

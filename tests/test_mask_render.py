@@ -1,4 +1,4 @@
-"""train/render: which tokens train, checked token by token on a real tokenizer.
+"""factory/mask: which tokens train, checked token by token on a real tokenizer.
 
 The expected trained texts are written out by hand: decoding each stretch of
 trained tokens must give exactly the assistant texts that train, each with its
@@ -27,9 +27,9 @@ from render_samples import (  # noqa: E402
     run_starts,
 )  # fmt: skip
 
-from train.render import IGNORE, render  # noqa: E402
+from factory.mask.render import IGNORE, render  # noqa: E402
+from factory.mask.tiny import DEFAULT_SYSTEM, tiny_model, tiny_tokenizer  # noqa: E402
 from train.show import trained_segments  # noqa: E402
-from train.tiny import DEFAULT_SYSTEM, tiny_model, tiny_tokenizer  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""train.render_rows: rows the renderer must refuse or mask, and the AFM spans it finds itself."""
+"""factory.mask.rows: rows the renderer must refuse or mask, and the AFM spans it finds itself."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 pytest.importorskip("transformers")
 
 from factory.coa.afm import make_blocks, render_single  # noqa: E402
-from train.render import render  # noqa: E402
-from train.render_rows import RenderError, observation_spans, row_messages  # noqa: E402
+from factory.mask.render import render  # noqa: E402
+from factory.mask.rows import RenderError, observation_spans, row_messages  # noqa: E402
+from factory.mask.tiny import tiny_tokenizer  # noqa: E402
 from train.show import trained_segments  # noqa: E402
-from train.tiny import tiny_tokenizer  # noqa: E402
 
 END = "<|im_end|>"
 TOOL_CALL = {"id": "call", "type": "function", "function": {"name": "calc", "arguments": '{"x": "2 + 3"}'}}
