@@ -30,29 +30,11 @@ COMMAND_WORDS = {"factory", "pip", "python", "python3", "ray"}
 
 SKIPPED = {  # the start of a README command -> why this test does not run it
     "python3 -m venv .venv": "the README's two main commands: install packages, then run the demo or the suite",
-    "factory run -c examples/pipeline.yaml": "runs the embedded model for minutes (every stage, training too)",
     "factory run -c my.yaml": "needs the reader's my.yaml and an API key",
     "factory refine outputs/refine --count 20": "needs a served model (HOSTED_VLLM_API_BASE)",
-    "factory show outputs/refine refine:p0042": "names a trajectory of the reader's own run",
     "factory coa outputs/coa --tasks ../shared": "needs an API key (OPENAI_API_KEY) and ../shared",
-    "factory coa --tasks nq.jsonl": "runs the embedded model for minutes over the reader's files",
-    "factory coa --tasks tasks.jsonl --corpus geo": "runs the embedded model for minutes",
-    "factory tasks vary": "needs a model (--model M) and ../shared",
-    "factory export outputs/demo --out outputs/export --tokenizer": "downloads a tokenizer from the Hugging Face Hub",
-    "factory export outputs/demo --out outputs/native": "downloads a tokenizer from the Hugging Face Hub",
-    "factory publish outputs/demo --repo-id": "pushes to the Hugging Face Hub (HF_TOKEN, network)",
     "factory train": "trains a model (torch; minutes on a CPU)",
     "factory eval outputs/demo --model outputs/train_tiny": "plays the checkpoint `factory train` writes",
-    "factory passrate outputs/coa": "needs the policy model served at http://gpu:8000/v1",
-    "factory pairs outputs/coa": "needs the model served at http://gpu:8000/v1 (and a coa run)",
-    "factory eval outputs/heldout": "plays real environments with a model for minutes (the [envs] extra)",
-    "factory report outputs/heldout": "reads the results the eval lines above it write",
-    "pip install": "installs packages",
-    "ray start": "starts a Ray cluster",
-    "factory passrate /shared/runs/rl": "needs a Ray cluster and a served policy model",
-    "factory run -c pipeline.yaml --ray": "needs a Ray cluster and the reader's pipeline.yaml",
-    "factory passrate outputs/rl --tasks tasks.jsonl --model openai/gpt-4o-mini --batch": "needs an API key (OpenAI)",
-    "factory refine outputs/refine --model anthropic/claude-haiku-4-5 --batch": "needs an API key (Anthropic)",
 }
 
 
