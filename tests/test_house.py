@@ -1,4 +1,7 @@
-"""The house rules a change can break without a failing behaviour test: no import cycles, no long source files."""
+"""The house rules a change can break without a failing behaviour test: no import cycles, factory never importing train.
+
+Files split by concept, not by a line counter: the 300-line cap is gone (issue 30), and `# fmt: skip` marks
+only a layout that saves more than three lines (the 136 markers that saved fewer went with it)."""
 
 import subprocess
 import sys
@@ -24,9 +27,3 @@ def test_the_cycle_finder_sees_a_cycle(tmp_path):
                            capture_output=True, text=True)  # fmt: skip
     assert found.returncode == 1
     assert "file cycle (2): pkg.a ↔ pkg.b" in found.stdout and "pkg.c" not in found.stdout
-
-
-def test_no_source_file_over_300_lines():
-    sources = [*REPO.joinpath("factory").rglob("*.py"), *REPO.joinpath("train").rglob("*.py")]
-    long = {str(p.relative_to(REPO)): n for p in sources if (n := len(p.read_text().splitlines())) > 300}
-    assert not long, long

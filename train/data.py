@@ -82,8 +82,10 @@ def _no_validation(data: DataSection, held_files: list, held_rows: list, train_r
     if data.validation_fraction <= 0:
         return "data.validation_fraction is 0 and no data.validation file is given"
     groups = {group_key(row, where) for where, row in train_rows}
-    return (f"the training rows hold {len(groups)} task group(s): none can be held out without leaving nothing to "
-            "train; export more tasks, or give data.validation")  # fmt: skip
+    return (
+        f"the training rows hold {len(groups)} task group(s): none can be held out without leaving nothing to "
+        "train; export more tasks, or give data.validation"
+    )
 
 
 def expand(patterns: list[str], field: str) -> list[str]:

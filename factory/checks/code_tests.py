@@ -32,7 +32,7 @@ from ..sandbox import (
     arun_function,
     arun_program,
     sandbox_refusal,
-)  # fmt: skip
+)
 from ..tasks import Task
 from .base import Checker, CheckResult, failure
 from .code_cases import CallCase, Case, StdinCase, as_json, cases_of, outputs_match

@@ -39,8 +39,11 @@ ANSWER_FORMATS = {  # what the answerer is told, by task domain
 }
 # AFM's reflection line is `information_conflict: good` (good: no conflict). The agent is asked for
 # consistency instead, so that every scale reads one way (good is the best case); distill.py writes AFM's name.
-RATINGS = {"consistency": "information_conflict", "tool_effectiveness": "tool_effectiveness",
-           "trajectory_progress": "trajectory_progress"}  # fmt: skip
+RATINGS = {
+    "consistency": "information_conflict",
+    "tool_effectiveness": "tool_effectiveness",
+    "trajectory_progress": "trajectory_progress",
+}
 
 
 class Reply(BaseModel):

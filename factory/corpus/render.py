@@ -125,13 +125,16 @@ def subdivisions_page(world: World, country: Entity) -> dict:
         items.append(f"{sub.name} ({sub.attrs['type'].lower()}, code {sub.attrs['code']}{within})")
     head = pick(country, [f"{country.name} is divided into {len(items)} subdivisions listed in ISO 3166-2:",
                           f"ISO 3166-2 lists {len(items)} subdivisions of {country.name}:"])  # fmt: skip
-    return {"id": f"subdivisions/{country.attrs['alpha3']}", "title": f"Subdivisions of {country.name}",
-            "text": head + " " + "; ".join(items) + "."}  # fmt: skip
+    return {
+        "id": f"subdivisions/{country.attrs['alpha3']}",
+        "title": f"Subdivisions of {country.name}",
+        "text": head + " " + "; ".join(items) + ".",
+    }
 
 
 def subregion_text(world: World, e: Entity) -> str:
     members = e.links.get("countries", [])
-    text = f"{e.name} is a subregion of {e.attrs.get('region')}. Its {len(members)} countries and territories are {names(world, members)}."  # fmt: skip
+    text = f"{e.name} is a subregion of {e.attrs.get('region')}. Its {len(members)} countries and territories are {names(world, members)}."
     if e.one("most_populous"):
         text += f" The most populous of them is {world[e.one('most_populous')].name}."
     if e.one("largest"):

@@ -111,8 +111,11 @@ def simulator_messages(script: Script, history: list[dict], action: dict) -> lis
 
 def reply_text(dm_thinking: str, observation: str, error: str | None, task_done: bool) -> str:
     """A reply as the simulator writes it (its wire keys, compact JSON): the SFT rows' target text."""
-    reply = {"dm_thinking": dm_thinking, "observation": observation,
-             "evaluation": {"error": error or "none", "task_done": task_done}}  # fmt: skip
+    reply = {
+        "dm_thinking": dm_thinking,
+        "observation": observation,
+        "evaluation": {"error": error or "none", "task_done": task_done},
+    }
     return json.dumps({WIRE_KEYS[key]: reply[key] for key in REPLY_KEYS}, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -143,8 +146,9 @@ class StepSimulator(Role):
         if error not in SIMULATOR_ERRORS:
             return failed_step(f"unknown error type {error!r}")
         accepted = error == "none"
-        return SimulatedStep(accepted, reply.observation, accepted and reply.evaluation.task_done,
-                             None if accepted else error)  # fmt: skip
+        return SimulatedStep(
+            accepted, reply.observation, accepted and reply.evaluation.task_done, None if accepted else error
+        )
 
 
 class WorldSimulator:

@@ -84,10 +84,13 @@ def _verdict(accepted: bool, error: str, goal: bool) -> str:
 
 def _counts(rows: list[Compared]) -> dict[str, Any]:
     n = len(rows)
-    counts = {"steps": n, "accepted_agree": sum(r.accepted_agrees for r in rows),
-              "goal_agree": sum(r.goal_agrees for r in rows),
-              "error_type_agree": sum(r.error_type_agrees for r in rows),
-              "simulator_failed": sum(r.simulated.failed for r in rows)}  # fmt: skip
+    counts = {
+        "steps": n,
+        "accepted_agree": sum(r.accepted_agrees for r in rows),
+        "goal_agree": sum(r.goal_agrees for r in rows),
+        "error_type_agree": sum(r.error_type_agrees for r in rows),
+        "simulator_failed": sum(r.simulated.failed for r in rows),
+    }
     rates = {f"{key[:-6]}_agreement": round(counts[key] / n, 3) if n else None for key in list(counts)[1:4]}
     return {**rates, **_baselines(rows), **counts}
 
@@ -99,8 +102,10 @@ def _baselines(rows: list[Compared]) -> dict[str, float | None]:
     n = len(rows)
     accepted = sum(r.world.accepted for r in rows)
     goal = sum(r.world.goal_reached for r in rows)
-    return {"accepted_majority_baseline": round(max(accepted, n - accepted) / n, 3) if n else None,
-            "goal_never_baseline": round((n - goal) / n, 3) if n else None}  # fmt: skip
+    return {
+        "accepted_majority_baseline": round(max(accepted, n - accepted) / n, 3) if n else None,
+        "goal_never_baseline": round((n - goal) / n, 3) if n else None,
+    }
 
 
 @dataclass
@@ -124,8 +129,11 @@ class Agreement:
     def _goal(self) -> dict[str, int]:
         on_goal = [r for r in self.compared if r.world.goal_reached]
         elsewhere = [r for r in self.compared if r.simulated.goal_reached and not r.world.goal_reached]
-        return {"world_goal_steps": len(on_goal), "simulator_goal_on_them": sum(r.simulated.goal_reached for r in on_goal),
-                "simulator_goal_elsewhere": len(elsewhere)}  # fmt: skip
+        return {
+            "world_goal_steps": len(on_goal),
+            "simulator_goal_on_them": sum(r.simulated.goal_reached for r in on_goal),
+            "simulator_goal_elsewhere": len(elsewhere),
+        }
 
     def _confusion(self) -> dict[str, dict[str, int]]:
         table: dict[str, Counter] = {"world accepted": Counter(), "world refused": Counter()}

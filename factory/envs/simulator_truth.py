@@ -67,8 +67,10 @@ def _names(values: list[str]) -> str:
 def describe_state(state: WorldState) -> str:
     """The state as the DM's check states it (identifiers kept: the DM's rules name things by them)."""
     facts = _names(sorted(state.facts)) if state.facts else "none"
-    return (f"the player is in {state.location}, carrying {_names(state.inventory)}; here: "
-            f"{_names(state.items_here())}; true facts: {facts}.")  # fmt: skip
+    return (
+        f"the player is in {state.location}, carrying {_names(state.inventory)}; here: "
+        f"{_names(state.items_here())}; true facts: {facts}."
+    )
 
 
 def world_check(step: JudgedStep) -> str:

@@ -131,9 +131,12 @@ class _Rollout:
         turn = turn_tokens(self.loop.tokenizer, output.token_ids)
         logprobs = output.log_probs[: len(turn.token_ids)] if output.log_probs else None
         merged, self.mask, logprobs = await self.loop.ct_merge_assistant_token(
-            self.token_ids, turn.token_ids, self.mask, self.logprobs if (self.logprobs or logprobs) else None,
+            self.token_ids,
+            turn.token_ids,
+            self.mask,
+            self.logprobs if (self.logprobs or logprobs) else None,
             assistant_logprobs=logprobs,
-        )  # fmt: skip
+        )
         self.token_ids, self.logprobs = merged.token_ids, logprobs or self.logprobs
         self.counts["cut_turns"] += turn.cut
         if self.token_ids[-1:] != self.loop.end_of_turn[:1]:

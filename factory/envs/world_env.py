@@ -163,8 +163,9 @@ class RefineWorldEnv:
         if self.done:
             raise EnvError(f"the episode is over after {self.steps} step(s); reset to play again")
 
-    def _record(self, action: dict | None, observation: str, accepted: bool, error: str | None,
-                feedback: str) -> StepResult:  # fmt: skip
+    def _record(
+        self, action: dict | None, observation: str, accepted: bool, error: str | None, feedback: str
+    ) -> StepResult:
         self.history.append({"action": action, "observation": observation, "accepted": accepted})
         info = StepInfo(accepted, error, feedback, self.goal_reached, self.steps, self.max_steps,
                         self.steps >= self.max_steps and not self.goal_reached)  # fmt: skip

@@ -50,8 +50,10 @@ def coa_estimate(ctx: EstimateContext, config: FactoryConfig) -> StageEstimate:
         calls = Span(expected[step] * tasks - cached, most[step] * tasks)
         each = (base + history / 2) / max(tasks, 1)  # a later call's prompt: the role's own, half the history
         rendered = first.count if role == "planner" else 0  # the first plans, counted as they are
-        prompts = Span((first.tokens if rendered else 0) + max(calls.expected - rendered, 0) * each,
-                       calls.most * (base + history) / max(tasks, 1))  # fmt: skip
+        prompts = Span(
+            (first.tokens if rendered else 0) + max(calls.expected - rendered, 0) * each,
+            calls.most * (base + history) / max(tasks, 1),
+        )
         per_call, source = ctx.completion(configs[role].model, f"coa_{role}", "coa", llm.max_tokens)
         completion = Span(calls.expected * per_call, calls.most * llm.max_tokens)
         parts.append(Part(role.replace("_", " "), calls, prompts, completion, ctx.pricing(configs[role])))
@@ -66,8 +68,7 @@ def coa_estimate(ctx: EstimateContext, config: FactoryConfig) -> StageEstimate:
         *([f"{cached} planner requests already answered in the call log (not counted)"] if cached else []),
     ]
     counter = ctx.counter(llm.model)
-    return StageEstimate("coa", llm.model, len(todo), "task", len(done), counter.method, ctx.pricing(llm), parts,
-                         notes)  # fmt: skip
+    return StageEstimate("coa", llm.model, len(todo), "task", len(done), counter.method, ctx.pricing(llm), parts, notes)
 
 
 class FirstRound:
@@ -77,8 +78,9 @@ class FirstRound:
         self.count, self.tokens = 0, 0
 
 
-def _prompt_sizes(ctx: EstimateContext, config: FactoryConfig, settings: CoaConfig, configs: dict,
-                  tasks: list[Task]) -> dict[str, tuple[int, FirstRound, float, float]]:  # fmt: skip
+def _prompt_sizes(
+    ctx: EstimateContext, config: FactoryConfig, settings: CoaConfig, configs: dict, tasks: list[Task]
+) -> dict[str, tuple[int, FirstRound, float, float]]:
     """role -> (tasks it serves, the planner's first round, its prompt tokens with no history summed over those
     tasks, the tokens of a full history summed over them)."""
     served, base, history, first = Counter(), Counter(), Counter(), FirstRound()

@@ -52,7 +52,7 @@ def summary_lines(config: FactoryConfig, estimates: list[StageEstimate], had_sto
             "was read: what is done or answered is not counted, this is what is left"
             if had_store
             else "does not exist yet: a fresh run"
-        )  # fmt: skip
+        )
     ]
     if estimates:
         lines.append(total_line(estimates))
@@ -74,8 +74,9 @@ def cap_line(cap: float, spent: float, cost: tuple[float | None, float | None]) 
     return head + "does not fit: the run will stop at the cap; raise it to finish (resumable)"
 
 
-def print_dry_run(args: argparse.Namespace, config: FactoryConfig, stages: list[str], passrate=None,
-                  extra: list[str] | None = None) -> int:  # fmt: skip
+def print_dry_run(
+    args: argparse.Namespace, config: FactoryConfig, stages: list[str], passrate=None, extra: list[str] | None = None
+) -> int:
     from ..prompts import prompts_override
 
     with prompts_override(config.prompts_dir):

@@ -50,11 +50,14 @@ def read_gguf_tokenizer(path: str | Path) -> GGUFTokenizer:
         return tokens[index] if isinstance(index, int) and 0 <= index < len(tokens) else ""
 
     return GGUFTokenizer(
-        kind=values.get("tokenizer.ggml.model", ""), tokens=tokens, merges=values.get("tokenizer.ggml.merges") or [],
+        kind=values.get("tokenizer.ggml.model", ""),
+        tokens=tokens,
+        merges=values.get("tokenizer.ggml.merges") or [],
         special=[t for t, kind in zip(tokens, types) if kind == CONTROL],
         chat_template=values.get("tokenizer.chat_template"),
-        bos=token("tokenizer.ggml.bos_token_id"), eos=token("tokenizer.ggml.eos_token_id"),
-    )  # fmt: skip
+        bos=token("tokenizer.ggml.bos_token_id"),
+        eos=token("tokenizer.ggml.eos_token_id"),
+    )
 
 
 def _string(file: BinaryIO) -> str:

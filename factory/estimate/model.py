@@ -34,8 +34,10 @@ class Part:
     pricing: Pricing
 
     def cost(self) -> tuple[float | None, float | None]:
-        return (self.pricing.cost(self.prompt_tokens.expected, self.completion_tokens.expected),
-                self.pricing.cost(self.prompt_tokens.most, self.completion_tokens.most))  # fmt: skip
+        return (
+            self.pricing.cost(self.prompt_tokens.expected, self.completion_tokens.expected),
+            self.pricing.cost(self.prompt_tokens.most, self.completion_tokens.most),
+        )
 
 
 @dataclass

@@ -49,9 +49,12 @@ def refine_estimate(ctx: EstimateContext, config: FactoryConfig) -> StageEstimat
     fresh = [size for size, r in zip(sizes, firsts) if not ctx.answered(llm, r)]
     per = _calls_per_persona(ctx, settings)
     parts, notes = _parts(ctx, llm, settings, sizes, fresh, counter.count(later.messages) if later else None, per)
-    notes = [_settings_line(settings, len(todo), len(done)), *notes,
-             f"requests per persona: expected {per['script'] + per['play']:.1f} ({per['source']}); at most "
-             f"refine.budget {settings.budget} in all, the script's included"]  # fmt: skip
+    notes = [
+        _settings_line(settings, len(todo), len(done)),
+        *notes,
+        f"requests per persona: expected {per['script'] + per['play']:.1f} ({per['source']}); at most "
+        f"refine.budget {settings.budget} in all, the script's included",
+    ]
     if len(todo) > len(firsts):
         notes.append(f"{len(todo) - len(firsts)} procedural worlds have no plan: those personas send nothing")
     if len(firsts) > len(fresh):
@@ -113,13 +116,15 @@ def calls_after(calls: Span, firsts: int, each: float) -> Span:
     return Span(max(calls.expected - firsts, 0) * each, calls.most * each)
 
 
-def _with_completion(ctx: EstimateContext, llm: LLMConfig, name: str, calls: Span,
-                     prompts: Span) -> tuple[list[Part], list[str]]:  # fmt: skip
+def _with_completion(
+    ctx: EstimateContext, llm: LLMConfig, name: str, calls: Span, prompts: Span
+) -> tuple[list[Part], list[str]]:
     stage = "script" if name == "script" else "trajectory"  # the call log's stage names (thoughts: trajectory)
     per_call, source = ctx.completion(llm.model, stage, name, llm.max_tokens)
     part = Part(name, calls, prompts, Span(calls.expected * per_call, calls.most * llm.max_tokens), ctx.pricing(llm))
-    return [part], [f"{name} completion tokens: expected {per_call:.0f} per call ({source}); most: max_tokens "
-                    f"{llm.max_tokens}"]  # fmt: skip
+    return [part], [
+        f"{name} completion tokens: expected {per_call:.0f} per call ({source}); most: max_tokens {llm.max_tokens}"
+    ]
 
 
 def _example_script() -> Script:
@@ -131,12 +136,15 @@ def _example_script() -> Script:
 def _calls_per_persona(ctx: EstimateContext, settings: RefineConfig) -> dict:
     """Expected script and play calls per persona: the store's means over finished personas, else the defaults."""
     scripts = 0.0 if settings.scripts == "procedural" else 1.0
-    seen = query(ctx.store, "SELECT avg(llm_calls), count(*) FROM trajectories WHERE source = 'refine' "
-                 "AND llm_calls IS NOT NULL")  # fmt: skip
+    seen = query(
+        ctx.store, "SELECT avg(llm_calls), count(*) FROM trajectories WHERE source = 'refine' AND llm_calls IS NOT NULL"
+    )
     if seen and seen[0][1]:
         if scripts:
-            tries = query(ctx.store, "SELECT count(*) / count(DISTINCT persona_id) FROM scripts "
-                          "WHERE script_id NOT LIKE '%:procedural'")  # fmt: skip
+            tries = query(
+                ctx.store,
+                "SELECT count(*) / count(DISTINCT persona_id) FROM scripts WHERE script_id NOT LIKE '%:procedural'",
+            )
             scripts = float(tries[0][0]) if tries and tries[0][0] else 1.0
         total = float(seen[0][0])
         return {"script": scripts, "play": max(total - scripts, 0.0), "source": f"mean of {seen[0][1]} finished"}
@@ -146,5 +154,7 @@ def _calls_per_persona(ctx: EstimateContext, settings: RefineConfig) -> dict:
 
 def _settings_line(settings: RefineConfig, todo: int, done: int) -> str:
     scripts = "scripts: procedural (no script call)" if settings.scripts == "procedural" else "scripts: llm"
-    return (f"{todo} personas to do ({done} finished before); {scripts}; trajectories: {settings.trajectories}; "
-            f"injection {'on' if settings.injection else 'off'}")  # fmt: skip
+    return (
+        f"{todo} personas to do ({done} finished before); {scripts}; trajectories: {settings.trajectories}; "
+        f"injection {'on' if settings.injection else 'off'}"
+    )

@@ -14,9 +14,12 @@ HEADER = ("part", "requests", "prompt tokens", "completion tokens", "cost USD")
 def format_estimates(estimates: list[StageEstimate], footer: list[str]) -> str:
     lines = []
     for estimate in estimates:
-        lines += [f"{estimate.stage}: model {estimate.model}; {estimate.items} {estimate.unit}s to do",
-                  f"  prompt tokens: {estimate.token_method}", f"  price: {estimate.pricing.describe()}",
-                  "  each figure: expected / most"]  # fmt: skip
+        lines += [
+            f"{estimate.stage}: model {estimate.model}; {estimate.items} {estimate.unit}s to do",
+            f"  prompt tokens: {estimate.token_method}",
+            f"  price: {estimate.pricing.describe()}",
+            "  each figure: expected / most",
+        ]
         rows = [_row(part, part.cost()) for part in estimate.parts]
         rows.append(_row(estimate.total(), summed_cost(estimate.parts)))
         lines += [f"  {line}" for line in _table(rows)]
@@ -35,9 +38,11 @@ def totals(estimates: list[StageEstimate]) -> tuple[Part, tuple[float | None, fl
 def total_line(estimates: list[StageEstimate]) -> str:
     total, (low, high) = totals(estimates)
     cost = f"${low:.4f} expected, ${high:.4f} at most" if low is not None else f"unknown ({PRICE_HINT})"
-    return (f"total: {_n(total.requests.expected)} requests expected ({_n(total.requests.most)} at most), "
-            f"{_n(total.prompt_tokens.expected)} prompt + {_n(total.completion_tokens.expected)} completion tokens "
-            f"expected; cost {cost}")  # fmt: skip
+    return (
+        f"total: {_n(total.requests.expected)} requests expected ({_n(total.requests.most)} at most), "
+        f"{_n(total.prompt_tokens.expected)} prompt + {_n(total.completion_tokens.expected)} completion tokens "
+        f"expected; cost {cost}"
+    )
 
 
 def as_json(estimates: list[StageEstimate], footer: list[str]) -> str:
@@ -57,8 +62,10 @@ def _row(part: Part, cost: tuple[float | None, float | None]) -> tuple[str, ...]
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
     header = HEADER
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(HEADER))]
-    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-            for r in [header, *rows]]  # fmt: skip
+    return [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in [header, *rows]
+    ]
 
 
 def _n(value: float) -> str:

@@ -126,8 +126,7 @@ def _chat_template(source: str | None, bos: str, eos: str) -> Callable[[Messages
     import jinja2
 
     template = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(source)
-    return lambda messages: template.render(messages=messages, add_generation_prompt=True, bos_token=bos,
-                                            eos_token=eos)  # fmt: skip
+    return lambda messages: template.render(messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos)
 
 
 def tiktoken_counter(model: str) -> TokenCounter | None:

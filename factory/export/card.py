@@ -181,8 +181,10 @@ def upsampling_text(store: Store) -> str:
         except (TypeError, ValueError):
             spec = {}
         spec = spec if isinstance(spec, dict) else {}
-        lines.append(f"- `{name}`: {upsample_rule(spec)}. It reweighted {counted(weighted, 'verified row')}, "
-                     f"{kept} of them kept by every filter.")  # fmt: skip
+        lines.append(
+            f"- `{name}`: {upsample_rule(spec)}. It reweighted {counted(weighted, 'verified row')}, "
+            f"{kept} of them kept by every filter."
+        )
     return "\n".join(lines) or "No upsampling: every row weighs 1."
 
 

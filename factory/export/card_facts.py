@@ -104,5 +104,5 @@ def observation_counts(store: Store, selection: str, splits: list[str]) -> tuple
                   seen := {OBSERVATION} AND {SAYS_SOMETHING},
                   refusal := i > 1 AND t[i - 1].role = 'assistant' AND t[i - 1].error IS NOT NULL))) AS o
               FROM (SELECT from_json(turns, '{TURNS_TYPE}') AS t FROM ({selection})
-                    WHERE turns IS NOT NULL AND split IN ({names})))""")  # fmt: skip
+                    WHERE turns IS NOT NULL AND split IN ({names})))""")
     return rows[0][0], rows[0][1]

@@ -21,12 +21,21 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pretty-name", help="title of the dataset card")
     parser.add_argument("--tokenizer", help="the trl format is pre-tokenized with this tokenizer (folder or Hub name)")
     parser.add_argument("--max-length", type=int, help="trl format: keep whole turns up to this many tokens")
-    parser.add_argument("--tool-calls", choices=["text", "native"],
-                        help="trl format: actions as the trajectory's text (default) or native tool calls")  # fmt: skip
-    parser.add_argument("--observations", choices=["mask", "train"],
-                        help="train: observations in the loss too (AutoCoA stage 3, a world model); default mask")  # fmt: skip
-    parser.add_argument("--pair-chosen", choices=["corrected", "plan"],
-                        help="refine pairs: chosen = the correction taken, always (default) or only on a shortest plan")  # fmt: skip
+    parser.add_argument(
+        "--tool-calls",
+        choices=["text", "native"],
+        help="trl format: actions as the trajectory's text (default) or native tool calls",
+    )
+    parser.add_argument(
+        "--observations",
+        choices=["mask", "train"],
+        help="train: observations in the loss too (AutoCoA stage 3, a world model); default mask",
+    )
+    parser.add_argument(
+        "--pair-chosen",
+        choices=["corrected", "plan"],
+        help="refine pairs: chosen = the correction taken, always (default) or only on a shortest plan",
+    )
 
 
 def add_export_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

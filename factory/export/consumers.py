@@ -46,8 +46,9 @@ def sql_writer(store: Store, name: FormatName, selection: str, options: ExportOp
     return lambda split, folder: write_split(store, sql, split, folder, options)
 
 
-def llamafactory_writer(store: Store, name: FormatName, selection: str, options: ExportOptions,
-                        settings: dict) -> SplitWriter:  # fmt: skip
+def llamafactory_writer(
+    store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict
+) -> SplitWriter:
     if options.tool_calls == "native":  # function_call / observation turns; a sample per trained turn
         skipped: Counter = settings.setdefault("skipped", Counter())
         settings.update(mode="last", native=True)
@@ -68,8 +69,9 @@ def trl_writer(store: Store, name: FormatName, selection: str, options: ExportOp
     )
 
 
-def openai_writer(store: Store, name: FormatName, selection: str, options: ExportOptions,
-                  settings: dict) -> SplitWriter:  # fmt: skip
+def openai_writer(
+    store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict
+) -> SplitWriter:
     skipped: Counter = settings.setdefault("skipped", Counter())
     as_text = options.file_type == "parquet"  # one Arrow column cannot hold every row's function schemas
     settings["tools_as_text"] = as_text

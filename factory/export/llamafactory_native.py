@@ -34,8 +34,10 @@ SCHEMA = pa.schema([("id", pa.string()), ("turn", pa.int32()), ("conversations",
 def sharegpt_turn(message: dict[str, Any]) -> dict[str, str]:
     role, content = message["role"], message.get("content") or ""
     if role == "assistant" and message.get("tool_calls"):
-        calls = [{"name": c["function"]["name"], "arguments": arguments_object(c["function"]["arguments"])}
-                 for c in message["tool_calls"]]  # fmt: skip
+        calls = [
+            {"name": c["function"]["name"], "arguments": arguments_object(c["function"]["arguments"])}
+            for c in message["tool_calls"]
+        ]
         shown = json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
         return {"from": "function_call", "value": f"{content}\n<tool_call>{shown}</tool_call>" if content else shown}
     sides = {"system": "system", "user": "human", "assistant": "gpt", "tool": "observation"}

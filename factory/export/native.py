@@ -56,8 +56,11 @@ def arguments_object(value: Any) -> dict[str, Any]:
 
 
 def call(index: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"id": f"call_{index}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}  # fmt: skip
+    return {
+        "id": f"call_{index}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
+    }
 
 
 # --- refine ---------------------------------------------------------------------------------------------------
@@ -80,8 +83,10 @@ def refine_native(turns: list[dict], steps: list[dict], script: Script) -> Nativ
     if len(assistant) != len(steps):
         return Native(None, tools, "refine turns and steps disagree")
     user = render_prompt("export/native_refine_user", task=script.task, observation=opening_observation(script))
-    messages = [{"role": "system", "content": load_prompt("export/native_refine_system")},
-                {"role": "user", "content": user}]  # fmt: skip
+    messages = [
+        {"role": "system", "content": load_prompt("export/native_refine_system")},
+        {"role": "user", "content": user},
+    ]
     for index, (turn, step) in enumerate(zip(assistant, steps), start=1):
         action = step["action"]
         messages.append(
@@ -113,8 +118,10 @@ def coa_native(prompt: str, completion: str) -> Native:
     used = [b.tag for b in found.blocks if b.tag in tool_tags()]
     tools = [_coa_tool(name) for name in dict.fromkeys(used)]
     question = prompt.rsplit(TASK_MARKER, 1)[-1].strip()
-    messages = [{"role": "system", "content": load_prompt("export/native_coa_system")},
-                {"role": "user", "content": question}]  # fmt: skip
+    messages = [
+        {"role": "system", "content": load_prompt("export/native_coa_system")},
+        {"role": "user", "content": question},
+    ]
     reasoning: list[str] = []
     index = 0
     for block in found.blocks:
@@ -141,8 +148,11 @@ def coa_native(prompt: str, completion: str) -> Native:
 
 def _coa_tool(name: str) -> dict[str, Any]:
     tool = spec(name)
-    return function(name, load_prompt(f"coa/afm_tools/{name}").strip(),
-                    {tool.parameter: {"type": "string", "description": tool.argument}})  # fmt: skip
+    return function(
+        name,
+        load_prompt(f"coa/afm_tools/{name}").strip(),
+        {tool.parameter: {"type": "string", "description": tool.argument}},
+    )
 
 
 # --- both -----------------------------------------------------------------------------------------------------

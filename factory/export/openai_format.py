@@ -26,8 +26,9 @@ CALL = pa.struct([("id", pa.string()), ("type", pa.string()),
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(CALL)),
                      ("tool_call_id", pa.string()), ("name", pa.string()), ("weight", pa.int8())])  # fmt: skip
 METADATA_TYPES = {"source": pa.string(), "task_id": pa.string(), "script_id": pa.string(), "weight": pa.float64()}
-SCHEMA = pa.schema([("id", pa.string()), ("messages", pa.list_(MESSAGE)), ("tools", pa.string()),
-                    *METADATA_TYPES.items()])  # fmt: skip
+SCHEMA = pa.schema(
+    [("id", pa.string()), ("messages", pa.list_(MESSAGE)), ("tools", pa.string()), *METADATA_TYPES.items()]
+)
 
 
 def native_sql(selection: str) -> str:
@@ -39,8 +40,9 @@ def native_sql(selection: str) -> str:
                ON sc.script_id = s.script_id"""
 
 
-def native_rows(store: Store, selection: str, split: str, tools_as_text: bool, skipped: Counter,
-                observations: str = "mask") -> Iterator[dict]:  # fmt: skip
+def native_rows(
+    store: Store, selection: str, split: str, tools_as_text: bool, skipped: Counter, observations: str = "mask"
+) -> Iterator[dict]:
     """The split's rows in the native form; rows the conversion cannot read are counted in `skipped`.
     `observations="train"`: each tool message carries `weight` 1 too (observations.py)."""
     query = f"SELECT * EXCLUDE (split) FROM ({native_sql(selection)}) WHERE split = '{split}'"

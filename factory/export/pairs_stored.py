@@ -64,8 +64,9 @@ def stored_pairs(store: Store, selection: str, options: ExportOptions, split: st
 def parse_pair(row: dict[str, Any]) -> tuple[Pair | None, str | None]:
     """A stored row as a Pair, or why it is not one (one short phrase, the same for every such row)."""
     try:
-        sides = {name: json.loads(row[name]) if row[name] is not None else None
-                 for name in ("prompt", "chosen", "rejected")}  # fmt: skip
+        sides = {
+            name: json.loads(row[name]) if row[name] is not None else None for name in ("prompt", "chosen", "rejected")
+        }
     except (TypeError, ValueError):
         return None, "prompt, chosen or rejected is not JSON"
     if sides["chosen"] is None and sides["rejected"] is None:

@@ -55,10 +55,13 @@ ANAPHORA = re.compile(
 DEMONSTRATIVE = re.compile(r"\b(?:this|that|these|those)\b(?:\s+([a-z0-9]+))?")
 ACRONYM = re.compile(r"\b[A-Z]{2,}\b")  # "IT", "SOC": not the pronoun "it"
 WORD = re.compile(r"[a-z0-9]+")
-NUMBER_WORDS = dict(zip(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split(), map(str, range(21)),
-)) | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "hundred": "100"}  # fmt: skip
+NUMBER_WORDS = dict(
+    zip(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split(),
+        map(str, range(21)),
+    )
+) | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "hundred": "100"}
 # Function words, modal and generic verbs and directions: they name nothing, so a refusal's "you need to be
 # up on the roof" does not make "I need to get up the ladder" a reaction to it.
 STOPWORDS = set(

@@ -37,8 +37,9 @@ RowShape = Callable[[Pair, Counter], Iterator[dict[str, Any]]]
 UNREADABLE = "refine row: turns, steps or script unreadable"
 
 
-def preference_writer(store: Store, name: FormatName, selection: str, options: ExportOptions,
-                      settings: dict) -> SplitWriter:  # fmt: skip
+def preference_writer(
+    store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict
+) -> SplitWriter:
     return pair_writer(store, selection, options, settings, preference_rows, PREFERENCE_SCHEMA)
 
 
@@ -46,15 +47,17 @@ def kto_writer(store: Store, name: FormatName, selection: str, options: ExportOp
     return pair_writer(store, selection, options, settings, kto_rows, KTO_SCHEMA)
 
 
-def ranking_writer(store: Store, name: FormatName, selection: str, options: ExportOptions,
-                   settings: dict) -> SplitWriter:  # fmt: skip
+def ranking_writer(
+    store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict
+) -> SplitWriter:
     """The ranking rows; their dataset_info.json is written once every shard has its final name
     (consumers.finish_format)."""
     return pair_writer(store, selection, options, settings, ranking_rows, RANKING_SCHEMA)
 
 
-def pair_writer(store: Store, selection: str, options: ExportOptions, settings: dict, shape: RowShape,
-                schema: pa.Schema) -> SplitWriter:  # fmt: skip
+def pair_writer(
+    store: Store, selection: str, options: ExportOptions, settings: dict, shape: RowShape, schema: pa.Schema
+) -> SplitWriter:
     """A writer of one format's splits: each split's pairs shaped by `shape`, streamed into shards."""
     skipped: Counter = settings.setdefault("skipped", Counter())
     settings["pair_chosen"] = options.pair_chosen

@@ -73,8 +73,10 @@ def pair_length(settings: dict[str, Any]) -> str:
 
 def chosen_words(settings: dict[str, Any]) -> str:
     if settings.get("pair_chosen") == "plan":
-        return ("refine pairs choose the correction the trajectory took, kept only where it is a shortest-plan "
-                "move of the world (never the plan's own move: the world writes no thought)")  # fmt: skip
+        return (
+            "refine pairs choose the correction the trajectory took, kept only where it is a shortest-plan "
+            "move of the world (never the plan's own move: the world writes no thought)"
+        )
     return "refine pairs choose the correction the trajectory took"
 
 
@@ -96,22 +98,28 @@ def side_lengths(settings: dict[str, Any], name: str) -> str:
     if not figures.get("pairs"):
         return ""
     chosen, rejected = ("desirable", "undesirable") if name == "kto" else ("chosen", "rejected")
-    measured = (f"Side lengths: {chosen} sides average {figures['chosen_mean']} words, {rejected} sides "
-                f"{figures['rejected_mean']}; the {chosen} side is the shorter in {figures['chosen_shorter']:.0%} of "
-                f"{figures['pairs']} pairs.")  # fmt: skip
+    measured = (
+        f"Side lengths: {chosen} sides average {figures['chosen_mean']} words, {rejected} sides "
+        f"{figures['rejected_mean']}; the {chosen} side is the shorter in {figures['chosen_shorter']:.0%} of "
+        f"{figures['pairs']} pairs."
+    )
     return f"\n\n{measured} {length_advice(name)}"
 
 
 def length_advice(name: str) -> str:
     if name == "kto":
-        return ("KTOTrainer sums log-probabilities over a completion and has no length-normalised loss (`loss_type` "
-                "is `kto` or `apo_zero_unpaired`), so it can learn length along with the label: drop the shortest "
-                "desirable rows, or compare the trained model's thought length with the SFT model's.")  # fmt: skip
+        return (
+            "KTOTrainer sums log-probabilities over a completion and has no length-normalised loss (`loss_type` "
+            "is `kto` or `apo_zero_unpaired`), so it can learn length along with the label: drop the shortest "
+            "desirable rows, or compare the trained model's thought length with the SFT model's."
+        )
     yaml_style = name == "ranking"
     options = " or ".join(f"`{setting(values, yaml_style)}` ({what})" for values, what in LENGTH_AWARE[name])
-    return (f"The preference term sums log-probabilities over a side, so it can learn a length gap as preference (and "
-            f"the SFT term imitates the chosen sides as written): set {options}, or drop the pairs with the "
-            "shortest chosen sides.")  # fmt: skip
+    return (
+        f"The preference term sums log-probabilities over a side, so it can learn a length gap as preference (and "
+        f"the SFT term imitates the chosen sides as written): set {options}, or drop the pairs with the "
+        "shortest chosen sides."
+    )
 
 
 def setting(values: dict[str, Any], yaml_style: bool) -> str:
@@ -150,21 +158,24 @@ def kto_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str
     )
 
 
-def trl_pair_code(settings: dict[str, Any], path: str, file_type: str, trainer: str, config: dict[str, Any],
-                  notes: list[str]) -> str:  # fmt: skip
+def trl_pair_code(
+    settings: dict[str, Any], path: str, file_type: str, trainer: str, config: dict[str, Any], notes: list[str]
+) -> str:
     """The card's Python for one TRL preference trainer ("DPO", "KTO"): load the export, configure, train."""
     builder, files = trl_data_files(settings, path, file_type)
     evaluation = ', eval_dataset=data["validation"]' if "validation" in files else ""
-    return "\n".join([
-        "from datasets import load_dataset",
-        f"from trl import {trainer}Config, {trainer}Trainer",
-        "",
-        f"data = load_dataset({builder!r}, data_files={files!r})",
-        *(f"# {note}" for note in notes),
-        f'args = {trainer}Config(output_dir="{trainer.lower()}", {arguments(config)})',
-        f'{trainer}Trainer(model=MODEL, args=args, train_dataset=data["train"]{evaluation}, '
-        "processing_class=TOKENIZER).train()",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "from datasets import load_dataset",
+            f"from trl import {trainer}Config, {trainer}Trainer",
+            "",
+            f"data = load_dataset({builder!r}, data_files={files!r})",
+            *(f"# {note}" for note in notes),
+            f'args = {trainer}Config(output_dir="{trainer.lower()}", {arguments(config)})',
+            f'{trainer}Trainer(model=MODEL, args=args, train_dataset=data["train"]{evaluation}, '
+            "processing_class=TOKENIZER).train()",
+        ]
+    )
 
 
 def arguments(values: dict[str, Any]) -> str:

@@ -42,8 +42,10 @@ class SideWords:
     def figures(self) -> dict[str, Any]:
         """settings["side_words"]: mean words per side (None without such a side), the share of pairs whose
         chosen side is shorter, and how many pairs that share is of."""
-        mean = {side: round(self.words[side] / self.sides[side], 1) if self.sides[side] else None
-                for side in ("chosen", "rejected")}  # fmt: skip
+        mean = {
+            side: round(self.words[side] / self.sides[side], 1) if self.sides[side] else None
+            for side in ("chosen", "rejected")
+        }
         shorter = round(self.chosen_shorter / self.pairs, 2) if self.pairs else None
         return {"chosen_mean": mean["chosen"], "rejected_mean": mean["rejected"], "chosen_shorter": shorter,
                 "pairs": self.pairs}  # fmt: skip

@@ -32,8 +32,9 @@ TURN = pa.struct([("from", pa.string()), ("value", pa.string())])
 METADATA = [(name, pa.string()) for name in ("pair_id", "kind", "source", "task_id", "script_id", "trajectory_id")]
 PREFERENCE_SCHEMA = pa.schema([*METADATA, ("prompt", MESSAGES), ("chosen", MESSAGES), ("rejected", MESSAGES)])
 RANKING_SCHEMA = pa.schema([*METADATA, ("conversations", pa.list_(TURN)), ("chosen", TURN), ("rejected", TURN)])
-KTO_SCHEMA = pa.schema([("id", pa.string()), *METADATA, ("prompt", MESSAGES), ("completion", MESSAGES),
-                        ("label", pa.bool_())])  # fmt: skip
+KTO_SCHEMA = pa.schema(
+    [("id", pa.string()), *METADATA, ("prompt", MESSAGES), ("completion", MESSAGES), ("label", pa.bool_())]
+)
 
 SHAREGPT_FROM = {"user": "human", "tool": "observation", "assistant": "gpt", "system": "system"}
 ONE_SIDED = "one side only (a KTO row)"

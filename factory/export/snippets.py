@@ -143,8 +143,10 @@ def consumer_section(result: ExportResult, load_path: str, observed: tuple[int, 
 def observations_text(result: ExportResult, observed: tuple[int, int] | None = None) -> str:
     """Which mask the export used for the observations (export/observations.py), first in the section."""
     if not world_model_rows(result.options.observations, [fmt.name for fmt in result.formats]):
-        return ("**Observations are masked** (`--observations mask`, AutoCoA's SFT stage 2): tool results and the "
-                "DM's lines are context only in every format; `--observations train` writes the world-model rows.")  # fmt: skip
+        return (
+            "**Observations are masked** (`--observations mask`, AutoCoA's SFT stage 2): tool results and the "
+            "DM's lines are context only in every format; `--observations train` writes the world-model rows."
+        )
     seen, refusals = observed or (0, 0)
     return (
         "**Observations train** (`--observations train`, AutoCoA's SFT stage 3, a world model): every observation "
@@ -173,8 +175,10 @@ def llamafactory_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_
         else "one sample per row; every gpt turn in it trains"
     )
     if fmt.settings.get("native"):
-        mode += "; native tool calls: `function_call` / `observation` turns and a `tools` column, which the " \
-            "`qwen` template writes exactly as Qwen2.5's own (leaving `template` unset writes a ReAct form)"  # fmt: skip
+        mode += (
+            "; native tool calls: `function_call` / `observation` turns and a `tools` column, which the "
+            "`qwen` template writes exactly as Qwen2.5's own (leaving `template` unset writes a ReAct form)"
+        )
     return (
         f"**LLaMA-Factory** (`llamafactory`, {mode}; {length_note(fmt.settings)}; tested with the `qwen` "
         "template and with the template LLaMA-Factory parses from the tokenizer, `template` unset; "
@@ -207,8 +211,11 @@ def messages_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type
 
 
 def openai_snippet(fmt: FormatFiles, path: str, repo_id: str | None, file_type: str) -> str:
-    tools = "JSON text (one Arrow column cannot hold every row's schemas)" if fmt.settings.get("tools_as_text") \
-        else "a list"  # fmt: skip
+    tools = (
+        "JSON text (one Arrow column cannot hold every row's schemas)"
+        if fmt.settings.get("tools_as_text")
+        else "a list"
+    )
     verl = yaml.safe_dump({"data": {"train_files": f"{path}/train-*", "custom_cls": {
         "path": "pkg://factory.export.verl_sft", "name": "NativeSFTDataset"}}}, sort_keys=False).strip()  # fmt: skip
     head = (

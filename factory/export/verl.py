@@ -93,9 +93,12 @@ def read_queries(store: Store, options: ExportOptions, split: str, model: str | 
     if model is None:
         rows = store.query(f"SELECT task_id, ids, instruction, in_sft, NULL, NULL FROM ({queries}) ORDER BY 1")
     else:
-        rows = store.query(f"""
+        rows = store.query(
+            f"""
             SELECT q.task_id, q.ids, q.instruction, q.in_sft, r.n, r.pass_rate
-            FROM ({queries}) q LEFT JOIN ({rates_sql(None)}) r USING (task_id) ORDER BY 1""", [model])  # fmt: skip
+            FROM ({queries}) q LEFT JOIN ({rates_sql(None)}) r USING (task_id) ORDER BY 1""",
+            [model],
+        )
     kept = [Query(task, ids, text, n, rate) for task, ids, text, in_sft, n, rate in rows if not in_sft]
     return kept, len(rows) - len(kept)
 
@@ -103,8 +106,9 @@ def read_queries(store: Store, options: ExportOptions, split: str, model: str | 
 def taskless_trajectories(store: Store, options: ExportOptions, split: str) -> tuple[int, int]:
     """(kept trajectories of the RL split, those of them with no task: refine rows, RL environments in verl_envs.py)."""
     selection = selection_sql(options.model_copy(update={"upsample": "none"}))
-    return store.query(f"SELECT count(*), count(*) FILTER (WHERE task_id IS NULL) FROM ({selection}) "
-                       f"WHERE split = '{split}'")[0]  # fmt: skip
+    return store.query(
+        f"SELECT count(*), count(*) FILTER (WHERE task_id IS NULL) FROM ({selection}) WHERE split = '{split}'"
+    )[0]
 
 
 def policy_model(store: Store) -> str | None:
@@ -245,8 +249,10 @@ def build_rows(store: Store, options: ExportOptions, rl: RLOptions, written: RLF
         note(f"{queries_phrase(in_both)} also in an SFT split: left out of the RL rows (no query is in both)")
     paths = rl.tasks or recorded_task_files(store)
     if queries and not paths:
-        note(f"{queries_phrase(len(queries))} not written: no task file to read their reference answers from "
-             "(name one with --tasks FILE)")  # fmt: skip
+        note(
+            f"{queries_phrase(len(queries))} not written: no task file to read their reference answers from "
+            "(name one with --tasks FILE)"
+        )
         return []
     tasks = read_task_rows(paths, {q.task_id for q in queries}) if queries else {}
     rows = [verl_row(*tasks[q.task_id], q, rl.split, model) if q.task_id in tasks else None for q in queries]
@@ -279,7 +285,9 @@ def write_rl(store: Store, options: ExportOptions, rl: RLOptions, out: Path, dat
     written.files = [folder / path.relative_to(staging) for path in paths] + [folder / p for p in world_files]
     if len(paths) > 1:
         runs = ", ".join(f"{folder / path.parent.name}/" for path in paths)
-        written.notes.append(f"{len(paths)} RL folders, one per reward and tool layout ({runs}): train one RL run "
-                             "per folder (its files are that run's data.train_files); neither verl nor AFM's fork "
-                             "can load two layouts in one run")  # fmt: skip
+        written.notes.append(
+            f"{len(paths)} RL folders, one per reward and tool layout ({runs}): train one RL run "
+            "per folder (its files are that run's data.train_files); neither verl nor AFM's fork "
+            "can load two layouts in one run"
+        )
     return written

@@ -87,7 +87,9 @@ def _playable_script(body: str | None) -> tuple[Script | None, str]:
     return (script, "") if length is not None else (None, why)
 
 
-def write_worlds(store: Store, options: ExportOptions, split: str, staging: Path, notes: list[str]) -> tuple[int, list[Path]]:  # fmt: skip
+def write_worlds(
+    store: Store, options: ExportOptions, split: str, staging: Path, notes: list[str]
+) -> tuple[int, list[Path]]:
     """Write staging/refine_world/ (rows, scripts.jsonl, agent_loop.yaml); (rows written, files relative to staging)."""
     rows, scripts = world_rows(store, options, split, notes)
     if not rows:
@@ -104,8 +106,10 @@ def write_worlds(store: Store, options: ExportOptions, split: str, staging: Path
         data.write_text(_jsonl(rows), "utf-8")
     (folder / "scripts.jsonl").write_text(_jsonl(scripts), "utf-8")
     (folder / "agent_loop.yaml").write_text(f"- name: {AGENT_NAME}\n  _target_: {AGENT_LOOP}\n", "utf-8")
-    notes.append(f"{len(rows)} refine world(s) in {FOLDER}/: an RL run of their own with the {AGENT_NAME} agent loop "
-                 f"(agent_loop_config_path={FOLDER}/agent_loop.yaml; docs/environments.md)")  # fmt: skip
+    notes.append(
+        f"{len(rows)} refine world(s) in {FOLDER}/: an RL run of their own with the {AGENT_NAME} agent loop "
+        f"(agent_loop_config_path={FOLDER}/agent_loop.yaml; docs/environments.md)"
+    )
     return len(rows), [
         path.relative_to(staging) for path in (data, folder / "scripts.jsonl", folder / "agent_loop.yaml")
     ]

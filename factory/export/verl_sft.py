@@ -33,8 +33,9 @@ class NativeSFTDataset(MultiTurnSFTDataset):
     def _build_messages(self, example: dict) -> list[dict[str, Any]]:
         return [_plain(message) for message in super()._build_messages(example)]
 
-    def _process_single_message(self, index: int, message: dict[str, Any], full_message: list, tools=None,
-                                enable_thinking=None):  # fmt: skip
+    def _process_single_message(
+        self, index: int, message: dict[str, Any], full_message: list, tools=None, enable_thinking=None
+    ):
         input_ids, loss_mask, attention_mask, inputs = super()._process_single_message(
             index, message, full_message, tools, enable_thinking
         )

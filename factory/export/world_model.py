@@ -47,11 +47,13 @@ UNREADABLE_STEPS = "refine trajectories whose stored steps do not read as moves"
 CODE_REFUSED = "move(s) refused by validation code, which the simulator's prompt does not show"
 
 
-def simulator_writer(store: Store, name: FormatName, selection: str, options: ExportOptions,
-                     settings: dict) -> SplitWriter:  # fmt: skip
+def simulator_writer(
+    store: Store, name: FormatName, selection: str, options: ExportOptions, settings: dict
+) -> SplitWriter:
     skipped: Counter = settings.setdefault("skipped", Counter())
-    return lambda split, folder: write_stream(simulator_rows(store, selection, split, skipped), split, folder,
-                                              options, SCHEMA)  # fmt: skip
+    return lambda split, folder: write_stream(
+        simulator_rows(store, selection, split, skipped), split, folder, options, SCHEMA
+    )
 
 
 def simulator_rows(store: Store, selection: str, split: str, skipped: Counter) -> Iterator[dict[str, Any]]:

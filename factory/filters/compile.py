@@ -18,7 +18,7 @@ from .config import (
     GroundedThoughtsFilter,
     PassRateFilter,
     RedundancyFilter,
-    ReflectionFilter,  # fmt: skip
+    ReflectionFilter,
     SplitFilter,
     SqlFilter,
     TemplateFilter,

@@ -95,8 +95,10 @@ def hits_sql(spec: TemplateFilter) -> str:
         "'template opening: ' || b.kind || ' ''' || g.opening || ''' opens ' || g.blocks || ' of ' || g.total "
         "|| ' ' || b.kind || ' blocks (' || round(100.0 * g.blocks / g.total, 1) || '%)'"
     )
-    hits = [f"SELECT b.trajectory_id, 1 AS rank, b.kind, b.pos, {gram} AS reason "
-            "FROM template_blocks b JOIN template_grams g ON g.kind = b.kind AND g.opening = b.opening"]  # fmt: skip
+    hits = [
+        f"SELECT b.trajectory_id, 1 AS rank, b.kind, b.pos, {gram} AS reason "
+        "FROM template_blocks b JOIN template_grams g ON g.kind = b.kind AND g.opening = b.opening"
+    ]
     if spec.phrases:
         values = ", ".join(f"({quote(phrase)})" for phrase in spec.phrases)
         phrases = f"(SELECT phrase, {words_sql('phrase')} AS words FROM (VALUES {values}) v(phrase))"

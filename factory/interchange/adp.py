@@ -83,15 +83,20 @@ def _item_turns(item: Any, index: int, trains: bool, where: str) -> list[Turn]:
         if source in ("user", "agent"):
             return [Turn(role="user" if source == "user" else "assistant", content=text, loss=source == "agent")]
         raise InterchangeError(f"{where}.source {source!r} is not user, agent or environment")
-    raise InterchangeError(f"{where}: class_ {kind!r} cannot be imported (api, code and message actions, text "
-                           "observations can)")  # fmt: skip
+    raise InterchangeError(
+        f"{where}: class_ {kind!r} cannot be imported (api, code and message actions, text observations can)"
+    )
 
 
 def _call_turn(item: dict, name: str, kwargs: dict, trains: bool, index: int) -> Turn:
-    call = {"id": item.get("tool_call_id") or f"call_{index}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(kwargs, ensure_ascii=False)}}  # fmt: skip
-    return Turn(role="assistant", content=item.get("description") or "", loss=trains, kind="tool_call",
-                tool_calls=[call])  # fmt: skip
+    call = {
+        "id": item.get("tool_call_id") or f"call_{index}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(kwargs, ensure_ascii=False)},
+    }
+    return Turn(
+        role="assistant", content=item.get("description") or "", loss=trains, kind="tool_call", tool_calls=[call]
+    )
 
 
 def _merged(turns: list[Turn]) -> list[Turn]:

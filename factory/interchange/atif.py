@@ -35,8 +35,11 @@ def to_atif(trajectory_id: str, source: str, messages: list[dict[str, Any]], too
         if message["role"] == "tool":
             _attach(steps, message)
             continue
-        step: dict[str, Any] = {"step_id": len(steps) + 1, "source": SOURCES[message["role"]],
-                                "message": message.get("content") or ""}  # fmt: skip
+        step: dict[str, Any] = {
+            "step_id": len(steps) + 1,
+            "source": SOURCES[message["role"]],
+            "message": message.get("content") or "",
+        }
         if message["role"] == "assistant":
             calls = message.get("tool_calls") or []
             if calls:
@@ -52,8 +55,10 @@ def to_atif(trajectory_id: str, source: str, messages: list[dict[str, Any]], too
 def _attach(steps: list[dict[str, Any]], message: dict[str, Any]) -> None:
     """A tool result goes to the agent step whose call it answers (the last one when none matches)."""
     call_id = message.get("tool_call_id")
-    owner = next((s for s in reversed(steps) if call_id and any(c["tool_call_id"] == call_id
-                                                                for c in s.get("tool_calls", []))), None)  # fmt: skip
+    owner = next(
+        (s for s in reversed(steps) if call_id and any(c["tool_call_id"] == call_id for c in s.get("tool_calls", []))),
+        None,
+    )
     owner = owner or (steps[-1] if steps else None)
     if owner is None:
         raise InterchangeError("a tool result before any step")
@@ -96,8 +101,9 @@ def _step_turns(step: dict[str, Any], where: str) -> list[Turn]:
     native = [_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(calls)]
     role = {"system": "system", "user": "user", "agent": "assistant"}[source]
     trains = role == "assistant" and _trains(step)
-    turns = [Turn(role=role, content=text, loss=trains, kind="tool_call" if native else "text",
-                  tool_calls=native or None)]  # fmt: skip
+    turns = [
+        Turn(role=role, content=text, loss=trains, kind="tool_call" if native else "text", tool_calls=native or None)
+    ]
     names = {c["id"]: c["function"]["name"] for c in native}
     for i, result in enumerate(((step.get("observation") or {}).get("results")) or []):
         call_id = result.get("source_call_id")
@@ -117,8 +123,11 @@ def _call(call: Any, where: str) -> dict[str, Any]:
     arguments = call.get("arguments")
     if not isinstance(arguments, dict):
         raise InterchangeError(f"{where}.arguments must be an object")
-    return {"id": call["tool_call_id"], "type": "function",
-            "function": {"name": call["function_name"], "arguments": json.dumps(arguments, ensure_ascii=False)}}  # fmt: skip
+    return {
+        "id": call["tool_call_id"],
+        "type": "function",
+        "function": {"name": call["function_name"], "arguments": json.dumps(arguments, ensure_ascii=False)},
+    }
 
 
 def _trains(step: dict[str, Any]) -> bool:

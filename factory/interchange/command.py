@@ -8,10 +8,14 @@ from ..cli_options import add_run_folder, run_folder_and_file
 
 
 def add_import_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = commands.add_parser("import", help="ATIF or ADP trajectories into a run store (then filter and export)",
-                                 usage="%(prog)s RUN_DIR FILE [options]")  # fmt: skip
-    add_run_folder(parser, "the run folder to import into (made if missing)", required=True,
-                   usage="factory import RUN_DIR FILE")  # fmt: skip
+    parser = commands.add_parser(
+        "import",
+        help="ATIF or ADP trajectories into a run store (then filter and export)",
+        usage="%(prog)s RUN_DIR FILE [options]",
+    )
+    add_run_folder(
+        parser, "the run folder to import into (made if missing)", required=True, usage="factory import RUN_DIR FILE"
+    )
     parser.add_argument("path", metavar="FILE", nargs="?",  # one word alone: the old `import FILE`, for a release
                         help="a JSON lines file (one trajectory a line) or a JSON file of one or a list")  # fmt: skip
     parser.add_argument("--format", choices=["auto", "atif", "adp"], default="auto",

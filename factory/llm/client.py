@@ -87,8 +87,9 @@ class LLMClient:
             local_url = server.base_url
         self.endpoint = self.endpoint if self.config.batch.enabled else resolve_endpoint(self.config, local_url)
         self.spend_cap.require_price(self.endpoint.provider, self.endpoint.model, self._price)
-        self.sender = Sender(self._make_transport(self.endpoint), self.config, self.keeper.before_attempt,
-                             self.keeper.attempt_sent)  # fmt: skip
+        self.sender = Sender(
+            self._make_transport(self.endpoint), self.config, self.keeper.before_attempt, self.keeper.attempt_sent
+        )
         if self.endpoint.provider != "local":
             await asyncio.to_thread(price_map)  # read the price table now, not on the first reply
         if self._mode == "auto":
@@ -114,7 +115,7 @@ class LLMClient:
         self._started = False
         self.keeper.check()
 
-    async def __aenter__(self) -> "LLMClient":  # fmt: skip
+    async def __aenter__(self) -> "LLMClient":
         return await self.start()
 
     async def __aexit__(self, exc_type, exc, tb) -> None:

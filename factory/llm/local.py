@@ -108,8 +108,11 @@ class LocalServer:
         self.base_url = f"{self._server.listening_address.rstrip('/')}/v1"
         self.decode_tokens_per_s = self._wait_until_serving()
         rate = f"{self.decode_tokens_per_s:.0f} tokens/s" if self.decode_tokens_per_s else "speed not measured"
-        print(f"embedded model {self.gguf.name}: {self.threads} threads ({self.threads_why}), decoding {rate} "
-              f"per request, {self.config.n_parallel} at once", file=sys.stderr)  # fmt: skip
+        print(
+            f"embedded model {self.gguf.name}: {self.threads} threads ({self.threads_why}), decoding {rate} "
+            f"per request, {self.config.n_parallel} at once",
+            file=sys.stderr,
+        )
         return self.base_url
 
     def _wait_until_serving(self) -> float | None:
@@ -119,8 +122,11 @@ class LocalServer:
         task loop has started (the destructor then joins forever); a served
         request proves the loop runs, and surfaces a broken model file early.
         """
-        probe = {"messages": [{"role": "user", "content": "Count from one to twenty."}],
-                 "max_tokens": PROBE_TOKENS, "ignore_eos": True}  # fmt: skip
+        probe = {
+            "messages": [{"role": "user", "content": "Count from one to twenty."}],
+            "max_tokens": PROBE_TOKENS,
+            "ignore_eos": True,
+        }
         body = json.dumps(probe).encode()
         request = urllib.request.Request(
             f"{self.base_url}/chat/completions", data=body, headers={"Content-Type": "application/json"}

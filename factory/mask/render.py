@@ -110,12 +110,16 @@ def _check_tools_written(messages: list[Message], tokenizer, tools, text: str, t
         start, end = turns[k]
         outside = text[start:end].replace(message.content, "", 1)  # the name must be the call's, not the thought's
         if message.tool_calls and not all(call["function"]["name"] in outside for call in message.tool_calls):
-            raise RenderError(f"{where}: messages[{k}].tool_calls: the chat template does not write tool calls "
-                              "(the call would vanish from the text); use a template with tool support")  # fmt: skip
+            raise RenderError(
+                f"{where}: messages[{k}].tool_calls: the chat template does not write tool calls "
+                "(the call would vanish from the text); use a template with tool support"
+            )
         if message.tool_calls and message.content.strip() and message.content not in text[start:end]:
-            raise RenderError(f"{where}: messages[{k}].content: the chat template drops the text before a tool "
-                              "call (Llama 3.1's does); the reasoning would vanish: use a template that keeps it, "
-                              "or rows whose calls carry no text")  # fmt: skip
+            raise RenderError(
+                f"{where}: messages[{k}].content: the chat template drops the text before a tool "
+                "call (Llama 3.1's does); the reasoning would vanish: use a template that keeps it, "
+                "or rows whose calls carry no text"
+            )
     first = _chat(messages[: _opening_length(messages)])
     if tools and public_chat_text(tokenizer, tools)(first, False) == public_chat_text(tokenizer)(first, False):
         raise RenderError(f"{where}: tools: the chat template does not write the tools it is given")

@@ -15,7 +15,7 @@ from .dedup import (
     near_duplicate_pairs,
     normalise_text,
     shingles,
-)  # fmt: skip
+)
 from .expand import EXPAND_SOURCE, MAX_PER_SEED, ExpansionOutcome, RelatedPersonas, expand_personas
 from .library import LIBRARY_SOURCE, library_path, load_library
 from .loaders import MAX_PERSONA_CHARS, PersonaList, load_personas

@@ -72,8 +72,10 @@ def _pick_field(columns: list[str], field: str | None, where: str) -> str:
             return name
     shown = ", ".join(repr(c) for c in columns) or "none"
     names = " or ".join(repr(n) for n in wanted)
-    raise FactoryError(f"{where}: no {names} field; the columns are: {shown} (choose one: --persona-field on "
-                       "the command line, refine.persona_field in the config, field= in Python)")  # fmt: skip
+    raise FactoryError(
+        f"{where}: no {names} field; the columns are: {shown} (choose one: --persona-field on "
+        "the command line, refine.persona_field in the config, field= in Python)"
+    )
 
 
 def _to_personas(

@@ -125,11 +125,15 @@ class PipelineConfig(StrictModel):
         if self.train is None:
             return self
         if self.train.format in PAIR_FORMATS:
-            raise ValueError(f"train.format {self.train.format} holds preference pairs: the SFT trainer reads "
-                             f"an SFT format (a DPO/KTO trainer reads {', '.join(PAIR_FORMATS)}: docs/preference.md)")  # fmt: skip
+            raise ValueError(
+                f"train.format {self.train.format} holds preference pairs: the SFT trainer reads "
+                f"an SFT format (a DPO/KTO trainer reads {', '.join(PAIR_FORMATS)}: docs/preference.md)"
+            )
         if self.export.observations == "train" and self.train.format not in TRAINABLE:
-            raise ValueError(f"export.observations train: train.format {self.train.format} cannot train "
-                             f"observations; use one of {', '.join(TRAINABLE)}")  # fmt: skip
+            raise ValueError(
+                f"export.observations train: train.format {self.train.format} cannot train "
+                f"observations; use one of {', '.join(TRAINABLE)}"
+            )
         return self
 
     def formats(self) -> list[str]:

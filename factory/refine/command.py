@@ -20,8 +20,11 @@ def add_refine_parser(commands: argparse._SubParsersAction) -> argparse.Argument
     add_llm_options(refine)
     refine.add_argument("--count", type=int, help="personas to sample (one trajectory each)")
     refine.add_argument("--seed", type=int, help="sampling and injection seed")
-    refine.add_argument("--personas", help="JSONL/CSV/parquet file or saved dataset whose 'persona' (or 'input "
-                        "persona') column holds the text (default: the shipped library)")  # fmt: skip
+    refine.add_argument(
+        "--personas",
+        help="JSONL/CSV/parquet file or saved dataset whose 'persona' (or 'input "
+        "persona') column holds the text (default: the shipped library)",
+    )
     refine.add_argument("--persona-field", help="the column of --personas holding the persona text")
     refine.add_argument("--min-corrections", type=int, help="corrected mistakes required (default 2)")
     refine.add_argument("--budget", type=int, help="LLM calls per trajectory, script included (default 4)")

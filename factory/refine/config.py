@@ -9,8 +9,9 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from ..config import StrictModel
 
 # The mistakes an agent really makes (refine/slips.py says what each is and how a move is judged one).
-SlipKind = Literal["wrong_value", "wrong_amount", "wrong_place", "missing_item", "skipped_step", "premature_finish",
-                   "stale_belief"]  # fmt: skip
+SlipKind = Literal[
+    "wrong_value", "wrong_amount", "wrong_place", "missing_item", "skipped_step", "premature_finish", "stale_belief"
+]
 SLIPS: tuple[str, ...] = get_args(SlipKind)
 
 

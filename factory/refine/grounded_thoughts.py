@@ -46,8 +46,10 @@ HEDGE = re.compile(
     r"try|plan|once|when)\b"
 )
 CLAUSES = re.compile(r"[.;:!?]+\s*|,\s*(?=(?:but|so|and|then|because)\b)|\s+(?:but|so|because)\s+|\s+-+\s+")
-BE = (r"(?:is|are|was|were|'s|'re|has been|have been|had been|is not|are not|isn't|aren't|wasn't|weren't|"
-      r"has not been|have not been|hasn't been|haven't been|no longer)")  # fmt: skip
+BE = (
+    r"(?:is|are|was|were|'s|'re|has been|have been|had been|is not|are not|isn't|aren't|wasn't|weren't|"
+    r"has not been|have not been|hasn't been|haven't been|no longer)"
+)
 ADVERBS = r"(?:\s+(?:now|already|still|all|both|even|not|no longer|yet|finally|fully|safely|right|just|also))*"
 NEGATION = re.compile(r"\bnot\b|n't\b|\bno longer\b")
 LOCATIVE = {"in", "at", "on", "inside", "by", "under", "near", "here", "there", "beside", "behind"}
@@ -178,8 +180,9 @@ def _judge_clause(world: World, clause: str, state: WorldState, seen: list[str])
     return out
 
 
-def _judge_thing(world: World, thing: str, negated: bool, word: str, rest: str, state: WorldState,
-                 seen: list[str], read: str) -> list[tuple[bool, str]]:  # fmt: skip
+def _judge_thing(
+    world: World, thing: str, negated: bool, word: str, rest: str, state: WorldState, seen: list[str], read: str
+) -> list[tuple[bool, str]]:
     if word in LOCATIVE and (word in ("here", "there") or rest):
         if thing not in world.items:
             return []

@@ -59,8 +59,10 @@ def accepted_feedback(
 ) -> dict[str, str]:
     """The DM's lines for an accepted action: what it changed, in prose (prose.py); its private note names the call."""
     told = narrate_success(script, before, after, name, params, done)
-    return {"dm_thinking": words()["accepted"].format(action=format_action(name, params), state=told),
-            "observation": told}  # fmt: skip
+    return {
+        "dm_thinking": words()["accepted"].format(action=format_action(name, params), state=told),
+        "observation": told,
+    }
 
 
 def _rejected(script: Script, state: WorldState, raw: dict[str, Any], check: ActionCheck) -> dict[str, Any]:

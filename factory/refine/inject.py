@@ -30,8 +30,9 @@ from .slips import SlipMix, finishing_actions, label_slips, move_key, phase, rep
 from .world import WorldState, check_action, format_action
 
 
-def mistake_step(script: Script, state: WorldState, name: str, params: dict[str, Any], kind: str,
-                 where: str) -> dict[str, Any]:  # fmt: skip
+def mistake_step(
+    script: Script, state: WorldState, name: str, params: dict[str, Any], kind: str, where: str
+) -> dict[str, Any]:
     """An injected slip (slips.py) as a step: the world's refusal in the DM's private check; its thought and
     the DM's line to the player are left open for the continuation call."""
     checked = check_action(script, state, name, params)

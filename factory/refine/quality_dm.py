@@ -68,8 +68,9 @@ def slip_kinds(store: Store) -> dict[str, Any]:
 def world_refusals() -> re.Pattern:
     """Every refusal sentence the world can say, its blanks as wildcards: a DM line that is one of them."""
     templates = [t for options in words()["refusals"].values() for t in options]
-    templates += [t for key in ("fact_missing", "fact_present", "fact_missing_act", "fact_unknown")
-                  for t in PROSE_WORDS[key]]  # fmt: skip
+    templates += [
+        t for key in ("fact_missing", "fact_present", "fact_missing_act", "fact_unknown") for t in PROSE_WORDS[key]
+    ]
     alternatives = [re.sub(r"\\\{\w+\\\}", ".+?", re.escape(t.strip())) for t in templates]
     return re.compile("^(?:" + "|".join(alternatives) + ")$", re.IGNORECASE)
 

@@ -145,8 +145,10 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def _repeats(store: Store) -> dict[str, dict[str, Any]]:
-    out = {what: {"turns": 0, "repeated": 0, "share": None, "rows_with_repeat": 0, "rows": 0}
-           for what in ("moves", "mistakes", "injected", "thoughts")}  # fmt: skip
+    out = {
+        what: {"turns": 0, "repeated": 0, "share": None, "rows_with_repeat": 0, "rows": 0}
+        for what in ("moves", "mistakes", "injected", "thoughts")
+    }
     for what, turns, repeated, rows_with, rows in store.query(ROWS_SQL + REPEATS_SQL):
         out[what] = {"turns": turns, "repeated": repeated, "share": _share(repeated, turns),
                      "rows_with_repeat": rows_with, "rows": rows}  # fmt: skip
@@ -196,8 +198,11 @@ def _arcs(store: Store, rows: int) -> dict[str, Any]:
             ROWS_SQL + ARCS_SQL + f"SELECT {key}, count(*) FROM arcs GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {TOP}"
         )
         (distinct,) = store.query(ROWS_SQL + ARCS_SQL + f"SELECT count(DISTINCT {key}) FROM arcs")[0]
-        out[key] = {"distinct": distinct, "share_distinct": _share(distinct, rows),
-                    "top": [{"arc": a, "rows": n, "share": _share(n, rows)} for a, n in counted]}  # fmt: skip
+        out[key] = {
+            "distinct": distinct,
+            "share_distinct": _share(distinct, rows),
+            "top": [{"arc": a, "rows": n, "share": _share(n, rows)} for a, n in counted],
+        }
     return {"rows": rows, "by_position_and_types": out["arc"], "by_types": out["types"]}
 
 
@@ -250,8 +255,11 @@ def format_row_quality(q: dict[str, Any]) -> str:
         return ""
     rep, obs, kinds, arcs = q["repeats"], q["observations"], q["mistake_kinds"], q["arcs"]
     top = obs["top"][0] if obs["top"] else None
-    skeleton = f'; top skeleton "{top["skeleton"][:80]}" {top["observations"]} ({_pct(top["share"])}, ' \
-        f"{top['rows']} rows)" if top else ""  # fmt: skip
+    skeleton = (
+        f'; top skeleton "{top["skeleton"][:80]}" {top["observations"]} ({_pct(top["share"])}, {top["rows"]} rows)'
+        if top
+        else ""
+    )
     types = ", ".join(f"{t} {v['n']} ({_pct(v['share'])})" for t, v in kinds["error_types"].items()) or "none"
     injected = ", ".join(f"{k} {v['n']}" for k, v in kinds["injected"].items()) or "none"
     arc, by_types = arcs["by_position_and_types"], arcs["by_types"]

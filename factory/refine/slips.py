@@ -184,8 +184,9 @@ def possible_moves(script: Script) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
-def slips_here(script: Script, history: list[WorldState], used: set[str],
-               finishing: set[str]) -> dict[str, list[tuple[str, dict[str, Any]]]]:  # fmt: skip
+def slips_here(
+    script: Script, history: list[WorldState], used: set[str], finishing: set[str]
+) -> dict[str, list[tuple[str, dict[str, Any]]]]:
     """The injectable moves in `history[-1]` by slip kind: refused, consistent with the last
     observation, and none a move the row already holds (`used`, as `move_key` writes them)."""
     found: dict[str, list] = {}

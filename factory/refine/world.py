@@ -138,8 +138,11 @@ def check_action(script: Script, state: WorldState, name: str, params: dict[str,
         if not held.ok:
             held.failed = held.failed or rule.kind
             item = checked.params.get(rule.value)  # an item already held is refused for that, not for where it is
-            held.rule = f"the player already carries {item}" if held.failed == "already_held" else \
-                f"{name} is allowed only when {rule_words(rule)}"  # fmt: skip
+            held.rule = (
+                f"the player already carries {item}"
+                if held.failed == "already_held"
+                else f"{name} is allowed only when {rule_words(rule)}"
+            )
             return held
     return checked
 

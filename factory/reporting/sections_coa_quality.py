@@ -36,8 +36,11 @@ GROUNDING = [
     ("rows all grounded", "rows_all_grounded", as_int),
     ("share of rows", "share_rows_all_grounded", as_pct),
 ]
-RECALLED = [("rows recording it", "rows_known", as_int), ("answer before tool", "recalled", as_int),
-            ("share", "share", as_pct)]  # fmt: skip
+RECALLED = [
+    ("rows recording it", "rows_known", as_int),
+    ("answer before tool", "recalled", as_int),
+    ("share", "share", as_pct),
+]
 PHRASES = [("distiller phrase", "phrase", as_text), ("rows", "n", as_int)]
 
 
@@ -69,8 +72,9 @@ def _openings(openings: dict[str, Any]) -> str:
             for key, top in figures.items() if key.startswith("top_") for o in top]  # fmt: skip
     firsts = [(f"{r['kind']}: {r['opening']}", r["share_blocks"]) for r in rows if r["n"] == 3]
     chart = bar_chart("coa-openings", firsts, fmt=as_pct, color=COLORS[4]) if firsts else empty("no blocks")
-    return panel("Most frequent openings of trained thoughts and reflections", chart,
-                 table(OPENINGS, rows, "coa-openings"))  # fmt: skip
+    return panel(
+        "Most frequent openings of trained thoughts and reflections", chart, table(OPENINGS, rows, "coa-openings")
+    )
 
 
 def _tool_calls(calls: dict[str, Any]) -> str:
@@ -80,8 +84,9 @@ def _tool_calls(calls: dict[str, Any]) -> str:
     bins = [Bin(value, value + 1, n, integer=True) for value, n in counts.items()]
     rows = [{"value": str(value), "n": n} for value, n in counts.items()]
     title = f"Tool calls per trajectory (median {as_float(calls['median'])})"
-    return panel(title, histogram_chart("coa-tool-calls", bins, "tool calls", COLORS[1]),
-                 table(BINS, rows, "coa-tool-calls"))  # fmt: skip
+    return panel(
+        title, histogram_chart("coa-tool-calls", bins, "tool calls", COLORS[1]), table(BINS, rows, "coa-tool-calls")
+    )
 
 
 def _grounding(q: dict[str, Any]) -> str:

@@ -80,8 +80,11 @@ def _skeletons(obs: dict[str, Any]) -> str:
         f"{obs['distinct_skeletons']} distinct skeletons over {obs['observations']} observations; "
         f"{as_pct(obs['share_in_shared_skeleton'])} of observations have a skeleton found in 2 rows or more"
     )
-    chart = bar_chart("refine-skeletons", [(t["skeleton"], t["share"]) for t in obs["top"]], fmt=as_pct,
-                      color=COLORS[4]) if obs["top"] else empty("no observations")  # fmt: skip
+    chart = (
+        bar_chart("refine-skeletons", [(t["skeleton"], t["share"]) for t in obs["top"]], fmt=as_pct, color=COLORS[4])
+        if obs["top"]
+        else empty("no observations")
+    )
     return panel(
         "Most frequent observation skeletons", chart, table(SKELETONS, obs["top"], "refine-skeletons", caption)
     )
@@ -90,10 +93,15 @@ def _skeletons(obs: dict[str, Any]) -> str:
 def _kinds(kinds: dict[str, Any], slips: dict[str, Any]) -> str:
     rows = [{"origin": "slip kind", "kind": k, **v} for k, v in slips["kinds"].items()]
     rows += [{"origin": "error type", "kind": t, **v} for t, v in kinds["error_types"].items()]
-    chart = bar_chart("refine-kinds", [(k, v["share"]) for k, v in slips["kinds"].items()], fmt=as_pct,
-                      color=COLORS[3]) if slips["kinds"] else empty("no mistakes")  # fmt: skip
-    caption = (f"Slip kinds (refine/slips.py) and error types of {slips['mistakes']} mistakes; "
-               f"{kinds['llm_made']} made by the LLM, the rest injected")  # fmt: skip
+    chart = (
+        bar_chart("refine-kinds", [(k, v["share"]) for k, v in slips["kinds"].items()], fmt=as_pct, color=COLORS[3])
+        if slips["kinds"]
+        else empty("no mistakes")
+    )
+    caption = (
+        f"Slip kinds (refine/slips.py) and error types of {slips['mistakes']} mistakes; "
+        f"{kinds['llm_made']} made by the LLM, the rest injected"
+    )
     return panel("Mistake kinds", chart, table(KINDS, rows, "refine-kinds", caption))
 
 

@@ -96,8 +96,9 @@ def depth_candidate(world: World, rng: random.Random, hops: int) -> Candidate | 
     return make_candidate(world, rng, entity_id, question, links)
 
 
-def make_candidate(world: World, rng: random.Random, entity_id: str, question: Question,
-                   links: list[Description]) -> Candidate:  # fmt: skip
+def make_candidate(
+    world: World, rng: random.Random, entity_id: str, question: Question, links: list[Description]
+) -> Candidate:
     phrase = rng.choice(question.phrases)
     name = world[entity_id].name
     text = phrase.replace("{e}", describe(world, links, rng) or name)

@@ -46,8 +46,7 @@ class DescribeRole(Role):
     def request(self, seed_id: str, hop: int, name: str, page_text: str, avoid: list[str]) -> Request:
         page = page_text if len(page_text) <= PAGE_CHARS else page_text[:PAGE_CHARS] + " ..."
         user = render_prompt("synth/describe_user", entity=name, page=page, avoid="; ".join(avoid))
-        return Request(chat(load_prompt("synth/describe_system"), user), DescribeReply, stage=STAGE,
-                       tag=(seed_id, hop))  # fmt: skip
+        return Request(chat(load_prompt("synth/describe_system"), user), DescribeReply, stage=STAGE, tag=(seed_id, hop))
 
     def parse(self, reply: DescribeReply) -> Description:
         text = " ".join(reply.description.split()).rstrip(".")

@@ -84,7 +84,7 @@ class ExpandResult:
                     "kept": sum(c.kind == kind and c.kept for c in self.candidates),
                 }
                 for kind in sorted({c.kind for c in self.candidates})
-            },  # fmt: skip
+            },
         }
 
     def funnel(self) -> str:
@@ -127,8 +127,9 @@ def make(config: ExpandConfig, round_number: int, want: int) -> list[Candidate]:
     return made
 
 
-def cheap_gates(candidate: Candidate, index: CorpusIndex, deduper: Deduper, config: ExpandConfig,
-                evals: EvalNgrams | None) -> bool:  # fmt: skip
+def cheap_gates(
+    candidate: Candidate, index: CorpusIndex, deduper: Deduper, config: ExpandConfig, evals: EvalNgrams | None
+) -> bool:
     if not (answer_not_in_question(candidate) and retrievable(candidate, index, config.top_k)):
         return False
     if not deduper.judge(candidate):

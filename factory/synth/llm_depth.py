@@ -98,8 +98,9 @@ def spans(text: str) -> list[tuple[int, int]]:
     return sorted(found, key=lambda span: (span[0] - span[1], span[0]))[:MAX_SPANS]
 
 
-def named_page(index: CorpusIndex, text: str, candidates: list[tuple[int, int]], used: set[str],
-               k: int) -> tuple[tuple[int, int] | None, Document | None, list[str]]:  # fmt: skip
+def named_page(
+    index: CorpusIndex, text: str, candidates: list[tuple[int, int]], used: set[str], k: int
+) -> tuple[tuple[int, int] | None, Document | None, list[str]]:
     """The first span whose search returns a page titled as it (not used yet), or (None, None, the misses)."""
     misses = []
     for start, end in candidates:

@@ -110,8 +110,9 @@ class MathVariantRole(Role):
     name, reply_type = "math_variant", MathVariantReply
 
     def request(self, seed: Task, index: int, count: int, modules: tuple[str, ...]) -> Request:
-        return variant_request(self.name, self.reply_type, seed, index, count, answer=seed_answer(seed),
-                               modules=", ".join(modules))  # fmt: skip
+        return variant_request(
+            self.name, self.reply_type, seed, index, count, answer=seed_answer(seed), modules=", ".join(modules)
+        )
 
     def parse(self, reply: MathVariantReply) -> MathDraft:
         return MathDraft(
@@ -130,8 +131,9 @@ class CodeVariantRole(Role):
         functional = bool(seed.tests and "functional" in seed.tests)
         form = load_prompt(f"synth/code_variant_{'functional' if functional else 'stdin'}")
         starter = str(seed.extra.get("starter_code") or "").strip() or "(none)"
-        return variant_request(self.name, self.reply_type, seed, index, count, form=form, starter=starter,
-                               modules=", ".join(modules))  # fmt: skip
+        return variant_request(
+            self.name, self.reply_type, seed, index, count, form=form, starter=starter, modules=", ".join(modules)
+        )
 
     def parse(self, reply: CodeVariantReply) -> CodeDraft:
         generated = reply.generated if reply.generator.strip() else 0

@@ -106,15 +106,16 @@ def country_descriptions(world: World, u: Uniques, c: Entity) -> list[Descriptio
     for relation, phrases, words in SUPERLATIVES:
         if group and world[group].one(relation) == c.id:
             name = world[group].name
-            out.append(Description(c.id, f"{relation}_in_subregion", phrases,
-                                   group, name, group, f"{name} subregion {words}"))  # fmt: skip
+            out.append(
+                Description(c.id, f"{relation}_in_subregion", phrases, group, name, group, f"{name} subregion {words}")
+            )
     return out
 
 
 SUPERLATIVES = (
     ("most_populous", ("the most populous country of {t}", "the most populous country in {t}"), "most populous"),
     ("largest", ("the largest country by area in {t}", "the country with the largest area in {t}"), "largest by area"),
-)  # fmt: skip
+)
 
 
 def article(word: str) -> str:

@@ -38,8 +38,9 @@ def new_candidate(seed: Task, index: int, kind: str, question: str, hops: int, p
     extra: dict[str, Any] = {"provenance": provenance}
     if seed.extra.get("starter_code"):
         extra["starter_code"] = seed.extra["starter_code"]
-    task = Task(id=f"synth:{kind}/{seed.id}/{index}", question=question, domain=seed.domain, source=f"synth:{kind}",
-                extra=extra)  # fmt: skip
+    task = Task(
+        id=f"synth:{kind}/{seed.id}/{index}", question=question, domain=seed.domain, source=f"synth:{kind}", extra=extra
+    )
     return Candidate(task, kind=kind, hops=hops, provenance=provenance)
 
 

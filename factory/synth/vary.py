@@ -46,8 +46,11 @@ def add_vary_parser(task_commands: Any) -> None:
 
 
 def cmd_tasks_vary(args: Any, config: FactoryConfig) -> int:
-    seeds = [task for task in select_tasks(str(args.seeds), None, args.count, args.seed, "--seeds is required")
-             if task.domain in ("math", "code")]  # fmt: skip
+    seeds = [
+        task
+        for task in select_tasks(str(args.seeds), None, args.count, args.seed, "--seeds is required")
+        if task.domain in ("math", "code")
+    ]
     if not seeds:
         raise FactoryError(f"{args.seeds}: no math or code task to vary")
     with open_run(config.run_dir, STAGE, config) as run:

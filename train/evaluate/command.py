@@ -85,8 +85,11 @@ def add_eval_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, help="HF checkpoints: turns generated together (default 8)")
     parser.add_argument("--limit", type=int, help="evaluate only the first N held-out environments")
     parser.add_argument("--no-validation-code", action="store_true", help="judge by the declarative rules only")
-    parser.add_argument("--tool-calls", choices=["text", "native"],
-                        help="native: the actions as tools, a call read as the model family writes it")  # fmt: skip
+    parser.add_argument(
+        "--tool-calls",
+        choices=["text", "native"],
+        help="native: the actions as tools, a call read as the model family writes it",
+    )
     add_env_arguments(parser)
     parser.set_defaults(func=cmd_eval)
     return parser

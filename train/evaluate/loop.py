@@ -146,8 +146,9 @@ def _result(env, state, status, error, transcript, format_errors, invalid, track
     )  # fmt: skip
 
 
-async def play_all(items: Sequence, play: Callable[[Any], Awaitable[EpisodeResult]],
-                   concurrency: int) -> list[EpisodeResult]:  # fmt: skip
+async def play_all(
+    items: Sequence, play: Callable[[Any], Awaitable[EpisodeResult]], concurrency: int
+) -> list[EpisodeResult]:
     """Play every item (`concurrency` at a time); results come back in item order."""
     gate = asyncio.Semaphore(concurrency)
 
@@ -191,5 +192,6 @@ async def evaluate_async(envs: Sequence[Environment] | Selection, player: Player
 def evaluate(envs: Sequence[Environment] | Selection, player: Player, max_steps: int = 20, concurrency: int = 8,
              loop_k: int = 3, validation_code: bool = True, native_tools: bool = False) -> EvalResults:  # fmt: skip
     """The synchronous entry point: runs the episodes, then closes the player's connections."""
-    return run_closing(player, lambda: evaluate_async(envs, player, max_steps, concurrency, loop_k, validation_code,
-                                                      native_tools))  # fmt: skip
+    return run_closing(
+        player, lambda: evaluate_async(envs, player, max_steps, concurrency, loop_k, validation_code, native_tools)
+    )

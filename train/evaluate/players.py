@@ -68,8 +68,10 @@ def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """OpenAI-shaped messages as chat templates take them: a call's `arguments` a dict, not JSON text."""
     from factory.mask.rows import template_tool_calls
 
-    return [{**m, "tool_calls": list(template_tool_calls(m["tool_calls"], "tool_calls"))} if m.get("tool_calls") else m
-            for m in messages]  # fmt: skip
+    return [
+        {**m, "tool_calls": list(template_tool_calls(m["tool_calls"], "tool_calls"))} if m.get("tool_calls") else m
+        for m in messages
+    ]
 
 
 class HFPlayer:

@@ -34,12 +34,18 @@ def add_pairs_parser(subparsers: Any) -> argparse.ArgumentParser:
     for action in parser._actions:  # the coa run's folder, not one of its own
         if action.metavar == "RUN_DIR":
             action.help = f"the coa run folder (default: run_dir in the -c config, else {DEFAULT_RUN})"
-    parser.add_argument("--tasks", action="append", help="a task file with the references (repeatable; "
-                        "default: the coa.tasks and passrate.tasks the run recorded)")  # fmt: skip
-    parser.add_argument("--rollouts-model", help="the rollouts label of the closed-book pass rates "
-                        "(default: the one label the run holds, else --model)")  # fmt: skip
-    parser.add_argument("--min-pass-rate", type=float, help="closed-book pass rate a when_not_to_act pair needs "
-                        "(default 0.8)")  # fmt: skip
+    parser.add_argument(
+        "--tasks",
+        action="append",
+        help="a task file with the references (repeatable; default: the coa.tasks and passrate.tasks the run recorded)",
+    )
+    parser.add_argument(
+        "--rollouts-model",
+        help="the rollouts label of the closed-book pass rates (default: the one label the run holds, else --model)",
+    )
+    parser.add_argument(
+        "--min-pass-rate", type=float, help="closed-book pass rate a when_not_to_act pair needs (default 0.8)"
+    )
     parser.add_argument("--min-rollouts", type=int, help="judged closed-book rollouts it needs (default 8)")
     parser.add_argument("--checker", help="a checker name instead of coa.checker or the domain default")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

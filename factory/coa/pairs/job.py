@@ -61,8 +61,10 @@ class PairsOutcome:
 def make_pairs(config: FactoryConfig, settings: PairsConfig, progress: bool = False) -> PairsOutcome:
     store_file = Path(config.run_dir) / "factory.duckdb"
     if not store_file.exists():
-        raise PairsError(f"{config.run_dir}: no run store ({store_file.name}); make coa trajectories there first "
-                         f"(factory coa {config.run_dir} --tasks FILE)")  # fmt: skip
+        raise PairsError(
+            f"{config.run_dir}: no run store ({store_file.name}); make coa trajectories there first "
+            f"(factory coa {config.run_dir} --tasks FILE)"
+        )
     return run_sync(amake_pairs(config, settings, progress))
 
 
@@ -90,8 +92,10 @@ def references(store: Store, settings: PairsConfig, points: list[DecisionPoint])
     wanted = {point.task_id for point in points if point.task_id and point.acting}
     paths = task_files(store, settings)
     if wanted and not paths:
-        raise PairsError("pairs: no task file to read the references from: name one with --tasks FILE (the run "
-                         "recorded no coa.tasks or passrate.tasks that exists from here)")  # fmt: skip
+        raise PairsError(
+            "pairs: no task file to read the references from: name one with --tasks FILE (the run "
+            "recorded no coa.tasks or passrate.tasks that exists from here)"
+        )
     return reference_tasks(paths, wanted)
 
 

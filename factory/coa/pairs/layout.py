@@ -54,8 +54,11 @@ def web_pairs(reply: RecallReply, answer: str) -> Pairs:
 
 def code_pairs(reply: RecallReply, answer: str, domain: str) -> Pairs:
     """`\\boxed{}` only in the answer, which holds it alone (or one ```py block for a code task)."""
-    return [("plan", unboxed(numbered(reply.steps))), ("think", unboxed(reply.think)),
-            ("answer", code_answer(answer, domain))]  # fmt: skip
+    return [
+        ("plan", unboxed(numbered(reply.steps))),
+        ("think", unboxed(reply.think)),
+        ("answer", code_answer(answer, domain)),
+    ]
 
 
 def afm_text(pairs: Pairs) -> str:

@@ -66,8 +66,10 @@ def recall_reply(limits: ReplyLimits) -> type[RecallReply]:
     """RecallReply bounded like the coa roles' replies; the thinks before the plan and the check as `think`."""
     bounded = bounded_reply(RecallReply, limits)
     think = Annotated[str, StringConstraints(min_length=1, max_length=limits.resolved(False).think)]
-    thinks = {name: (think, Field(description=RecallReply.model_fields[name].description))
-              for name in ("plan_think", "check_think")}  # fmt: skip
+    thinks = {
+        name: (think, Field(description=RecallReply.model_fields[name].description))
+        for name in ("plan_think", "check_think")
+    }
     return create_model(RecallReply.__name__, __base__=bounded, **thinks)
 
 

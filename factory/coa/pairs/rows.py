@@ -18,8 +18,11 @@ def write_pair(store: Store, row: dict[str, Any]) -> None:
     """Insert the pair, or update it in place: a rerun keeps the row's first `created_at`."""
     names = ", ".join(row)
     updates = ", ".join(f"{name} = excluded.{name}" for name in row if name not in ("pair_id", "created_at"))
-    store.execute(f"INSERT INTO preference_pairs ({names}) VALUES ({', '.join('?' * len(row))}) "
-                  f"ON CONFLICT (pair_id) DO UPDATE SET {updates}", list(row.values()))  # fmt: skip
+    store.execute(
+        f"INSERT INTO preference_pairs ({names}) VALUES ({', '.join('?' * len(row))}) "
+        f"ON CONFLICT (pair_id) DO UPDATE SET {updates}",
+        list(row.values()),
+    )
 
 
 def drop_pair(store: Store, pair_id: str) -> None:

@@ -92,12 +92,13 @@ def pair_row(point: DecisionPoint, recall: RecallAnswer, check: CheckResult, che
     acting, answering = [point.acting], [{"role": "assistant", "content": recall.text}]
     chosen, rejected = (acting, answering) if decision.kind == "when_to_act" else (answering, acting)
     evidence = {
-        "rule": decision.reason, "detail": decision.detail,
+        "rule": decision.reason,
+        "detail": decision.detail,
         "recall": {"model": model, "answer": recall.answer, "score": recall.score, "request_hash": request_hash},
         "check": {"checker": checker, "correct": check.correct, "score": check.score, "detail": check.detail},
         "trajectory": {"correct": point.correct, "tool": point.tool},
         "closed_book": {**asdict(closed), "pass_rate": closed.pass_rate} if closed else None,
-    }  # fmt: skip
+    }
     return {
         "pair_id": pair_id(point, model), "kind": decision.kind, "source": "coa", "task_id": point.task_id,
         "trajectory_id": point.trajectory_id, "prompt": json.dumps(point.prompt, ensure_ascii=False),

@@ -29,10 +29,14 @@ def translate(body: dict[str, Any]) -> dict[str, Any]:
     if (body.get("response_format") or {}).get("type") == "json_schema":  # the client then puts it in the prompt
         raise TransportError("unsupported_format", "the Messages API takes no response_format json_schema")
     system = [str(m.get("content") or "") for m in body["messages"] if m.get("role") == "system"]
-    messages = [{"role": m["role"], "content": m.get("content") or ""} for m in body["messages"]
-                if m.get("role") != "system"]  # fmt: skip
-    params: dict[str, Any] = {"model": body["model"], "max_tokens": int(body.get("max_tokens") or 1024),
-                              "messages": messages}  # fmt: skip
+    messages = [
+        {"role": m["role"], "content": m.get("content") or ""} for m in body["messages"] if m.get("role") != "system"
+    ]
+    params: dict[str, Any] = {
+        "model": body["model"],
+        "max_tokens": int(body.get("max_tokens") or 1024),
+        "messages": messages,
+    }
     if system:
         params["system"] = "\n\n".join(system)
     if body.get("temperature") is not None:

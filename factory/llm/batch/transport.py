@@ -63,8 +63,9 @@ class BatchTransport:
         self._tasks: set[asyncio.Task] = set()
         self._load_lock = asyncio.Lock()
 
-    async def chat(self, body: dict[str, Any], request_hash: str | None = None,
-                   on_sent: Callable[[], None] | None = None) -> Reply:  # fmt: skip
+    async def chat(
+        self, body: dict[str, Any], request_hash: str | None = None, on_sent: Callable[[], None] | None = None
+    ) -> Reply:
         if self.failure is not None:
             raise self.failure
         custom_id = custom_id_for(request_hash, body)

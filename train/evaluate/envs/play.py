@@ -83,8 +83,7 @@ async def _play(env: TextEnv, opening: str, player: Player, max_steps: int, loop
 async def evaluate_envs_async(episodes: Sequence[EnvEpisode], player: Player, max_steps: int = 20,
                               concurrency: int = 4, loop_k: int = 3, names: Sequence[str] = ()) -> EvalResults:  # fmt: skip
     results = await play_all(episodes, lambda spec: play_env_episode(spec, player, max_steps, loop_k), concurrency)
-    settings = {"max_steps": max_steps, "concurrency": concurrency, "loop_k": loop_k,
-                **getattr(player, "settings", {})}  # fmt: skip
+    settings = {"max_steps": max_steps, "concurrency": concurrency, "loop_k": loop_k, **getattr(player, "settings", {})}
     selection = {"environments": [e.env_id for e in episodes], "env_names": list(names),
                  "evidence": ["real environments no one here wrote: every episode is held out"], "excluded": []}  # fmt: skip
     return EvalResults(player.name, settings, results, selection)
