@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 from itertools import combinations
 from pathlib import Path
 
@@ -61,15 +62,36 @@ def random_inputs(rng: random.Random) -> list[str]:
 STORED = {"stored": "false", "parsed": "true", "mixed": "hash(trajectory_id) % 2 = 0"}
 
 
+@pytest.fixture(scope="module")
+def drawn_store(tmp_path_factory: pytest.TempPathFactory):
+    """The store of 300 drawn rows for a similarity, written once and copied by each case that reads it:
+    writing the rows is most of a case's time, and the three `inputs_from` cases draw the same rows."""
+    written: dict[float, tuple[Path, dict[str, list[str]]]] = {}
+
+    def draw(similarity: float) -> tuple[Path, dict[str, list[str]]]:
+        if similarity not in written:
+            rng, folder = random.Random(int(similarity * 100)), tmp_path_factory.mktemp("drawn")
+            rows = {f"coa:r{i}": random_inputs(rng) for i in range(300)}
+            with Store.open(folder) as store, store.transaction():  # one commit, not 600
+                for minute, (tid, inputs) in enumerate(rows.items()):
+                    completion = afm(*[(rng.choice(["web_search", "crawl_page", "code"]), text) for text in inputs])
+                    add_coa(
+                        store, tid, f"question {minute}", minute, completion=completion, stats=coa_stats(len(inputs))
+                    )
+            written[similarity] = folder, rows
+        return written[similarity]
+
+    return draw
+
+
 @pytest.mark.parametrize("inputs_from", STORED)
 @pytest.mark.parametrize("similarity", [0.5, 0.75, 0.9, 1.0])
-def test_sql_redundancy_matches_the_brute_force_reference(tmp_path: Path, similarity: float, inputs_from: str):
-    rng = random.Random(int(similarity * 100))
-    rows = {f"coa:r{i}": random_inputs(rng) for i in range(300)}
+def test_sql_redundancy_matches_the_brute_force_reference(
+    tmp_path: Path, drawn_store, similarity: float, inputs_from: str
+):
+    folder, rows = drawn_store(similarity)
+    shutil.copytree(folder, tmp_path, dirs_exist_ok=True)
     with Store.open(tmp_path) as store:
-        for minute, (tid, inputs) in enumerate(rows.items()):
-            completion = afm(*[(rng.choice(["web_search", "crawl_page", "code"]), text) for text in inputs])
-            add_coa(store, tid, f"question {minute}", minute, completion=completion, stats=coa_stats(len(inputs)))
         store.execute(f"UPDATE trajectories SET tool_inputs = NULL WHERE {STORED[inputs_from]}")
     run_filters(
         tmp_path, write_config(tmp_path, f"filters: [{{name: red, kind: redundancy, similarity: {similarity}}}]")
