@@ -71,7 +71,8 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
         if not result.selected:  # every kept row was an RL query: no SFT formats, no card
             return result
         # --- end RL hand-off ---
-        result.warnings += filter(None, [untrained_note(options.observations, list(options.formats))])
+        untrained = untrained_note(options.observations, list(options.formats))
+        result.warnings += [untrained] if untrained else []
         for name in options.formats:
             reason = unavailable(name, options)
             if reason and len(options.formats) > 1:

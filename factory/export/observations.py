@@ -48,7 +48,7 @@ def world_model_rows(observations: str, written: list[str]) -> bool:
 
 def untrained_note(observations: str, asked: list[str]) -> str | None:
     """The warning for `--observations train` beside formats none of which can carry it, else None."""
-    if observations != "train" or any(name in TRAINABLE for name in asked):
+    if observations != "train" or world_model_rows(observations, asked):
         return None
     return f"--observations train: none of {', '.join(asked)} carries observations, so none trains ({', '.join(TRAINABLE)} do)"
 
