@@ -23,7 +23,7 @@ from results_file import report
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from factory.cli import build_parser  # noqa: E402
-from train.evaluate.envs.command import seed_list  # noqa: E402
+from factory.evaluate.envs.command import seed_list  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "heldout_baseline.json"
 DEFAULT_ENVS = ("babyai", "textworld")
@@ -62,7 +62,7 @@ def eval_argv(args: argparse.Namespace, run_dir: str, env: str) -> list[str]:
 
 
 def measure(args: argparse.Namespace, run_dir: str, env: str) -> dict:
-    from train.evaluate.command import run_eval
+    from factory.evaluate.command import run_eval
 
     parsed = build_parser().parse_args(eval_argv(args, run_dir, env))
     started = time.perf_counter()

@@ -29,7 +29,7 @@ from results_file import report
 sys.path.insert(0, str(ROOT))
 
 from factory.cli import build_parser  # noqa: E402
-from train.evaluate.envs.command import seed_list  # noqa: E402
+from factory.evaluate.envs.command import seed_list  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "refinement_ablation.json"
 TRAIN_CONFIG = ROOT / "examples" / "train_tiny.yaml"  # every field the runs need is overridden below
@@ -68,7 +68,7 @@ def train_variant(args: argparse.Namespace, base: Path, data: Path, out: Path) -
 
 
 def evaluate(args: argparse.Namespace, model: Path, run_dir: Path) -> dict:
-    from train.evaluate.command import run_eval
+    from factory.evaluate.command import run_eval
 
     argv = ["eval", str(run_dir), "--model", str(model), "--seeds", ",".join(map(str, args.seeds)),
             "--max-steps", str(args.max_steps), "--max-new-tokens", str(args.max_new_tokens)]  # fmt: skip

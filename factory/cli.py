@@ -17,7 +17,7 @@ import sys
 
 from .cli_commands import COMMANDS
 from .cli_options import run_folder_first_usage
-from .errors import FactoryError, require_train_extra
+from .errors import FactoryError
 from .version import __version__
 
 
@@ -44,10 +44,9 @@ def build_parser(for_argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def run_trainer(argv: list[str]) -> int:
-    require_train_extra("factory train")
-    from train.sft import main as train_main
+    from .plugins import trainer
 
-    return train_main(argv)
+    return trainer("factory train").main(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -117,7 +117,7 @@ def test_training_commands_without_the_train_extra_say_so_in_one_line(tmp_path, 
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
     (checkpoint / "config.json").write_text("{}")
-    from train.evaluate.players import HFPlayer
+    from factory.evaluate.players import HFPlayer
 
     with pytest.raises(FactoryError, match=r"\[train\] extra \(torch is not installed\)"):
         HFPlayer.from_pretrained(checkpoint)

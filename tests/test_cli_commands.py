@@ -31,7 +31,7 @@ def test_a_command_gets_its_own_parser_and_only_its_module_is_imported():
     probe = (
         "import sys; from factory.cli import build_parser; "
         "args = build_parser(['ls', 'run']).parse_args(['ls', 'run']); "
-        "print(args.func.__module__, 'factory.export.command' in sys.modules, 'train.evaluate' in sys.modules)"
+        "print(args.func.__module__, 'factory.export.command' in sys.modules, 'factory.evaluate' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["factory.viewer.command", "False", "False"]

@@ -17,13 +17,13 @@ from factory.envs.episodes import AGENT_NAME, read_episode
 from factory.envs.scripts import load_scripts
 from factory.envs.text_game import first_turn
 from factory.envs.world_env import EnvError, RefineWorldEnv
+from factory.evaluate import load_environments
 from factory.export import ExportOptions, export_dataset
 from factory.export.verl import RLOptions
 from factory.refine.narration import opening_observation
 from factory.refine.script import Script
 from factory.refine.store import save_script
 from factory.store import Store, utcnow
-from train.evaluate import load_environments
 
 SFT = ExportOptions(formats=["sharegpt"], validation=0)
 

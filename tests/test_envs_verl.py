@@ -160,7 +160,7 @@ def replay_game(script: Script, replies: list[str], max_steps: int):
 @pytest.mark.local_model
 def test_the_embedded_model_plays_the_worlds_through_verl(verl_loop, exported):
     """Two short turns per world for SmolLM2: whatever it says, verl's rollout is the text game's, rewarded by the world."""
-    from train.evaluate import LLMPlayer, llm_config
+    from factory.evaluate import LLMPlayer, llm_config
 
     root, _ = exported
     player = LLMPlayer(llm_config("local", max_new_tokens=48))

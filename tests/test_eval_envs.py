@@ -14,13 +14,13 @@ from loopback_server import ok
 from test_report_html import parse
 
 from factory.errors import FactoryError, MissingExtraError
+from factory.evaluate import LLMPlayer, llm_config
+from factory.evaluate.command import add_eval_parser
+from factory.evaluate.envs import evaluate_envs, parse_command, resolve_episodes
+from factory.evaluate.envs.command import seed_list
+from factory.evaluate.envs.registry import require_envs_extra
 from factory.reporting import write_report
 from factory.store import Store
-from train.evaluate import LLMPlayer, llm_config
-from train.evaluate.command import add_eval_parser
-from train.evaluate.envs import evaluate_envs, parse_command, resolve_episodes
-from train.evaluate.envs.command import seed_list
-from train.evaluate.envs.registry import require_envs_extra
 
 BABYAI_NAMES = {0: "turn left", 1: "turn right", 2: "move forward", 3: "pick up", 4: "drop", 5: "toggle", 6: "done"}
 
@@ -70,7 +70,7 @@ def games(tmp_path_factory):
 
 
 def walkthrough(kind: str, level: int, seed: int) -> list[str]:
-    from train.evaluate.envs.textworld_env import TextWorldEnv
+    from factory.evaluate.envs.textworld_env import TextWorldEnv
 
     env = TextWorldEnv(kind, level, seed)
     env.reset()
@@ -93,7 +93,7 @@ def test_the_babyai_bot_solves_a_known_seed_and_a_looping_player_does_not():
 
 def test_the_babyai_view_names_objects_with_colour_and_position():
     pytest.importorskip("minigrid")
-    from train.evaluate.envs.babyai import BabyAIEnv
+    from factory.evaluate.envs.babyai import BabyAIEnv
 
     env = BabyAIEnv("GoToLocal", 1)
     opening = env.reset()

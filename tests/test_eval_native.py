@@ -6,10 +6,10 @@ import json
 from loopback_server import Action, completion, ok
 from test_refine_world import GARDEN
 
+from factory.evaluate import Environment, LLMPlayer, evaluate
+from factory.evaluate.native import parse_tool_call
 from factory.llm.transport import parse_completion
 from factory.refine.script import Script
-from train.evaluate import Environment, LLMPlayer, evaluate
-from train.evaluate.native import parse_tool_call
 
 
 def test_a_call_is_read_as_each_model_family_writes_it():
@@ -69,8 +69,8 @@ def test_a_native_episode_succeeds_with_tools_in_every_request(server, fast_conf
 def test_an_hf_checkpoint_is_prompted_with_the_tools_and_its_calls(monkeypatch):
     from native_rows import qwen_tools_tokenizer
 
+    from factory.evaluate import HFPlayer, native
     from factory.mask.tiny import tiny_model
-    from train.evaluate import HFPlayer, native
 
     tokenizer = qwen_tools_tokenizer()
     player, prompts = HFPlayer(tiny_model(tokenizer), tokenizer), []

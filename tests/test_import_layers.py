@@ -36,15 +36,24 @@ def test_a_factory_module_importing_train_is_a_violation_even_deferred(tmp_path)
     assert "train.data →" not in found.stdout
 
 
-def test_train_importing_factory_and_the_launchers_importing_train_are_allowed(tmp_path):
-    layered_tree(
-        tmp_path,
-        {
-            "factory/rows.py": "ROWS = []\n",
-            "factory/cli.py": "def train_command():\n    from train.sft import main\n",
-            "train/sft.py": "from factory.rows import ROWS\n\ndef main():\n    return ROWS\n",
-        },
-    )
+def test_train_importing_factory_is_allowed_and_no_factory_module_is_exempt(tmp_path):
+    files = {
+        "factory/rows.py": "ROWS = []\n",
+        "train/sft.py": "from factory.rows import ROWS\n\ndef main():\n    return ROWS\n",
+    }
+    layered_tree(tmp_path, files)
     found = check(tmp_path)
     assert found.returncode == 0, found.stdout
     assert "0 file cycles, 0 package cycles, 0 layering violations" in found.stdout
+    # the command line that starts the trainer is no exception: it finds train/ through the plugin entry point
+    layered_tree(tmp_path, {"factory/cli.py": "def train_command():\n    from train.sft import main\n"})
+    found = check(tmp_path)
+    assert found.returncode == 1 and "layering violation: factory.cli → train.sft" in found.stdout
+
+
+def test_factory_finds_the_trainer_through_its_entry_point():
+    from factory.plugins import trainer
+
+    found = trainer("this test")
+    assert found.__name__ == "train.plugin"
+    assert "output_dir" in found.RUN_CONTROL_FIELDS and callable(found.train_stage) and callable(found.main)

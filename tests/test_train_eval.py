@@ -15,10 +15,7 @@ from test_refine_world import GARDEN  # kitchen -> garden with the watering can
 
 from factory.envs.text_game import parse_action
 from factory.errors import FactoryError
-from factory.refine.script import Script
-from factory.refine.store import save_script
-from factory.store import Store, utcnow
-from train.evaluate import (
+from factory.evaluate import (
     LLMPlayer,
     NoEnvironmentsError,
     evaluate,
@@ -27,8 +24,11 @@ from train.evaluate import (
     load_environments,
     write_results,
 )  # fmt: skip
-from train.evaluate.command import add_eval_parser
-from train.evaluate.metrics import MistakeTracker
+from factory.evaluate.command import add_eval_parser
+from factory.evaluate.metrics import MistakeTracker
+from factory.refine.script import Script
+from factory.refine.store import save_script
+from factory.store import Store, utcnow
 
 # The validation code adds a rule the declarative ones lack (carry one item at a time); it
 # passes the refine script checks, whose probes start with empty hands.
@@ -214,8 +214,8 @@ def test_a_known_good_plan_succeeds_through_the_sandbox(run_dir, server, fast_co
 
 
 def test_validation_code_judges_in_the_sandbox(server, fast_config):
+    from factory.evaluate import Environment
     from factory.refine.validation_code import SandboxCodeChecker
-    from train.evaluate import Environment
 
     greedy = [
         ok("Action: take(item=key)"),
@@ -307,7 +307,7 @@ def test_a_tiny_hf_checkpoint_plays_end_to_end(run_dir, train_data, tiny_checkpo
 
 
 def test_the_hf_player_batches_episodes_and_reports_context_overflow(run_dir, train_data, tiny_checkpoint):
-    from train.evaluate import HFPlayer
+    from factory.evaluate import HFPlayer
 
     player = HFPlayer.from_pretrained(tiny_checkpoint, device="cpu", max_new_tokens=8)
     sizes = []

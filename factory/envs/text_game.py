@@ -4,7 +4,7 @@ A policy trained on refine trajectories (`factory.refine.output.build_trajectory
 conversation: a first user turn from `prompts/refine/player_instruction.md` (the task, the actions,
 the opening observation), then assistant turns `Thought: ...\\nAction: name(key=value, ...)`
 (`world.format_action`) answered by user turns `Observation: ...` in the DM's words.
-`factory eval` (train/evaluate/loop.py) and the verl adapter (verl_agent.py) both play it through
+`factory eval` (factory/evaluate/loop.py) and the verl adapter (verl_agent.py) both play it through
 `TextGame`, so evaluation and RL see the same game as the training rows. The words differ: the real
 world answers in its template narration (prose.py), while rows made under `dm_evaluation: llm`
 carry the LLM DM's prose (docs/environments.md, "Observation style"). A reply with no readable

@@ -10,7 +10,7 @@ import orjson
 def with_tool_calls(content: Any, calls: Any) -> Any:
     """A reply whose calls a server parsed out (vLLM with a tool-call parser, an API's native tool calling) as the
     text a Hermes-style model writes: the content, then `<tool_call>\n{"name", "arguments"}\n</tool_call>` per
-    call, so one reader parses a call whichever side parsed it (train/evaluate/native.py)."""
+    call, so one reader parses a call whichever side parsed it (factory/evaluate/native.py)."""
     if not isinstance(calls, list) or not calls:
         return content
     blocks = []

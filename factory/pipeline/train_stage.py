@@ -11,13 +11,14 @@ its checkpoint recorded.
 
 from __future__ import annotations
 
-import argparse
 import json
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import FactoryError, require_train_extra
+from ..cli_options import with_overrides
+from ..config import load_yaml_config
+from ..errors import FactoryError
+from ..plugins import trainer
 
 if TYPE_CHECKING:
     from .stages import Context
@@ -53,11 +54,10 @@ def train_overrides(ctx: Context) -> list[str]:
 
 def train_inputs(ctx: Context) -> list:
     """What the trained weights are a function of: the settings but run control, the config file, the data's bytes."""
-    from train.config import RUN_CONTROL_FIELDS  # pydantic only: no torch needed to fingerprint
-
     stage = ctx.pipeline.train
     settings = stage.model_dump(mode="json")
-    settings["overrides"] = {k: v for k, v in settings["overrides"].items() if k not in RUN_CONTROL_FIELDS}
+    run_control = trainer("the pipeline's train stage").RUN_CONTROL_FIELDS
+    settings["overrides"] = {k: v for k, v in settings["overrides"].items() if k not in run_control}
     values = train_values(ctx)
     data = [values.get(key) or [] for key in ("data.train", "data.validation")]
     data = [[path] if isinstance(path, str) else path for path in data]  # the trainer reads one path as a list
@@ -66,60 +66,26 @@ def train_inputs(ctx: Context) -> list:
 
 
 def run_train_stage(ctx: Context) -> list[str]:
-    require_train_extra("the pipeline's train stage")
-    from train.config import load_config
-    from train.sft import train
-
-    quiet_hub_bars()
-    config = load_config(ctx.pipeline.train.config, train_overrides(ctx))
-    removed = remove_stale_checkpoints(config)
-    metrics = train(config)
-    shown = {key: metrics[key] for key in ("steps", "train_loss", "eval_loss", "trained_tokens") if key in metrics}
-    lines = [f"removed {len(removed)} checkpoint(s) made from other data or another config: {', '.join(removed)}"]
-    return (lines if removed else []) + [f"trained: {json.dumps(shown)} -> {ctx.train_dir}"]
-
-
-def remove_stale_checkpoints(config) -> list[str]:
-    """Remove the finished checkpoints in output_dir whose config or data hash is not this run's (unless the
-    config forces a resume), so training resumes only from its own and eval never plays an older model."""
-    from train.checkpoint import foreign_checkpoints
-    from train.config import config_hash
-    from train.data import data_files_hash
-
-    if config.force_resume:
-        return []
-    stale = foreign_checkpoints(config.output_dir, config_hash(config), data_files_hash(config.data))
-    for checkpoint in stale:
-        shutil.rmtree(checkpoint)
-    return [checkpoint.name for checkpoint in stale]
-
-
-def quiet_hub_bars() -> None:
-    """No per-file load/save bars from transformers: they would drown the stage's lines (as train.sft does)."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
+    return trainer("the pipeline's train stage").train_stage(ctx.pipeline.train.config, train_overrides(ctx))
 
 
 def run_eval_stage(ctx: Context) -> list[str]:
-    require_train_extra("the pipeline's eval stage")
-    from train.checkpoint import last_checkpoint
-    from train.evaluate.command import add_eval_parser, run_eval
-    from train.evaluate.results import format_results
+    """The newest checkpoint of the train stage plays the run's scripts it was not trained on."""
+    from transformers.utils import logging as hf_logging
 
-    quiet_hub_bars()
-    checkpoint = last_checkpoint(ctx.train_dir)
+    from ..evaluate.command import EvalSettings, PlayerChoice, evaluate_run
+    from ..evaluate.results import format_results
+
+    checkpoint = trainer("the pipeline's eval stage").last_checkpoint(ctx.train_dir)
     if checkpoint is None:
         raise FactoryError(f"{ctx.train_dir}: no finished checkpoint to evaluate")
-    argv = ["eval", str(ctx.run_dir), "--model", str(checkpoint)]
-    argv += [flag for path in split_files(ctx, "train") for flag in ("--exclude-train", path)]
+    hf_logging.disable_progress_bar()  # per-file load bars would drown the stage's lines
     stage = ctx.pipeline.eval
-    for flag, value in (("--config", stage.config), ("--max-steps", stage.max_steps), ("--limit", stage.limit)):
-        if value is not None:
-            argv += [flag, str(value)]
-    parser = argparse.ArgumentParser(prog="factory")
-    add_eval_parser(parser.add_subparsers(dest="command"))
-    results, path = run_eval(parser.parse_args(argv))
+    base = load_yaml_config(EvalSettings, stage.config) if stage.config else EvalSettings()
+    asked = {"max_steps": stage.max_steps, "limit": stage.limit}
+    settings = with_overrides(base, {key: value for key, value in asked.items() if value is not None}, "pipeline eval")
+    choice = PlayerChoice(model=str(checkpoint))
+    results, path = evaluate_run(ctx.run_dir, choice, settings, exclude_train=split_files(ctx, "train"))
     return [*format_results(results).splitlines(), f"results: {path}"]
 
 

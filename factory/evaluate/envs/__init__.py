@@ -1,6 +1,6 @@
 """Held-out environments no one here wrote: BabyAI (minigrid) and TextWorld, played as text.
 
-    from train.evaluate.envs import resolve_episodes, evaluate_envs
+    from factory.evaluate.envs import resolve_episodes, evaluate_envs
     results = evaluate_envs(resolve_episodes(["babyai", "textworld:cooking"]), player, max_steps=20)
 
 base.py is the interface and the reply parser, babyai.py / babyai_view.py and

@@ -41,7 +41,7 @@ def add_env_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_env_eval(args: argparse.Namespace, settings, make_player):
-    """Play the named environments; (results, results path)."""
+    """Play the named environments; (results, results path). `make_player(store, run_id)` builds the player."""
     if args.scripts or args.exclude_train:
         raise FactoryError("--env plays real environments: --scripts and --exclude-train choose refine scripts")
     seeds = pick_seeds(args.seeds, args.episodes)
@@ -49,7 +49,7 @@ def run_env_eval(args: argparse.Namespace, settings, make_player):
     if settings.limit is not None:
         episodes = episodes[: settings.limit]
     with open_run(Path(args.run_dir), "eval", settings) as run:
-        player = make_player(args, settings, run.store, run.run_id)
+        player = make_player(run.store, run.run_id)
         results = evaluate_envs(episodes, player, settings.max_steps, settings.concurrency, settings.loop_k, args.env)
         extra = {"run_id": run.run_id, "kind": "envs", "env": args.env, "seeds": seeds}
         path = write_results(results, args.run_dir, extra)

@@ -1,6 +1,6 @@
-"""train/evaluate: a model as the player in held-out AgentRefine environments.
+"""factory/evaluate: a model as the player in held-out AgentRefine environments.
 
-    from train.evaluate import load_environments, evaluate, HFPlayer, LLMPlayer, llm_config
+    from factory.evaluate import load_environments, evaluate, HFPlayer, LLMPlayer, llm_config
     selection = load_environments("outputs/refine", exclude_train=["outputs/export/"])
     results = evaluate(selection, HFPlayer.from_pretrained("outputs/sft/final"), max_steps=20)
     print(format_results(results)); write_results(results, "outputs/refine")

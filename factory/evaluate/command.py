@@ -12,6 +12,7 @@ Wired into factory/cli.py with `add_eval_parser(subparsers)`; `cmd_eval(args)` r
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -103,21 +104,35 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
     return with_overrides(base, overrides)
 
 
-def make_player(args: argparse.Namespace, settings: EvalSettings, store=None, run_id=None):
+@dataclass(frozen=True)
+class PlayerChoice:
+    """Who plays: a transformers checkpoint folder, a GGUF file, or a model for factory.llm (at base_url)."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    gguf: str | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "PlayerChoice":
+        return cls(args.model, args.base_url, args.api_key_env, args.gguf)
+
+
+def make_player(choice: PlayerChoice, settings: EvalSettings, store=None, run_id=None):
     """An HF checkpoint folder plays in-process; a GGUF, an API model or a base URL through factory.llm."""
-    model = args.model
-    if args.gguf or (model and model.endswith(".gguf") and Path(model).is_file()):
-        gguf = Path(args.gguf or model)
+    model = choice.model
+    if choice.gguf or (model and model.endswith(".gguf") and Path(model).is_file()):
+        gguf = Path(choice.gguf or model)
         if not gguf.is_file():
             raise FactoryError(f"--gguf {gguf}: no such file")
         model = f"local:{gguf.resolve()}"
-    elif model and not args.base_url and Path(model).is_dir():
+    elif model and not choice.base_url and Path(model).is_dir():
         return HFPlayer.from_pretrained(model, max_new_tokens=settings.max_new_tokens,
                                         temperature=settings.temperature, batch_size=settings.batch_size)  # fmt: skip
     if not model:
         raise FactoryError("give the player: --model PATH_OR_MODEL or --gguf FILE")
-    config = llm_config(model, args.base_url, settings.max_new_tokens, settings.temperature, settings.concurrency,
-                        api_key_env=args.api_key_env)  # fmt: skip
+    config = llm_config(model, choice.base_url, settings.max_new_tokens, settings.temperature, settings.concurrency,
+                        api_key_env=choice.api_key_env)  # fmt: skip
     return LLMPlayer(config, store, run_id)
 
 
@@ -130,18 +145,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace):
     """Play the held-out environments (the arguments as the `eval` parser gives them); (results, results path)."""
-    settings = settings_from(args)
+    settings, choice = settings_from(args), PlayerChoice.from_args(args)
     if getattr(args, "env", None):
-        return run_env_eval(args, settings, make_player)
-    run_dir = Path(args.run_dir)
-    if args.scripts is None and not (run_dir / STORE_FILENAME).exists():
+        return run_env_eval(args, settings, lambda store, run_id: make_player(choice, settings, store, run_id))
+    return evaluate_run(Path(args.run_dir), choice, settings, args.scripts, args.exclude_train)
+
+
+def evaluate_run(run_dir: Path, choice: PlayerChoice, settings: EvalSettings, scripts: str | None = None,
+                 exclude_train: list[str] = ()):  # fmt: skip
+    """Play a refine run's held-out scripts (or those of `scripts`, a file); (results, results path)."""
+    if scripts is None and not (run_dir / STORE_FILENAME).exists():
         raise FactoryError(f"{run_dir}: no run store ({STORE_FILENAME}); give a refine run folder or --scripts FILE")
     with open_run(run_dir, "eval", settings) as run:
-        selection = load_environments(scripts_file=args.scripts, exclude_train=args.exclude_train, store=run.store)
+        selection = load_environments(scripts_file=scripts, exclude_train=list(exclude_train), store=run.store)
         if settings.limit is not None:
             selection.environments = selection.environments[: settings.limit]
-        player = make_player(args, settings, run.store, run.run_id)
+        player = make_player(choice, settings, run.store, run.run_id)
         results = evaluate(selection, player, settings.max_steps, settings.concurrency, settings.loop_k,
                            settings.validation_code, settings.tool_calls == "native")  # fmt: skip
-        path = write_results(results, run_dir, {"run_id": run.run_id, "scripts": args.scripts})
+        path = write_results(results, run_dir, {"run_id": run.run_id, "scripts": scripts})
     return results, path
