@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar
 
 from .errors import ConfigError
 
@@ -136,6 +136,40 @@ def flag_names(fields: Mapping[str, str] | Iterable[str], prefix: str = "") -> d
     """`{prefix + field: "--flag-name"}` for the fields of `flag_overrides`: what an error names beside the key."""
     pairs = fields.items() if isinstance(fields, Mapping) else ((name, name) for name in fields)
     return {prefix + field: f"-{dest}" if len(dest) == 1 else f"--{dest.replace('_', '-')}" for field, dest in pairs}
+
+
+class ConfigFlags(NamedTuple):
+    """The run-config fields a command's flags set: declared by the command beside its flags (`sets_config`),
+    applied by run_config.config_from_args, which knows no command's flags."""
+
+    fields: dict[str, str]  # field -> flag dest: the field takes the flag's value when the flag is given
+    switches: dict[str, tuple[str, Any]]  # field -> (store_true dest, value): the field takes value when it is on
+    names: dict[str, str]  # field -> the flag as typed, named beside the field in an error
+    finish: Callable[[Any, argparse.Namespace], Any] | None  # (config, args) -> config, after the model checks
+
+
+NO_CONFIG_FLAGS = ConfigFlags({}, {}, {}, None)
+
+
+def sets_config(
+    parser: argparse.ArgumentParser,
+    fields: Mapping[str, str] | None = None,
+    switches: Mapping[str, tuple[str, Any]] | None = None,
+    finish: Callable[[Any, argparse.Namespace], Any] | None = None,
+) -> None:
+    """Declare which run-config fields this command's flags set (call it after adding them)."""
+    typed = {action.dest: max(action.option_strings, key=len) for action in parser._actions if action.option_strings}
+    fields, switches = dict(fields or {}), dict(switches or {})
+    dests = {**fields, **{field: dest for field, (dest, _) in switches.items()}}
+    parser.set_defaults(config_flags=ConfigFlags(fields, switches, {f: typed[d] for f, d in dests.items()}, finish))
+
+
+def config_flag_overrides(args: argparse.Namespace) -> tuple[dict[str, Any], ConfigFlags]:
+    """The overrides the command's declared flags ask for, and the declaration."""
+    own = getattr(args, "config_flags", NO_CONFIG_FLAGS)
+    overrides = flag_overrides(args, own.fields)
+    overrides.update({field: value for field, (dest, value) in own.switches.items() if getattr(args, dest, False)})
+    return overrides, own
 
 
 def parse_overrides(argv: list[str]) -> dict[str, Any]:

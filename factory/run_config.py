@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from .cli_options import LLM_FLAGS, flag_names, flag_overrides, run_folder_of, with_overrides
+from .cli_options import LLM_FLAGS, config_flag_overrides, flag_names, flag_overrides, run_folder_of, with_overrides
 from .coa.config import CoaConfig
 from .coa.pairs.config import PairsConfig
 from .config import StrictModel, load_yaml_config
@@ -22,14 +22,8 @@ from .passrate.config import PassrateConfig
 from .pipeline.config import PipelineConfig
 from .refine.config import RefineConfig
 from .scale.config import RayConfig
-from .scale.options import ray_overrides
+from .scale.options import RAY_FLAG_NAMES, ray_overrides
 from .smoke.config import SmokeConfig
-
-# A command's `section` default names the config section whose fields its flags are named after.
-SECTION_FLAGS = {
-    "refine": ("count", "seed", "personas", "persona_field", "min_corrections", "budget", "scripts", "trajectories"),
-    "coa": ("tasks", "count", "seed", "domain", "variant", "max_steps"),
-}
 
 
 class FactoryConfig(StrictModel):
@@ -63,11 +57,12 @@ def load_factory_config(path: str | Path | None) -> FactoryConfig:
 def config_from_args(args: argparse.Namespace) -> FactoryConfig:
     """The -c file (or the defaults) with the command's flags set on top; a bad value is one line naming the
     flag it came from, and an unknown model name fails here, before a store is opened or a stage runs.
+    Which fields a command's own flags set, the command declares beside them (cli_options.sets_config).
 
     The run folder: RUN_DIR on the command line, else the config's run_dir, else outputs/<command>."""
     config = load_factory_config(args.config)
     overrides = flag_overrides(args, LLM_FLAGS, "llm.")
-    flags = flag_names(LLM_FLAGS, "llm.") | {"llm.cache": "--no-cache", "run_dir": "RUN_DIR", "smoke.n": "-n"}
+    flags = flag_names(LLM_FLAGS, "llm.") | {"llm.cache": "--no-cache", "run_dir": "RUN_DIR"} | RAY_FLAG_NAMES
     if args.no_cache:
         overrides["llm.cache"] = False
     run_dir = run_folder_of(args)
@@ -75,28 +70,11 @@ def config_from_args(args: argparse.Namespace) -> FactoryConfig:
         overrides["run_dir"] = run_dir
     elif "run_dir" not in config.model_fields_set and getattr(args, "run_dir_default", None):
         overrides["run_dir"] = args.run_dir_default  # the command's own folder, unless the config names one
-    overrides.update(flag_overrides(args, {"smoke.n": "n"}))
-    section = getattr(args, "section", None)
-    overrides.update(flag_overrides(args, SECTION_FLAGS.get(section, ()), f"{section}."))
-    flags |= flag_names(SECTION_FLAGS.get(section, ()), f"{section}.")
-    if getattr(args, "no_code", False):
-        overrides["refine.with_code"] = False
-    if getattr(args, "no_injection", False):
-        overrides["refine.injection"] = False
     overrides.update(ray_overrides(args))
-    if getattr(args, "dm", None):
-        overrides["refine.dm_evaluation"] = args.dm
-    flags |= {"refine.with_code": "--no-code", "refine.injection": "--no-injection", "refine.dm_evaluation": "--dm",
-              "ray.enabled": "--ray", "ray.address": "--ray", "ray.shards": "--shards"}  # fmt: skip
-    config = with_overrides(config, overrides, flags=flags)
+    own, declared = config_flag_overrides(args)
+    config = with_overrides(config, overrides | own, flags=flags | declared.names)
     check_models(config, args)
-    if getattr(args, "corpus", None):  # after the checks: "--corpus geo" builds the corpus on first use
-        from .corpus import NAMES, resolve_corpus
-
-        path = str(resolve_corpus(args.corpus)) if args.corpus in NAMES else args.corpus
-        web_search = {"enabled": True, "backend": "local", "local": {"path": path}}
-        config = with_overrides(config, {"coa.tools.web_search": web_search}, flags={"coa.tools": "--corpus"})
-    return config
+    return declared.finish(config, args) if declared.finish else config
 
 
 def check_models(config: FactoryConfig, args: argparse.Namespace) -> None:

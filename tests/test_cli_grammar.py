@@ -167,3 +167,25 @@ def test_a_bad_value_from_the_config_file_names_no_flag(tmp_path):
     with pytest.raises(ConfigError, match=r"run.yaml: field 'refine.count': Input should be") as info:
         config_from_args(args_of("refine", "-c", str(config)))
     assert "(--count)" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "argv, field, value",
+    [
+        (["refine", "--no-code"], "refine.with_code", False),
+        (["refine", "--no-injection"], "refine.injection", False),
+        (["refine", "--dm", "world"], "refine.dm_evaluation", "world"),
+        (["refine", "--persona-field", "bio"], "refine.persona_field", "bio"),
+        (["coa", "--variant", "code"], "coa.variant", "code"),
+        (["coa", "--corpus", "pages.jsonl"], "coa.tools.web_search.local.path", Path("pages.jsonl")),
+        (["smoke", "-n", "7"], "smoke.n", 7),
+    ],
+)
+def test_each_command_s_own_flags_set_the_fields_it_declares(argv, field, value, tmp_path):
+    """The commands declare beside their flags which run-config fields they set (cli_options.sets_config)."""
+    config = config_from_args(args_of(argv[0], str(tmp_path / "run"), *argv[1:]))
+    found = config
+    for part in field.split("."):
+        found = getattr(found, part)
+    assert found == value
+    assert config_from_args(args_of(argv[0], str(tmp_path / "run"))) != config  # the default differs

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_options import add_dry_run_options, add_llm_options, add_run_folder, run_folder_and_file
+from ..cli_options import add_dry_run_options, add_llm_options, add_run_folder, run_folder_and_file, sets_config
+from ..corpus.search import with_corpus_search
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
 from ..scale.options import add_ray_options
@@ -29,7 +30,9 @@ def add_coa_parsers(commands: argparse._SubParsersAction) -> None:
     add_dry_run_options(coa)
     add_ray_options(coa)
     coa.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    coa.set_defaults(func=cmd_coa, run_dir_default="outputs/coa", section="coa", takes_run_config=True)
+    coa.set_defaults(func=cmd_coa, run_dir_default="outputs/coa", takes_run_config=True)
+    named = ("tasks", "count", "seed", "domain", "variant", "max_steps")
+    sets_config(coa, {f"coa.{name}": name for name in named}, finish=with_corpus_search)
 
     coa_import = commands.add_parser(
         "coa-import",

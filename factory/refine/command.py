@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_options import add_dry_run_options, add_llm_options
+from ..cli_options import add_dry_run_options, add_llm_options, sets_config
 from ..failures import format_failures, funnel_line
 from ..llm.call_summary import format_call_summary, summarize_calls
 from ..scale.options import add_ray_options
@@ -50,7 +50,11 @@ def add_refine_parser(commands: argparse._SubParsersAction) -> argparse.Argument
     add_dry_run_options(refine)
     add_ray_options(refine)
     refine.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine", section="refine", takes_run_config=True)
+    refine.set_defaults(func=cmd_refine, run_dir_default="outputs/refine", takes_run_config=True)
+    named = ("count", "seed", "personas", "persona_field", "min_corrections", "budget", "scripts", "trajectories")
+    fields = {f"refine.{name}": name for name in named} | {"refine.dm_evaluation": "dm"}
+    switches = {"refine.with_code": ("no_code", False), "refine.injection": ("no_injection", False)}
+    sets_config(refine, fields, switches)
     return refine
 
 

@@ -20,6 +20,9 @@ def add_ray_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+RAY_FLAG_NAMES = {"ray.enabled": "--ray", "ray.address": "--ray", "ray.shards": "--shards"}
+
+
 def ray_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The `ray.*` overrides the flags ask for (none when the command has no such flags)."""
     overrides: dict[str, Any] = {}

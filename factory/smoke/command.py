@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cli_options import add_llm_options
+from ..cli_options import add_llm_options, sets_config
 from ..llm.call_summary import format_call_summary, summarize_calls
 from .job import ping, run_smoke
 
@@ -20,6 +20,7 @@ def add_smoke_parsers(commands: argparse._SubParsersAction) -> None:
     smoke.add_argument("-n", type=int, help="how many responses (default 4)")
     smoke.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     smoke.set_defaults(func=cmd_smoke, takes_run_config=True)
+    sets_config(smoke, {"smoke.n": "n"})
 
     ping_parser = commands.add_parser("ping", help="one structured call to check a model or endpoint")
     add_llm_options(ping_parser)

@@ -37,7 +37,8 @@ def add_synth_parsers(subparsers: Any) -> None:
 
     tasks = subparsers.add_parser("tasks", help="make harder tasks: multi-hop and composed QA, math/code variants")
     task_commands = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION", help="expand, vary")
-    from ..cli_options import add_llm_options
+    from ..cli_options import add_llm_options, sets_config
+    from ..corpus.search import with_corpus_search
 
     ex = task_commands.add_parser(
         "expand", help="synthesize multi-hop QA tasks over the geo corpus (or your own with --model), with gates"
@@ -58,6 +59,7 @@ def add_synth_parsers(subparsers: Any) -> None:
     ex.add_argument("--max-pass-rate", type=float, default=0.3, help="closed-book pass rate above this drops")
     ex.add_argument("--out", type=Path, required=True, help="the kept tasks, JSONL")
     ex.set_defaults(func=cmd_tasks_expand, run_dir_default="outputs/expand", takes_run_config=True)
+    sets_config(ex, finish=with_corpus_search)
     add_vary_parser(task_commands)
 
 
