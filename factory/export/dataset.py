@@ -32,6 +32,17 @@ class FormatFiles:
     fingerprint: str = ""  # in the shard names of a published layout (see fingerprint_shards)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where an export puts its files. The default is a plain folder (`out/<format>/`); publishing asks for the
+    Hub's (publish.hub_layout): `out/data/<format>/`, shard names carrying a content digest, and a card that
+    tells `load_dataset` the repo id instead of the folder."""
+
+    data_dir: str = ""
+    fingerprint: bool = False  # see fingerprint_shards
+    load_path: str | None = None  # what the card loads from; None: the output folder
+
+
 @dataclass
 class ExportResult:
     run_dir: Path
@@ -45,14 +56,14 @@ class ExportResult:
 
 
 def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions | None = None,
-                   data_dir: str = "", load_path: str | None = None,
-                   rl: RLOptions | None = None, fingerprint: bool = False) -> ExportResult:  # fmt: skip
-    """Write out/<data_dir>/<format>/<split>-NNNNN-of-NNNNN.<ext> for each format, and out/README.md.
+                   rl: RLOptions | None = None, layout: Layout = Layout()) -> ExportResult:  # fmt: skip
+    """Write out/<format>/<split>-NNNNN-of-NNNNN.<ext> for each format (under the layout's data_dir), and
+    out/README.md.
 
-    The RL split (rl.split, default "rl") is not an SFT split: its queries go to out/<data_dir>/verl/ as verl rows.
-    With `fingerprint`, shard names carry a digest of the format's content (see fingerprint_shards).
+    The RL split (rl.split, default "rl") is not an SFT split: its queries go to out/verl/ as verl rows.
     """
     options, rl = options or ExportOptions(), rl or RLOptions()
+    data_dir = layout.data_dir
     result = ExportResult(Path(run_dir), Path(out), options, {})
     with closing(open_store(run_dir)) as store:
         result.selected = split_counts(store, options)
@@ -83,7 +94,7 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
                 continue
             if reason:
                 raise ExportError(reason)
-            written = write_format(store, name, Path(data_dir) / name, result, fingerprint)
+            written = write_format(store, name, Path(data_dir) / name, result, layout.fingerprint)
             if written.rows:
                 result.formats.append(written)
                 note_left_out(written, result)
@@ -91,7 +102,7 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
                 raise ExportError(f"{run_dir}: {format_spec(name).empty}")
             else:
                 result.warnings.append(f"{name}: skipped, {format_spec(name).empty}")
-        result.card = write_card(store, result, load_path)
+        result.card = write_card(store, result, layout.load_path)
     return result
 
 

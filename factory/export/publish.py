@@ -17,12 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import validate_config
-from .dataset import ExportResult, export_dataset
+from .dataset import ExportResult, Layout, export_dataset
 from .options import ExportError, ExportOptions
 from .verl import RLOptions
 
 REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 DATA_DIR = "data"
+
+
+def hub_layout(repo_id: str | None = None) -> Layout:
+    """The Hub's layout: data/<format>/ with content-digest shard names; the card loads from the repo when pushed."""
+    return Layout(data_dir=DATA_DIR, fingerprint=True, load_path=repo_id)
 
 
 @dataclass
@@ -45,13 +50,13 @@ def publish(run_dir: str | Path, repo_id: str | None = None, to: str | Path | No
         chosen["formats"] = list(formats)
     options = validate_config(ExportOptions, chosen, "publish options")
     if to is not None:
-        result = export_dataset(run_dir, to, options, data_dir=DATA_DIR, rl=rl, fingerprint=True)
+        result = export_dataset(run_dir, to, options, rl=rl, layout=hub_layout())
         return PublishResult(result, Path(to))
     if not REPO_ID.match(repo_id):
         raise ExportError(f"repo id {repo_id!r} is not of the form ORG/NAME")
     token = token or hub_token()
     with tempfile.TemporaryDirectory(prefix="factory-publish-") as folder:
-        result = export_dataset(run_dir, folder, options, data_dir=DATA_DIR, load_path=repo_id, rl=rl, fingerprint=True)
+        result = export_dataset(run_dir, folder, options, rl=rl, layout=hub_layout(repo_id))
         repo_url, commit_url = push_folder(Path(folder), repo_id, private, token, endpoint)
     return PublishResult(result, None, repo_url, commit_url)
 
