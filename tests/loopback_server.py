@@ -154,7 +154,9 @@ class LoopbackServer:
     async def start_async(self, port: int = 0) -> str:
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post("/v1/chat/completions", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
+        # A test ends with replies still on the wire (a delayed route, a killed client): stopping cancels them
+        # at once instead of waiting up to aiohttp's 60 s for them to finish.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=4096)
         await site.start()
@@ -177,9 +179,17 @@ class LoopbackServer:
             raise RuntimeError("loopback server did not start")
         return self.base_url
 
+    async def _stop_async(self) -> None:
+        """Close the server, then let the replies it cut off finish cancelling before the loop stops."""
+        await self._runner.cleanup()
+        cut_off = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in cut_off:
+            task.cancel()
+        await asyncio.gather(*cut_off, return_exceptions=True)
+
     def stop(self) -> None:
         if self._loop is not None and self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+            asyncio.run_coroutine_threadsafe(self._stop_async(), self._loop).result(10)
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._log:
             self._log.close()
