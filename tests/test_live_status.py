@@ -48,13 +48,15 @@ def start_slow_smoke(server, run_dir):
 
 def test_readers_see_a_running_smoke_through_its_live_snapshot(server, tmp_path):
     run_dir = tmp_path / "run"
+    started = time.monotonic()
     proc = start_slow_smoke(server, run_dir)
     try:
         first = factory_cli("calls", str(run_dir), "--json")
         assert first.returncode == 0, first.stderr
         live = json.loads(first.stdout)
         assert live["live"]["status"] == "running" and live["live"]["command"] == "smoke"
-        assert live["live"]["pid"] == proc.pid and live["live"]["age_s"] < 5
+        assert live["live"]["pid"] == proc.pid
+        assert live["live"]["age_s"] < time.monotonic() - started  # written by this run, however busy the machine
         assert 0 < live["calls"] < 600 and live["live"]["rows_added"]["llm_calls"] == live["calls"]
         mine = live["live"]["this_run"]
         assert mine["calls"] == live["calls"] and sum(mine["errors"].values()) == live["calls"] - live["ok"] > 0
