@@ -51,6 +51,7 @@ def run_trainer(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    previous = _stop_on_sigterm()
     try:
         try:
             return _dispatch(argv)
@@ -58,6 +59,35 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
     except BrokenPipeError:
         return _reader_went_away()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated:
+    """Whether SIGTERM stopped this call (its exit status is then 143, not Ctrl-C's 130)."""
+
+    seen = False
+
+
+def _stop_on_sigterm():
+    """SIGTERM (a scheduler's `kill`: Slurm, Kubernetes, systemd) stops a run as Ctrl-C does: the run is marked
+    interrupted and its answers are saved. The handler hands the signal to whatever handles SIGINT now
+    (asyncio's, which cancels the batch's main task, or Python's KeyboardInterrupt); the previous handler
+    is returned to restore, or None where none can be set (not the main thread)."""
+
+    def terminate(signum, frame):
+        _Terminated.seen = True
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):  # SIGINT may be ignored (a background job): SIGTERM must still stop
+            return handler(signal.SIGINT, frame)
+        raise KeyboardInterrupt
+
+    _Terminated.seen = False
+    try:
+        return signal.signal(signal.SIGTERM, terminate)
+    except ValueError:
+        return None
 
 
 def _dispatch(argv: list[str]) -> int:
@@ -79,7 +109,7 @@ def _dispatch(argv: list[str]) -> int:
         return 2
     except KeyboardInterrupt:
         print("interrupted: completed calls are saved; run the same command again to finish", file=sys.stderr)
-        return 130
+        return 128 + (signal.SIGTERM if _Terminated.seen else signal.SIGINT)
 
 
 def _command_named(argv: list[str]) -> str | None:

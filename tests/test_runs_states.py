@@ -22,13 +22,13 @@ def smoke_command(base_url, run_dir, n=N):
             "--base-url", base_url, "--concurrency", "4", str(run_dir)]  # fmt: skip
 
 
-def start_smoke_mid_batch(server, run_dir, **env):
+def start_smoke_mid_batch(server, run_dir, preexec_fn=None, **env):
     """A `factory smoke` subprocess, returned once it has sent 20 requests (of 400, 0.05 s each at 4 in flight)."""
     from loopback_server import Action
 
     server.default = Action(delay_s=0.05)
     proc = subprocess.Popen(smoke_command(server.base_url, run_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, **env})  # fmt: skip
+                            text=True, env={**os.environ, **env}, preexec_fn=preexec_fn)  # fmt: skip
     deadline = time.monotonic() + 60
     while len(server.requests) < 20 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
@@ -49,6 +49,30 @@ def test_ctrl_c_in_an_asyncio_batch_records_interrupted(server, tmp_path):
     assert err == "interrupted: completed calls are saved; run the same command again to finish\n"
     assert run_rows(tmp_path / "run") == [("smoke", "interrupted", True)]
     assert load_live(tmp_path / "run")["status"] == "interrupted"  # the last snapshot says so too
+
+
+def ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell's background job starts: Ctrl-C never reaches it
+
+
+@pytest.mark.parametrize("sigint", ["handled", "ignored"])
+def test_sigterm_stops_a_batch_as_ctrl_c_does_and_the_rerun_sends_only_the_rest(server, tmp_path, sigint):
+    """A scheduler's kill (Slurm, Kubernetes) is SIGTERM: the run is interrupted, not left running, and every
+    answer that came back is saved, also for a process started with SIGINT ignored."""
+    run_dir = tmp_path / "run"
+    proc = start_smoke_mid_batch(server, run_dir, preexec_fn=ignore_sigint if sigint == "ignored" else None)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err == "interrupted: completed calls are saved; run the same command again to finish\n"
+    assert run_rows(run_dir) == [("smoke", "interrupted", True)]
+    with Store.open(run_dir, read_only=True) as store:
+        (saved,) = store.query("SELECT count(*) FROM llm_calls WHERE status = 'ok'")[0]
+    assert 0 < saved < N
+    sent = len(server.requests)
+    rerun = subprocess.run(smoke_command(server.base_url, run_dir), capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert len(server.requests) - sent == N - saved  # nothing answered before the SIGTERM is asked again
 
 
 def test_a_killed_run_is_marked_interrupted_when_the_store_is_next_opened_for_writing(server, tmp_path):
