@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .errors import ConfigError
 
@@ -21,6 +21,15 @@ class StrictModel(BaseModel):
     """Base for every config section: unknown keys are errors, not silently ignored."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul_bytes(cls, value):
+        """No config text holds a NUL byte (YAML can write one as "\\0"); as a path it is a traceback deep in
+        the OS layer, as a model name or prompt a request no endpoint takes."""
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("contains a NUL byte")
+        return value
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -50,9 +59,50 @@ def validate_config(model: type[M], data: object, source: str, flags: Mapping[st
         raise ConfigError(describe_validation_error(exc, source, flags)) from None
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a run config is a few KB; PyYAML takes minutes over a 100 MB line
+MAX_DEPTH = 64  # the deepest config section is 5 levels; PyYAML recurses per level and dies near 1,000
+
+
+class ConfigLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with two refusals it lacks: a key given twice in one mapping (YAML says keys
+    are unique; PyYAML keeps the last one silently, so `run_dir:` twice ran in the second folder), and
+    nesting deeper than MAX_DEPTH (a RecursionError traceback otherwise)."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        first_line: dict = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults` may be overridden key by key
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                earlier = first_line.get(key)
+            except TypeError:  # an unhashable key: PyYAML's own error names it
+                continue
+            if earlier is not None:
+                problem = f"key {key!r} given twice (first at line {earlier + 1})"
+                raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+            first_line[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml_file(path: Path, what: str = "config") -> object:
-    """The parsed YAML of `path`; any unreadable, non-UTF-8 or invalid file is one ConfigError line."""
+    """The parsed YAML of `path`; any unreadable, non-UTF-8, oversized or invalid file is one ConfigError line."""
     try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: {size / 2**20:.1f} MiB is not a {what} (at most {MAX_CONFIG_BYTES >> 20} MiB)")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
@@ -62,7 +112,7 @@ def read_yaml_file(path: Path, what: str = "config") -> object:
             f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at line {line}); save the {what} as UTF-8"
         ) from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=ConfigLoader)  # a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

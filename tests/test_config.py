@@ -133,3 +133,37 @@ def test_the_embedded_model_gets_no_more_requests_at_once_than_its_server_has_sl
     assert LLMConfig(model="local", concurrency=8).in_flight() == 4
     assert LLMConfig(model="local", concurrency=2, local={"n_parallel": 6}).in_flight() == 2
     assert LLMConfig(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", concurrency=8).in_flight() == 8
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("run_dir: outputs/a\nllm: {model: local}\nrun_dir: outputs/b\n", "line 3: key 'run_dir' given twice (first at line 1)"),
+        ("llm:\n  model: local\n  model: openai/gpt-4o-mini\n", "line 3: key 'model' given twice (first at line 2)"),
+        ("refine: {count: 1, count: 2}\n", "line 1: key 'count' given twice (first at line 1)"),
+        ("refine: " + "[" * 20_000 + "]" * 20_000 + "\n", "line 1: nested deeper than 64 levels"),
+        ("a: " + "x" * (2 << 20) + "\n", "2.0 MiB is not a config (at most 1 MiB)"),
+        ('run_dir: "outputs/a\\0b"\n', "field 'run_dir': contains a NUL byte"),
+        ('llm: {model: "local\\0"}\n', "field 'llm.model': contains a NUL byte"),
+    ],
+    ids=["duplicate top key", "duplicate nested key", "duplicate in a flow mapping", "20,000 deep", "2 MiB line",
+         "NUL in a path", "NUL in a model name"],
+)  # fmt: skip
+def test_a_config_yaml_cannot_hide_a_key_nest_without_end_or_grow_without_bound(tmp_path, capsys, text, said):
+    """Each is one line from the real command line, before any store is made."""
+    from factory.cli import main
+
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    assert main(["ping", str(tmp_path / "run"), "-c", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}") and said in err and err.count("\n") == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_yaml_merge_keys_still_override_key_by_key(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("_base: &base {model: local, temperature: 0.2}\nllm:\n  <<: *base\n  temperature: 0.7\n")
+    from factory.config import read_yaml_mapping
+
+    assert read_yaml_mapping(path)["llm"] == {"model": "local", "temperature": 0.7}
