@@ -143,3 +143,19 @@ def test_a_good_corpus_passes_the_check(tmp_path):
 def test_the_bound_can_be_set_by_a_caller(tmp_path):
     path = jsonl(tmp_path / "p.jsonl", {"persona": GOOD}, {"persona": "short"})
     assert [p.text for p in load_personas(path, max_chars=10)] == ["short"]
+
+
+@pytest.mark.parametrize(
+    "out, said",
+    [("a-file", "a file is in the way"), ("a-file/under", "Not a directory"), ("/proc/factory-export", "No such file")],
+)
+def test_an_export_folder_that_cannot_be_one_is_one_line_and_leaves_nothing(tmp_path, capsys, out, said):
+    from test_export import make_run
+
+    run = make_run(tmp_path / "run")
+    (tmp_path / "a-file").write_text("not a folder")
+    target = out if out.startswith("/") else str(tmp_path / out)
+    assert main(["export", str(run), "--out", target]) == 2
+    err = one_error_line(capsys)
+    assert err.startswith(f"error: cannot create export folder {target}: ") and said in err
+    assert (tmp_path / "a-file").read_text() == "not a folder"

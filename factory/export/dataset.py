@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..paths import make_folder
 from ..store import Store
 from .card import write_card
 from .consumers import finish_format, skipped_note, split_writer, unavailable
@@ -66,6 +67,7 @@ def export_dataset(run_dir: str | Path, out: str | Path, options: ExportOptions 
     data_dir = layout.data_dir
     result = ExportResult(Path(run_dir), Path(out), options, {})
     with closing(open_store(run_dir)) as store:
+        make_folder(result.out, "export folder")  # after the run opened: a mistyped run leaves no folder behind
         result.selected = split_counts(store, options)
         leaks = groups_in_several_splits(store, options)
         if leaks:

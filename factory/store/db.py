@@ -12,6 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import FactoryError
+from ..paths import make_folder
 from .integrity import (
     classify,
     damaged,
@@ -47,7 +48,7 @@ class Store:
         self.in_memory = str(path) == ":memory:"
         self.seen_damage = False  # set when a read met a damaged block: close() must not stamp the file clean
         if not self.in_memory:
-            _make_folder(self.path.parent)
+            make_folder(self.path.parent)
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
@@ -197,12 +198,3 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _make_folder(folder: Path) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise FactoryError(f"cannot create run folder {folder}: a file is in the way") from None
-    except OSError as exc:
-        raise FactoryError(f"cannot create run folder {folder}: {exc.strerror or exc}") from None
