@@ -159,3 +159,21 @@ def test_an_export_folder_that_cannot_be_one_is_one_line_and_leaves_nothing(tmp_
     err = one_error_line(capsys)
     assert err.startswith(f"error: cannot create export folder {target}: ") and said in err
     assert (tmp_path / "a-file").read_text() == "not a folder"
+
+
+def test_missing_cells_are_not_personas(tmp_path, capsys, server):
+    """Spreadsheets and pandas write a missing cell as NaN, null, N/A...: a blank row, not a persona."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "p.csv").write_text("id,persona\n1,A retired lighthouse keeper\n2,NaN\n3,N/A\n4,null\n5,none\n")
+    pq.write_table(pa.table({"persona": ["A beekeeper in Oaxaca", None, "nan", "<NA>"]}), tmp_path / "p.parquet")
+    # Python's json writes and reads NaN as a bare literal
+    jsonl(tmp_path / "p.jsonl", {"persona": "A night-shift nurse"}, {"persona": None}, {"persona": float("nan")})
+    assert [p.text for p in load_personas(tmp_path / "p.csv")] == ["A retired lighthouse keeper"]
+    assert [p.text for p in load_personas(tmp_path / "p.parquet")] == ["A beekeeper in Oaxaca"]
+    assert [p.text for p in load_personas(tmp_path / "p.jsonl")] == ["A night-shift nurse"]
+    (tmp_path / "only.csv").write_text("persona\nNaN\nN/A\n")
+    assert refine(server, tmp_path, str(tmp_path / "only.csv")) == 2
+    assert one_error_line(capsys).endswith("only.csv: no rows (every row has a blank 'persona')")
+    assert server.requests == []

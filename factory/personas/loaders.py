@@ -17,6 +17,7 @@ Such rows are skipped and counted, the first one named, so one bad row in a
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -101,13 +102,19 @@ def _to_personas(
     return personas
 
 
+# What spreadsheets and pandas write for a missing cell (pandas' own NA markers): not a persona.
+MISSING_MARKERS = {"nan", "none", "null", "n/a", "na", "<na>", "#n/a"}
+
+
 def _row_text(place: str, row: dict[str, Any], name: str) -> str | None:
-    """The row's persona text, stripped; None for a blank row."""
+    """The row's persona text, stripped; None for a blank or missing cell (NaN, null, "N/A", ...)."""
     if name not in row:
         keys = ", ".join(repr(k) for k in row) or "none"
         raise FactoryError(f"{place}: no '{name}' field in this row (its keys: {keys})")
     text = row[name]
-    if text is None or (isinstance(text, str) and not text.strip()):
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return None
+    if isinstance(text, str) and text.strip().lower() in MISSING_MARKERS | {""}:
         return None
     if not isinstance(text, str):
         raise FactoryError(f"{place}: field '{name}' should be text, got {type(text).__name__}")
