@@ -130,6 +130,20 @@ def test_bad_rows_are_skipped_and_counted_or_fatal_when_strict(tmp_path):
         load_tasks(path, strict=True)
 
 
+def test_a_question_the_size_of_a_document_is_skipped_and_counted(tmp_path):
+    from factory.tasks.loaders import MAX_QUESTION_CHARS
+
+    path = tmp_path / "huge.jsonl"
+    rows = [{"question": "capital of France?", "answer": ["Paris"]},
+            {"question": "x" * (MAX_QUESTION_CHARS + 1), "answer": ["y"]},
+            {"question": "q" * MAX_QUESTION_CHARS, "answer": ["z"]}]  # fmt: skip
+    path.write_text("\n".join(json.dumps(row) for row in rows))
+    result = read_tasks(path)
+    assert [len(t.question) for t in result.tasks] == [18, MAX_QUESTION_CHARS]  # the bound is inclusive
+    assert result.skipped == {"question too long": 1}
+    assert result.first_problem == f"{path}:2: 32,001 characters (a question is at most 32,000)"
+
+
 def test_unreadable_files_are_one_line_task_errors(tmp_path):
     (tmp_path / "broken.jsonl").write_text('{"question": "a", "answer": ["b"]}\n{"question": \n')
     (tmp_path / "tasks.csv").write_text("question,answer\n")

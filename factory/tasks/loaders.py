@@ -26,6 +26,11 @@ from .parsing import RowProblem, row_to_task
 
 log = logging.getLogger(__name__)
 
+# A task's question goes into every prompt of its run (the planner's, each tool agent's, the judge's): the
+# longest real ones (competitive-programming statements) run to ~10,000 characters; past this a row is a
+# broken file (a whole document in one cell), not a question, and would be paid for in every call.
+MAX_QUESTION_CHARS = 32_000
+
 
 @dataclass
 class TaskSet:
@@ -90,6 +95,9 @@ def collect(
             break
         try:
             task = row_to_task(row, place, label, domain)
+            if len(task.question) > MAX_QUESTION_CHARS:
+                problem = f"{len(task.question):,} characters (a question is at most {MAX_QUESTION_CHARS:,})"
+                raise RowProblem("question too long", problem)
             if task.id in seen:
                 raise RowProblem("duplicate id", f"id '{task.id}' appeared before")
         except RowProblem as problem:
