@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import duckdb
 from pydantic import BaseModel
 
 from .errors import FactoryError
@@ -29,12 +30,16 @@ class Run:
 
 
 @contextmanager
-def open_run(run_dir: str | Path, command: str, config: BaseModel | None = None) -> Iterator[Run]:
+def open_run(
+    run_dir: str | Path, command: str, config: BaseModel | None = None, require_an_answer: bool = True
+) -> Iterator[Run]:
     """Open (or resume) the run folder, record this invocation in `runs`, close on exit.
 
     The run's row ends `done`, `failed`, or `interrupted` (Ctrl-C, or its task cancelled); a run
     killed outright stays `running` until the store is next opened for writing (Store marks it).
     While it goes, a status snapshot beside the store lets readers follow it (store/live.py).
+    With `require_an_answer`, a run whose every call went unanswered fails (refuse_if_no_answer_came);
+    smoke and ping report their calls themselves and exit 1 on errors.
     """
     run_dir = Path(run_dir)
     store = Store.open(run_dir)
@@ -49,6 +54,8 @@ def open_run(run_dir: str | Path, command: str, config: BaseModel | None = None)
         publisher = _start_publisher(run_dir, run_id, command, started, store)
         with prompts_from(config):  # the config's prompts_dir, for this run only
             yield Run(run_dir, run_id, store)
+        if require_an_answer:
+            refuse_if_no_answer_came(store, run_id, run_dir)
         status = "done"
     # asyncio.run turns Ctrl-C into a CancelledError in the main task (KeyboardInterrupt comes after).
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -66,6 +73,34 @@ def _start_publisher(run_dir: Path, run_id: str, command: str, started, store: S
     publisher = StatusPublisher(run_dir, run, cursor, summarize_query, interval_from_env(), figures_from_now())
     publisher.start()
     return publisher
+
+
+class NoAnswerCame(FactoryError):
+    """The run asked and the endpoint never answered: nothing was made, whatever the stage says of its result."""
+
+
+# Failures where the endpoint gave no answer (unreachable, refusing the key, the model or the request format,
+# failing, throttling to the end); a reply that came but did not fit (schema, length, refusal) is a counted
+# outcome of the stage, not this.
+NO_ANSWER_KINDS = ("connection", "timeout", "server", "rate_limit", "auth", "quota", "not_found", "unsupported_format")
+
+
+def refuse_if_no_answer_came(store: Store, run_id: str, run_dir: Path) -> None:
+    """A run whose every LLM call went unanswered (an unreachable endpoint, a wrong key, a model name the
+    server lacks) is `failed` and exits non-zero, not `done` with nothing in it. The calls stay in the log."""
+    kinds = ", ".join(f"'{kind}'" for kind in NO_ANSWER_KINDS)
+    try:
+        rows = store.query(
+            f"SELECT coalesce(error_kind, status), count(*) AS n, bool_and(coalesce(error_kind IN ({kinds}), false)) "
+            "FROM llm_calls WHERE run_id = ? GROUP BY ALL ORDER BY n DESC",
+            [run_id],
+        )
+    except duckdb.Error:  # a store that cannot be read now: the run's end reports it (_finish)
+        return
+    if not rows or not all(unanswered for _, _, unanswered in rows):
+        return
+    said = ", ".join(f"{kind}={n}" for kind, n, _ in rows)
+    raise NoAnswerCame(f"every LLM call of this run went unanswered ({said}); see them with: factory calls {run_dir}")
 
 
 def _finish(store: Store, run_id: str, status: str, publisher: StatusPublisher | None) -> None:

@@ -135,3 +135,52 @@ def test_a_store_that_fails_at_the_end_does_not_hide_the_runs_own_error(tmp_path
         open_run(tmp_path / "other", "fine") as run,
     ):
         run.store.con.close()
+
+
+def tasks_file(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    path.write_text('{"question": "What is 6 * 7?", "answer": ["42"]}\n')
+    return path
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again when the block ends: nothing listens there
+
+
+@pytest.mark.parametrize("command", ["refine", "coa"])
+def test_a_run_whose_every_call_went_unanswered_is_failed_and_exits_non_zero(tmp_path, capsys, command):
+    """An unreachable endpoint: the run is not `done` with nothing in it, and the failures stay in the log."""
+    from factory.cli import main
+
+    config = tmp_path / "run.yaml"
+    config.write_text("llm: {max_retries: 0, timeout_s: 5}\n")
+    run_dir = tmp_path / "run"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    extra = ["--count", "1", "--scripts", "llm"] if command == "refine" else ["--tasks", str(tasks_file(tmp_path))]
+    assert main([command, str(run_dir), "-c", str(config), "--model", "m", "--base-url", url, "-q", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: every LLM call of this run went unanswered (connection=") and err.count("\n") == 1, (
+        err
+    )
+    assert err.endswith(f"see them with: factory calls {run_dir}\n")
+    assert [row[:2] for row in run_rows(run_dir)] == [(command, "failed")]
+    with Store.open(run_dir, read_only=True) as store:
+        assert store.query("SELECT count(*) FROM llm_calls WHERE status <> 'ok'")[0][0] >= 1
+
+
+def test_replies_that_came_but_did_not_fit_are_the_stage_s_outcome_not_a_failed_run(server, tmp_path):
+    """Every call answered with a reply the schema refuses: the endpoint works, the stage counts them; smoke
+    (which reports its calls itself) keeps its own exit status for errors."""
+    from loopback_server import Action
+
+    from factory.cli import main
+
+    server.default = Action(content="not the JSON the schema asks for")
+    run_dir = tmp_path / "run"
+    argv = ["refine", str(run_dir), "--model", "m", "--base-url", server.base_url, "--count", "1", "-q"]
+    assert main([*argv, "--scripts", "llm", "--no-code"]) == 0
+    assert [row[:2] for row in run_rows(run_dir)] == [("refine", "done")]

@@ -54,7 +54,7 @@ class SmokeOutcome:
 
 
 async def run_smoke_async(config: FactoryConfig, progress: bool = True) -> SmokeOutcome:
-    with open_run(config.run_dir, "smoke", config) as run:
+    with open_run(config.run_dir, "smoke", config, require_an_answer=False) as run:
         async with LLMClient(config.llm, run.store, run.run_id) as llm:
             results = await llm.complete_many(
                 smoke_requests(config.smoke.n, config.smoke.stage), progress=progress, desc="smoke"
@@ -68,7 +68,7 @@ def run_smoke(config: FactoryConfig, progress: bool = True) -> SmokeOutcome:
 
 async def ping_async(config: FactoryConfig) -> Result:
     """One small structured call, logged in the run store (stage "ping")."""
-    with open_run(config.run_dir, "ping", config) as run:
+    with open_run(config.run_dir, "ping", config, require_an_answer=False) as run:
         request = smoke_requests(1, "ping")[0]  # inside the run: its prompts_dir applies
         # A ping checks the endpoint now, so it never answers from the cache.
         async with LLMClient(config.llm.model_copy(update={"cache": False}), run.store, run.run_id) as llm:
