@@ -15,6 +15,8 @@ from factory.filters.command import add_filter_parser
 from factory.filters.passrate import MissingRollouts
 from factory.store import Store, utcnow
 
+HOST_FILES_SHUT = "file system operations are disabled by configuration"
+
 
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
@@ -110,6 +112,11 @@ filters:
         ("filters: [{name: a, sql: 'n_turns'}]", "field 'sql': must be a true/false predicate, got a INTEGER"),
         ("filters: [{name: a, sql: 'true) ; DROP TABLE trajectories; SELECT (1'}]", "field 'sql': one predicate only"),
         ("filters: [{name: a, kind: dedup, where: 'nope = 1'}]", "filter 'a' field 'where': Binder Error"),
+        # a filter's SQL reads no host file, lists no folder, attaches nothing
+        ("filters: [{name: a, sql: \"(SELECT count(*) FROM read_text('/etc/hostname')) > 0\"}]", HOST_FILES_SHUT),
+        ("filters: [{name: a, sql: \"EXISTS (SELECT * FROM read_csv('/etc/passwd'))\"}]", HOST_FILES_SHUT),
+        ("filters: [{name: a, sql: \"EXISTS (SELECT * FROM glob('/etc/*'))\"}]", HOST_FILES_SHUT),
+        ("filters: [{name: a, kind: dedup, where: \"EXISTS (FROM read_blob('/etc/hostname'))\"}]", HOST_FILES_SHUT),
     ],
 )
 def test_bad_config_is_one_line_naming_file_and_field(run_dir, tmp_path, text, message):

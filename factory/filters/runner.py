@@ -54,11 +54,21 @@ def run_filters(
         config = load_filter_config(config_path)
     store, owned = open_target(target)
     try:
+        shut_host_files(store)
         runs, removed, gaps = apply_config(store, config)
         return build_funnel(store, runs, removed, gaps)
     finally:
         if owned:
             store.close()
+
+
+def shut_host_files(store: Store) -> None:
+    """A filter config carries SQL (`sql`, `where`) from whoever wrote it: from here on the store's DuckDB
+    reads and writes no file but its own (`read_text('/etc/shadow')`, COPY, ATTACH are refused), also for
+    any other connection to this store in this process, until its last connection closes (DuckDB cannot
+    turn it back on). Filters need no file: they read the store's tables and write verdicts into them."""
+    store.execute("SET enable_external_access = false")
+    store.execute("SET lock_configuration = true")
 
 
 def open_target(target: Store | str | Path) -> tuple[Store, bool]:
