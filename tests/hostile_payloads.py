@@ -74,6 +74,7 @@ def k(name, finding, layers, body, host=None, errnos=(), **extra) -> Payload:
 META, SOCKETS, MACHINE = "host metadata", "host UNIX sockets", "privileged calls"
 PROCS, NETWORK, FILES, OTHERS = "processes", "network", "files outside scratch", "other processes"
 ESCAPE, KERNEL, SYSV = "namespaces and ids", "kernel interfaces", "host SysV IPC"
+HIDDEN = "unmediated or uncounted (issue 31)"
 CAPSET = "return sc(126, (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)(1 << 21, 1 << 21, 0, 0, 0, 0))"
 FORK_LIKE = "if pid == 0:\n    sc(60, 0)\nos.waitpid(pid, 0)\nreturn pid"
 SPAWN = """pid, argv = ctypes.c_int(0), (ctypes.c_char_p * 3)(b"echo", b"spawned", None)
@@ -128,6 +129,21 @@ KERNEL_PAYLOADS = [
     k("syslog SIZE_BUFFER", MACHINE, (SC, PRIV), "return sc(103, 10, None, 0)"),
     k("syslog READ_ALL", MACHINE, (SC, PRIV), "buf = ctypes.create_string_buffer(4096)\nreturn sc(103, 3, buf, 4096)"),
     k("fanotify_init", MACHINE, (SC, PRIV), "return sc(300, 0, 0)"),
+    # --- issue 31: what Landlock does not mediate and the memory limit does not count
+    k(
+        "memfd_create holds memory outside memory_mb",
+        HIDDEN,
+        (SC,),
+        "fd = os.memfd_create('hostile')\nos.write(fd, b'x' * (1 << 20))\nreturn 'a memfd holds 1 MiB'",
+    ),
+    k(
+        "inotify watch on a world-readable host folder",
+        HIDDEN,
+        (SC,),
+        "fd = sc(294, 0)\nreturn sc(254, fd, os.path.dirname($world_file).encode(), 0x100)",
+    ),
+    k("pidfd_open the parent", HIDDEN, (SC,), "return sc(434, sc(110), 0)"),
+    k("sched_setaffinity to one core", HIDDEN, (SC,), "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})"),
     k(
         "sched_setscheduler SCHED_FIFO on itself",
         MACHINE,

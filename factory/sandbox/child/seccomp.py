@@ -17,7 +17,11 @@ good. Denied calls fail with EPERM, so Python raises a normal PermissionError:
 - SysV IPC (shm, sem, msg) and POSIX message queues: the host's objects are
   reachable by key from any namespace-less process with the right mode;
 - truncate(2) by path, which Landlock below ABI 3 does not govern (ftruncate
-  needs an fd opened for writing, which Landlock does govern).
+  needs an fd opened for writing, which Landlock does govern);
+- issue 31: memfd_create (its pages are shared memory that RLIMIT_AS does not
+  count: 944 MiB held past memory_mb), inotify (Landlock does not mediate it:
+  a watch on a world-readable host folder listed the files a host process made
+  there), pidfd_open (a handle on the parent), sched_setaffinity.
 A denylist, not an allowlist: numpy, sympy and the standard library touch many
 calls that differ across glibc and kernel versions, and a missing one would be a
 false error on a correct program. The calls above are every finding of issue 14
@@ -44,7 +48,7 @@ SHARED = {
     "pidfd_send_signal": 424, "io_uring_setup": 425, "open_tree": 428, "move_mount": 429, "fsopen": 430,
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "pidfd_getfd": 438, "process_madvise": 440,
     "mount_setattr": 442, "quotactl_fd": 443, "memfd_secret": 447, "fchmodat2": 452, "setxattrat": 463,
-    "removexattrat": 466, "open_tree_attr": 467,
+    "removexattrat": 466, "open_tree_attr": 467, "pidfd_open": 434,
 }  # fmt: skip
 ARCHES = {
     "x86_64": (0xC000003E, {**SHARED,
@@ -67,7 +71,8 @@ ARCHES = {
         "setfsgid": 123, "capset": 126, "lookup_dcookie": 212, "vhangup": 153, "kcmp": 312, "uselib": 134,
         "ustat": 136, "sysfs": 139, "_sysctl": 156, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67,
         "semget": 64, "semop": 65, "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70,
-        "msgctl": 71, "mq_open": 240, "mq_unlink": 241,
+        "msgctl": 71, "mq_open": 240, "mq_unlink": 241, "memfd_create": 319, "sched_setaffinity": 203,
+        "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254,
     }),
     "aarch64": (0xC00000B7, {**SHARED,
         "clone": 220, "execve": 221, "execveat": 281, "ptrace": 117, "unshare": 97, "setns": 268, "mount": 40,
@@ -86,7 +91,8 @@ ARCHES = {
         "setresuid": 147, "setresgid": 149, "setgroups": 159, "setfsuid": 151, "setfsgid": 152, "capset": 91,
         "lookup_dcookie": 18, "vhangup": 58, "kcmp": 272, "msgget": 186, "msgctl": 187, "msgrcv": 188,
         "msgsnd": 189, "semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193, "shmget": 194,
-        "shmctl": 195, "shmat": 196, "shmdt": 197, "mq_open": 180, "mq_unlink": 181,
+        "shmctl": 195, "shmat": 196, "shmdt": 197, "mq_open": 180, "mq_unlink": 181, "memfd_create": 279,
+        "sched_setaffinity": 122, "inotify_init1": 26, "inotify_add_watch": 27,
     }),
 }  # fmt: skip
 # Every named call but the ones with a rule of their own below (an arch lacking a name has no such call).
