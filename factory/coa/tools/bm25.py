@@ -1,16 +1,19 @@
-"""A BM25 index of a local corpus, built once in DuckDB and cached on disk.
+"""A BM25 index of a local corpus, built once in DuckDB and cached on disk; searched in memory.
 
-Why plain SQL and not DuckDB's `fts` extension: the extension is downloaded at
-run time (no network here), and the PyPI `duckdb-extension-fts` wheels stop at
-1.5.5 while this project runs duckdb 2.x. The index is three tables:
+Why not DuckDB's `fts` extension: the extension is downloaded at run time (no
+network here), and the PyPI `duckdb-extension-fts` wheels stop at 1.5.5 while
+this project runs duckdb 2.x. The index is three tables:
 
     docs(docid, id, title, url, text)
     terms(term_id, term, df)                  sorted by term
     postings(term_id, docid, weight)          sorted by term_id
 
 `weight` is the document's whole BM25 contribution for the term (idf and length
-normalisation included), so a query is one filtered scan and a sum. Sorting by
-term_id lets DuckDB's zone maps skip the row groups of other terms.
+normalisation included), so a query's score is a sum of weights. A search reads
+the postings into arrays once (a term's postings are one slice) and scores in
+numpy, as bm25s does with its sparse matrix; only the hits' documents are read
+from DuckDB. Both sides split words with the same Python tokenizer (`tokens`):
+DuckDB's RE2 compiles the Unicode word class anew for every query (~2 ms).
 
 The index lives in `<corpus>.bm25.duckdb` (or `index_dir`); it records the
 corpus's path, size, mtime and k1/b, and is rebuilt when any of them changes.
@@ -22,21 +25,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 
 from .config import LocalCorpusConfig
 
-INDEX_VERSION = 1
-TOKEN_PATTERN = r"[\pL\pN]+"  # letters and digits of any script; RE2 syntax
+INDEX_VERSION = 2  # 2: words split in Python, for the index and the query alike
+WORD = re.compile(r"[^\W_]+")  # letters and digits of any script (str.isalnum), lower-cased first
 MAX_TERM_CHARS = 64  # longer "words" are hashes and base64: never queried
 STOPWORDS = (
     "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "he", "in", "is", "it", "its",
     "of", "on", "or", "s", "she", "that", "the", "their", "this", "to", "was", "were", "which", "will", "with",
 )  # fmt: skip
+STOPWORD_SET = frozenset(STOPWORDS)
 CORPUS_COLUMNS = {"id": "VARCHAR", "title": "VARCHAR", "text": "VARCHAR", "url": "VARCHAR"}
 
 
@@ -62,8 +70,9 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def tokens_sql(expression: str) -> str:
-    return f"regexp_extract_all(lower({expression}), {sql_string(TOKEN_PATTERN)})"
+def tokens(text: str) -> list[str]:
+    """The terms of a text as the index counts them: words, lower-cased, no stopwords or overlong "words"."""
+    return [word for word in WORD.findall(text.lower()) if len(word) <= MAX_TERM_CHARS and word not in STOPWORD_SET]
 
 
 def index_path(config: LocalCorpusConfig) -> Path:
@@ -132,14 +141,7 @@ def fill_index(connection: duckdb.DuckDBPyConnection, config: LocalCorpusConfig,
         "FROM raw ORDER BY docid"
     )
     connection.execute("DROP TABLE raw")
-    stopwords = ", ".join(sql_string(word) for word in STOPWORDS)
-    connection.execute(f"""
-        CREATE TEMP TABLE tf AS
-        SELECT term, docid, count(*)::INTEGER AS tf
-        FROM (SELECT docid, unnest({tokens_sql("title || ' ' || text")}) AS term FROM docs)
-        WHERE length(term) <= {MAX_TERM_CHARS} AND term NOT IN ({stopwords})
-        GROUP BY term, docid
-    """)
+    count_terms(connection)
     n_docs = connection.execute("SELECT count(*) FROM docs").fetchone()[0]
     if n_docs == 0:  # every search would answer "no results": a wrong file, not an empty web
         raise CorpusError("no documents (expected rows with id, title and text)")
@@ -163,6 +165,55 @@ def fill_index(connection: duckdb.DuckDBPyConnection, config: LocalCorpusConfig,
     connection.execute("CREATE TABLE meta AS SELECT ? AS fingerprint, ? AS n_docs", [stamp, n_docs])
 
 
+def count_terms(connection: duckdb.DuckDBPyConnection) -> None:
+    """TEMP table tf(term, docid, tf): each document's term counts, tokenized in Python a batch at a time."""
+    connection.execute("CREATE TEMP TABLE tf (term VARCHAR, docid INTEGER, tf INTEGER)")
+    reader = connection.cursor().sql("SELECT docid, title || ' ' || text FROM docs ORDER BY docid")
+    for batch in (
+        reader.to_arrow_reader(4096) if hasattr(reader, "to_arrow_reader") else reader.fetch_arrow_reader(4096)
+    ):
+        terms, docids, counts = [], [], []
+        for docid, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            for term, count in Counter(tokens(text)).items():
+                terms.append(term)
+                docids.append(docid)
+                counts.append(count)
+        rows = pa.table({"term": terms, "docid": pa.array(docids, pa.int32()), "tf": pa.array(counts, pa.int32())})
+        connection.register("tf_batch", rows)
+        connection.execute("INSERT INTO tf SELECT * FROM tf_batch")
+        connection.unregister("tf_batch")
+
+
+@dataclass(frozen=True)
+class Postings:
+    """The postings in memory: term -> term_id, and each term's (docids, weights) as one slice."""
+
+    term_ids: dict[str, int]
+    starts: np.ndarray  # starts[t]..starts[t + 1]: term t's postings
+    docids: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def load(cls, connection: duckdb.DuckDBPyConnection) -> "Postings":
+        term_ids = dict(connection.execute("SELECT term, term_id FROM terms").fetchall())
+        columns = connection.execute("SELECT term_id, docid, weight FROM postings ORDER BY term_id, docid").fetchnumpy()
+        starts = np.searchsorted(np.asarray(columns["term_id"]), np.arange(len(term_ids) + 1))
+        return cls(term_ids, starts, np.asarray(columns["docid"]), np.asarray(columns["weight"]))
+
+    def top(self, terms: list[str], k: int) -> list[tuple[int, float]]:
+        """(docid, score) of the k best documents, best first, ties by docid (as the index's SQL ranked them)."""
+        spans = [
+            (self.starts[t], self.starts[t + 1]) for t in (self.term_ids.get(term) for term in terms) if t is not None
+        ]
+        if not spans or k <= 0:
+            return []
+        docids = np.concatenate([self.docids[a:b] for a, b in spans])
+        found, where = np.unique(docids, return_inverse=True)
+        scores = np.bincount(where, weights=np.concatenate([self.weights[a:b] for a, b in spans]).astype(np.float64))
+        order = np.lexsort((found, -scores))[:k]
+        return [(int(found[i]), float(scores[i])) for i in order]
+
+
 def is_current(target: Path, config: LocalCorpusConfig) -> bool:
     if not target.exists():
         return False
@@ -180,6 +231,7 @@ class CorpusIndex:
     def __init__(self, path: Path):
         self.path = path
         self.connection = duckdb.connect(str(path), read_only=True)
+        self.postings = Postings.load(self.connection.cursor())
 
     @classmethod
     def open(cls, config: LocalCorpusConfig) -> CorpusIndex:
@@ -194,25 +246,18 @@ class CorpusIndex:
         return cls(target)
 
     def query_terms(self, query: str) -> list[str]:
-        # The same DuckDB expression as the index, so both sides split words alike.
-        row = self.connection.cursor().execute(f"SELECT {tokens_sql('?')}", [query]).fetchone()
-        return list(dict.fromkeys(term for term in row[0] if term not in STOPWORDS))
+        return list(dict.fromkeys(tokens(query)))
 
     def search(self, query: str, k: int) -> list[Hit]:
-        cursor = self.connection.cursor()
-        terms = self.query_terms(query)
-        ids = [row[0] for row in cursor.execute(
-            "SELECT term_id FROM terms WHERE term IN (SELECT unnest(?::VARCHAR[]))", [terms]).fetchall()]  # fmt: skip
-        if not ids:
+        top = self.postings.top(self.query_terms(query), int(k))
+        if not top:
             return []
-        id_list = ", ".join(str(int(term_id)) for term_id in ids)  # literals: the scan can use zone maps
-        rows = cursor.execute(f"""
-            WITH top AS (SELECT docid, sum(weight) AS score FROM postings WHERE term_id IN ({id_list})
-                         GROUP BY docid ORDER BY score DESC, docid LIMIT {int(k)})
-            SELECT d.id, d.title, d.url, d.text, top.score FROM top JOIN docs d USING (docid)
-            ORDER BY top.score DESC, top.docid
-        """).fetchall()
-        return [Hit(Document(*row[:4]), float(row[4])) for row in rows]
+        docids = [docid for docid, _ in top]  # = ANY(list): ~6x faster than IN (literals) over the docs' texts
+        rows = self.connection.cursor().execute(
+            "SELECT docid, id, title, url, text FROM docs WHERE docid = ANY(?::INTEGER[])", [docids]
+        )
+        found = {row[0]: Document(*row[1:]) for row in rows.fetchall()}
+        return [Hit(found[docid], score) for docid, score in top]
 
     def document(self, doc_id: str) -> Document | None:
         return self._first("id", doc_id)
