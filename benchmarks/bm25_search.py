@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.results_file import save  # noqa: E402
+from benchmarks.results_file import report  # noqa: E402
 from factory.coa.tools.bm25 import STOPWORDS, CorpusIndex, tokens  # noqa: E402
 from factory.coa.tools.config import LocalCorpusConfig  # noqa: E402
 
@@ -129,10 +129,7 @@ def main() -> int:
             figures["same_top10_order"] = round(sum(same) / len(same), 3)
             figures["same_top10_order_ties_by_file_order"] = round(sum(same_up_to_ties) / len(same), 3)
         index.close()
-    for key, value in figures.items():
-        print(f"{key:26} {value}")
-    save(args.out, "current", figures)
-    print(f"results: {args.out}")
+    report(args.out, "current", figures)  # printed, and saved beside earlier entries
     return 0
 
 

@@ -30,7 +30,7 @@ import jsonschema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.results_file import save  # noqa: E402
+from benchmarks.results_file import report  # noqa: E402
 from factory.llm.structured import OutputInvalid, _spec_for_schema, output_spec  # noqa: E402
 from factory.refine.procedural import build_script  # noqa: E402
 from factory.refine.schemas import to_wire, trajectory_schema  # noqa: E402
@@ -107,10 +107,7 @@ def main() -> int:
         "speedup": round(statistics.median(old) / statistics.median(new), 1),
         "ms_per_new_schema": round(statistics.median(spec_ms), 3),
     }
-    for key, value in figures.items():
-        print(f"{key:22} {value}")
-    save(args.out, "current", figures)
-    print(f"results: {args.out}")
+    report(args.out, "current", figures)  # printed, and saved beside earlier entries
     return 0
 
 
