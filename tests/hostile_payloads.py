@@ -6,13 +6,13 @@ the test's own (a root-owned file in tmp_path, a socket, a sacrificial `sleep`),
 harms the machine with a layer off (no valid reboot magic, the current hostname). x86_64."""
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from factory.sandbox import SandboxLimits
 
-PRIV, LL, SC, NET = "privileges", "landlock", "seccomp", "network_namespace"
+PRIV, LL, SC, NET, VIEW = "privileges", "landlock", "seccomp", "network_namespace", "host_view"
 CHANNEL, QUOTA = "result_channel", "scratch_quota"
-KNOWN_LAYERS = {"static_check", "python_guards", LL, SC, PRIV, QUOTA, CHANNEL, NET}
+KNOWN_LAYERS = {"static_check", "python_guards", LL, SC, PRIV, QUOTA, CHANNEL, NET, VIEW}
 KERNEL_IMPORTS = ("ctypes", "errno", "gc", "io", "json", "os", "socket", "stat", "struct", "sys", "time")
 KERNEL_LIMITS = SandboxLimits(cpu_s=5, wall_s=10, allowed_imports=KERNEL_IMPORTS, max_output_bytes=65536)
 LIMITS = {
@@ -139,11 +139,18 @@ KERNEL_PAYLOADS = [
     k(
         "inotify watch on a world-readable host folder",
         HIDDEN,
-        (SC,),
+        (SC, VIEW),
         "fd = sc(294, 0)\nreturn sc(254, fd, os.path.dirname($world_file).encode(), 0x100)",
     ),
     k("pidfd_open the parent", HIDDEN, (SC,), "return sc(434, sc(110), 0)"),
     k("sched_setaffinity to one core", HIDDEN, (SC,), "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})"),
+    k(
+        "stat a world-readable host file",
+        HIDDEN,
+        (VIEW,),
+        "info = os.stat($world_file)\nreturn (info.st_size, info.st_mtime)",
+    ),
+    k("readlink a host symlink", HIDDEN, (VIEW,), "return os.readlink($world_link)"),
     k(
         "sched_setscheduler SCHED_FIFO on itself",
         MACHINE,
@@ -209,7 +216,7 @@ KERNEL_PAYLOADS = [
         "fd = os.open($world_file, os.O_WRONLY | os.O_APPEND)\nos.write(fd, b'hostile')",
         "world_file",
     ),
-    k("read a world-readable host file", FILES, (LL,), "return open($world_file).read()", "secret"),
+    k("read a world-readable host file", FILES, (LL, VIEW), "return open($world_file).read()", "secret"),
     k("read the job file beside scratch", FILES, (LL, PRIV), "return len(open('../job.json').read())"),
     k("truncate(2) a host file by path", FILES, (SC, LL, PRIV), "os.truncate($victim, 0)", "victim"),
     k(
@@ -470,7 +477,36 @@ QUOTA_PAYLOADS = [
     ),
 ]
 
-PAYLOADS = [*KERNEL_PAYLOADS, *GADGET_PAYLOADS, *CHANNEL_PAYLOADS, *QUOTA_PAYLOADS]
+# Payloads that name a host path: the host view (the runner's mount namespace shows only what the code may
+# read, mounts.hide_host) hides the path as well, so their other layers off no longer let them through; each
+# also holds with the view alone (test_each_of_its_layers_holds_alone).
+BY_HOST_PATH = {
+    "chmod a host file",
+    "chown a host file",
+    "connect a host UNIX socket (0700 dir)",
+    "connect a world-writable host UNIX socket",
+    "execve /bin/echo",
+    "fchmodat2 through an O_PATH fd",
+    "gadget: dataclasses.builtins.getattr(B, 'open')",
+    "gadget: fractions.sys.modules['os'].chmod",
+    "hard-link a host file",
+    "posix_spawn /bin/echo",
+    "read a secret file",
+    "read the job file beside scratch",
+    "rename a host file",
+    "setxattr a host file",
+    "symlink outside scratch",
+    "truncate(2) a host file by path",
+    "unlink a host file",
+    "utime a host file",
+    "utimensat(NULL) a host file",
+    "write a file outside scratch",
+    "write a world-writable host file",
+}
+PAYLOADS = [
+    replace(payload, layers=(*payload.layers, VIEW)) if payload.name in BY_HOST_PATH else payload
+    for payload in [*KERNEL_PAYLOADS, *GADGET_PAYLOADS, *CHANNEL_PAYLOADS, *QUOTA_PAYLOADS]
+]
 
 
 def said(stdout: str) -> list[str]:

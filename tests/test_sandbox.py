@@ -264,9 +264,13 @@ def test_socket_connect_reaches_nothing():
 
 
 @needs_landlock
-def test_reading_etc_passwd_with_the_real_open_meets_landlock():
+@pytest.mark.parametrize("view, refusal", [("on", "FileNotFoundError"), ("off", "PermissionError")])
+def test_reading_etc_passwd_with_the_real_open_finds_nothing_or_meets_landlock(monkeypatch, view, refusal):
+    """The host view hides /etc/passwd; with the view off, Landlock refuses the read."""
+    if view == "off":
+        monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "host_view")
     verdict = run_program(GADGET + "print(B.open('/etc/passwd').read())\n", limits=FAST)
-    assert verdict.status == "error" and "PermissionError" in verdict.error
+    assert verdict.status == "error" and refusal in verdict.error
     assert "root:" not in verdict.stdout and verdict.isolation["landlock_abi"] >= 1
 
 

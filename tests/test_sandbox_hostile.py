@@ -63,6 +63,8 @@ class Host:
         world.chmod(0o755)  # a socket and a file anyone may reach, as many on a host are
         self.sock_path, self.world_path, self.world_file = tmp_path / "host.sock", world / "world.sock", world / "f"
         planted(self.world_file, self.token, 0o666)
+        self.world_link = world / "link"  # a host symlink anyone may look up: its target names a host path
+        self.world_link.symlink_to(self.secret)
         self.listeners = {
             "socket": self.unix(stack, str(self.sock_path), 0o600),
             "world_socket": self.unix(stack, str(self.world_path), 0o666),
@@ -85,6 +87,7 @@ class Host:
         self.fields = {
             "victim": str(self.victim), "secret": str(self.secret), "outside": str(self.outside),
             "sock": str(self.sock_path), "world_sock": str(self.world_path), "world_file": str(self.world_file),
+            "world_link": str(self.world_link),
             "abstract": self.listeners["abstract"].getsockname(), "tcp_port": self.listeners["tcp"].getsockname()[1],
             "udp_port": self.udp.getsockname()[1], "pid": self.sleeper.pid, "addr": self.first_mapping(),
             "hostname": socket.gethostname(), "handle": self.handle or "", **self.keys,

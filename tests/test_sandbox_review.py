@@ -96,7 +96,8 @@ def test_no_write_outside_scratch(directory):
     )
     try:
         verdict = run_program(source, limits=LIMITS, _skip_static_check=True)
-        assert verdict.ok and verdict.stdout.strip() == "PermissionError", verdict
+        # Landlock refuses the write, or the host view has no such folder to write in
+        assert verdict.ok and verdict.stdout.strip() in ("PermissionError", "FileNotFoundError"), verdict
         assert not os.path.lexists(host_path)
     finally:
         if os.path.lexists(host_path):

@@ -16,6 +16,7 @@ Layers, each assuming the one before was bypassed:
    scratch cwd deleted afterwards, an environment built from nothing, rlimits
    (CPU, address space, file size, open files, no core), and, where the kernel
    offers them: a mount and an empty network namespace (`unshare --mount --net`),
+   a view of the host's files that shows only what the code may read (`host_view`),
    a size- and inode-capped tmpfs on scratch (`scratch_mb`, `scratch_files`; the
    parent watches the directory where no tmpfs can be had), a worker process
    that runs as `nobody` with no capabilities and no_new_privs, Landlock (read

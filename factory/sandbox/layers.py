@@ -13,7 +13,7 @@ import os
 
 DISABLE_ENV = "FACTORY_SANDBOX_DISABLE"
 SWITCHABLE = ("static_check", "python_guards", "landlock", "seccomp", "privileges", "scratch_quota",
-              "result_channel", "network_namespace")  # fmt: skip
+              "result_channel", "network_namespace", "host_view")  # fmt: skip
 
 
 def disabled_layers() -> tuple[str, ...]:

@@ -1,5 +1,6 @@
 """The runner's mount namespace (`unshare --mount`): a size-capped tmpfs on the scratch
-directory, and the Python installation made reachable for `nobody`.
+directory, the Python installation made reachable for `nobody`, and a view of the host's
+files that shows only what the code may read (`hide_host`).
 
 Both happen as root before the worker drops its privileges; the namespace dies with
 the child, and the tmpfs with it. Mount propagation is private (unshare's default),
@@ -94,3 +95,37 @@ def expose(paths: list[str], ids: tuple[int, int]) -> list[str]:
             uncover(directory, found[directory])
             covered.append(directory)
     raise OSError(f"paths still blocked after {MAX_PASSES} passes: {sorted(blocked(paths, *ids))}")
+
+
+ALWAYS_SHOWN = ("/proc", "/dev")  # the process's own view and the device nodes (Landlock rules their use)
+
+
+def hide_host(keep: list[str]) -> list[str]:
+    """Show only `keep` (and /proc, /dev) of the host's file tree: each directory on the way to a kept path
+    becomes an empty tmpfs holding only the next step (`uncover`), each top-level directory with nothing
+    kept an empty tmpfs. Landlock rules reads and writes but not stat, readlink or path lookups: a `stat
+    /etc/shadow` told its size and times, a `readlink /etc/localtime` its target. Now they find nothing.
+    Returns the directories covered."""
+    kept = {os.path.realpath(path) for path in keep if os.path.lexists(path)} | set(ALWAYS_SHOWN)
+    on_the_way: dict[str, set[str]] = {}
+    for path in kept:
+        parts = path.strip("/").split("/")
+        for depth in range(len(parts)):
+            on_the_way.setdefault("/" + "/".join(parts[:depth]), set()).add(parts[depth])
+    inside_kept = lambda folder: any(folder == k or folder.startswith(k + "/") for k in kept)  # noqa: E731
+    covered = [hide_top_level(on_the_way["/"])]
+    for folder in sorted(on_the_way, key=lambda f: (f.count("/"), f)):
+        if folder != "/" and not inside_kept(folder):
+            uncover(folder, on_the_way[folder])
+            covered.append(folder)
+    return [folder for folder in covered if folder]
+
+
+def hide_top_level(shown: set[str]) -> str:
+    """An empty tmpfs over each top-level directory not in `shown` (symlinks such as /lib -> usr/lib stay:
+    a mount would land on their target)."""
+    for entry in sorted(os.listdir("/")):
+        path = "/" + entry
+        if entry not in shown and os.path.isdir(path) and not os.path.islink(path):
+            mount_tmpfs(path, "mode=0755,size=4k,nr_inodes=16", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    return "/"

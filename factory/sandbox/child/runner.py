@@ -87,6 +87,10 @@ def prepare(job: dict) -> dict:
     disabled = set(job["disabled"])
     ids = privileges.target_ids() if "privileges" not in disabled else None
     held = {"scratch_quota": False}
+    if job["mount_namespace"] and "host_view" not in disabled:
+        held["host_view"] = bool(mounts.hide_host(worker.read_paths(job) + [job["scratch"]]))
+    else:
+        held["host_view"] = False
     if ids and job["mount_namespace"]:
         try:
             held["uncovered"] = mounts.expose(worker.read_paths(job) + [job["scratch"]], ids)
@@ -223,14 +227,14 @@ def main() -> None:
     fd = os.open(job["result_path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     results = os.fdopen(fd, "w", encoding="utf-8")
     sys.path.extend(job["extra_paths"])
+    calls = read_calls(job)  # before prepare: the host view hides the folder the calls came in
     held = {**prepare(job), "disabled": job["disabled"]}
     if "result_channel" in job["disabled"]:
-        status = worker.serve(job, FileReporter(results, read_calls(job), {**held, "result_channel": False}))
+        status = worker.serve(job, FileReporter(results, calls, {**held, "result_channel": False}))
         results.close()
         sys.exit(status)
     pid, from_worker, to_worker = start_worker(job, results)
     try:
-        calls = read_calls(job)
         held = {**held, "result_channel": True, "runner": confine_runner(job, pid)}
         relay(job, calls, from_worker, to_worker, results, held)
     except channel.ChannelError as exc:
