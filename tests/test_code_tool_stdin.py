@@ -76,6 +76,9 @@ def test_the_modules_contest_programs_use_import():
     assert not refused.ok and "[STDERR:BEGIN]\nRejected: line 1: import of 'os' is not allowed" in refused.text
 
 
+REFUSED = ("FileNotFoundError", "PermissionError")  # the host view hides the path; Landlock refuses it
+
+
 def test_the_kernel_layers_still_hold_with_sys_and_io():
     caps = sandbox_capabilities()
     if not caps["landlock_abi"]:
@@ -84,9 +87,9 @@ def test_the_kernel_layers_still_hold_with_sys_and_io():
         "import sys\ntry:\n    print(sys.modules['io'].open('/etc/passwd').read())\nexcept OSError as e:\n"
         "    print(type(e).__name__)"
     )
-    assert stdout_of(read.text) == "PermissionError"
+    assert stdout_of(read.text) in REFUSED  # hidden by the host view, or refused by Landlock
     write = run("import sys\nsys.modules['io'].open('/tmp/escaped_by_code_tool', 'w')")
-    assert not write.ok and "PermissionError" in write.text and not Path("/tmp/escaped_by_code_tool").exists()
+    assert not write.ok and any(r in write.text for r in REFUSED) and not Path("/tmp/escaped_by_code_tool").exists()
 
 
 def test_the_toolbox_passes_the_afm_layout_through():
@@ -130,5 +133,5 @@ def test_a_code_tool_program_reads_nothing_outside_its_scratch_dir(tmp_path):
         f"sys.modules['io'].FileIO({str(secret)!r}).read()",
     ):
         result = run(f"{GADGET}import sys\nprint({reader})")
-        assert not result.ok and "PermissionError" in result.text, result.text
+        assert not result.ok and any(refusal in result.text for refusal in REFUSED), result.text
         assert "expected output" not in result.text
