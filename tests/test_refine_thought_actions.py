@@ -38,7 +38,15 @@ VITALS = {"name": "check_vitals", "params": {"arm": "left"}}
         ("I took the patient chart earlier. Now I take the key.", KEY, []),  # a past move is another form
         ("After taking the chart, I'll take the key.", KEY, []),  # a plan naming this call too
         ("Instead of taking the chart, I'll grab the key.", KEY, []),  # put aside
-        ("I'm going to take the chart in the ward.", STORE, []),  # "going to" + a verb: the future, not `go`
+        # "going to" + a verb is the future, not `go`: the thought announces taking the chart, not this move
+        ("I'm going to take the chart in the ward.", STORE, ["patient chart"]),
+        # another action of the script announced as the move, the call's own value never named
+        ("I am going to the storeroom.", KEY, ["storeroom"]),
+        ("Let me check the vitals on the right arm.", KEY, ["right"]),
+        ("I will go to the storeroom for the drug key.", KEY, []),  # names the call's value: this move
+        ("After going to the storeroom, I can look around.", KEY, []),  # a move before this one
+        ("I went to the storeroom. The shelves are tall.", KEY, []),  # a past move
+        ("No need to go to the ward again.", KEY, []),  # put aside
     ],
 )
 def test_a_thought_naming_its_verb_with_another_thing_clashes(thought, action, named):

@@ -8,7 +8,8 @@ its clause or the next verb of the script: the script's items and places of the 
 parameters take, its valid values and the call's own values (name forms as in grounded_thoughts.py:
 `math_textbook`, "math textbook", "textbook"). The thought agrees when one such mention names a value of
 the call, or when none names anything ("I'll take it"); otherwise the sentences whose mentions name other
-things are its clashes. A past move ("I took the key") is another form of the verb and is not read; a plan
+things are its clashes. A thought that never names a value of the call and announces another action of the
+script as the move ("I am going to the storeroom." over `take(item=drug_key)`) clashes too (`other_moves`). A past move ("I took the key") is another form of the verb and is not read; a plan
 that names a later move with the same verb agrees as long as one mention is this call's ("after taking the
 key I'll take the lamp"); "going to" + a verb is the future, not the move `go`.
 
@@ -37,6 +38,8 @@ PUT_ASIDE = re.compile(
     r"(?:\bnot|n't|\bnever|\binstead of|\brather than|\bwithout|\bno need to|\bno longer)\s+(?:\w+\s+){0,2}$"
 )
 DETERMINERS = r"(?:the|a|an|my|his|her|their|its|our|your|this|that|these|those|some)\b"
+# A verb after these is a move before or after this one, not the move now ("after going to the ward, ...").
+ANOTHER_TIME = re.compile(r"(?:\bafter|\bbefore|\bsince|\bnow that|\bhaving|\bonce|\buntil)\s+(?:\w+\s+){0,2}$")
 
 
 @dataclass
@@ -113,7 +116,41 @@ def clashes(script: Script, thought: str, action: dict[str, Any], step: int = 0)
             found.append(
                 Clash(step, sentence.strip(), list(dict.fromkeys(named)), format_action(definition.name, params))
             )
-    return [] if agrees else found
+    return [] if agrees else found + other_moves(script, definition, params, thought, step)
+
+
+def other_moves(script: Script, definition: Action, params: dict[str, Any], thought: str, step: int) -> list[Clash]:
+    """The sentences that announce another action of the script as the move ("I am going to the storeroom."
+    over take(item=drug_key)), when the thought never names a value of the call: a thought that does speaks
+    of this move, whatever else it plans. A move put aside, in the past, before or after this one, or the
+    future of a verb is not read."""
+    calls = name_pattern(f for value in params.values() for f in name_forms(str(value).replace(" ", "_")))
+    if re.search(calls, thought.replace("\u2019", "'").lower()):
+        return []
+    own, found = set(verb_forms(definition.name)), []
+    others = [a for a in script.actions if a.parameters and not set(verb_forms(a.name)) & own]
+    for sentence in SENTENCES.split(thought.strip()):
+        text = sentence.replace("\u2019", "'").lower()
+        named = [name for other in others for name in announced(script, other, text)]
+        if named:
+            found.append(
+                Clash(step, sentence.strip(), list(dict.fromkeys(named)), format_action(definition.name, params))
+            )
+    return found
+
+
+def announced(script: Script, action: Action, text: str) -> list[str]:
+    """What `text` names after `action`'s verb as the move now (its values, in the verb's clause)."""
+    forms = value_forms(script, action, {})
+    verbs, values = name_pattern(verb_forms(action.name)), name_pattern(forms)
+    named: list[str] = []
+    for verb in re.finditer(verbs, text):
+        before, after = text[: verb.start()], text[verb.end() :]
+        if PUT_ASIDE.search(before) or ANOTHER_TIME.search(before) or _future(verb.group(1), after, values):
+            continue
+        clause = BOUNDARY.split(after, maxsplit=1)[0]
+        named += sorted({name for form in re.findall(values, clause) for name in forms[form]})
+    return named
 
 
 def _future(verb: str, after: str, values: str) -> bool:
