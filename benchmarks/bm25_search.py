@@ -51,9 +51,8 @@ def write_corpus(path: Path, docs: int, seed: int) -> list[str]:
 def before_search(index: CorpusIndex, query: str, k: int) -> list[str]:
     """The pre-issue-31 search, verbatim in its SQL: RE2 split, term ids, postings sum, documents joined."""
     cursor = index.connection.cursor()
-    stop = set(STOPWORDS)
     row = cursor.execute(r"SELECT regexp_extract_all(lower(?), '[\pL\pN]+')", [query]).fetchone()
-    terms = list(dict.fromkeys(term for term in row[0] if term not in stop))
+    terms = list(dict.fromkeys(term for term in row[0] if term not in STOPWORDS))
     ids = [r[0] for r in cursor.execute("SELECT term_id FROM terms WHERE term IN (SELECT unnest(?::VARCHAR[]))", [terms]).fetchall()]  # fmt: skip
     if not ids:
         return []

@@ -6,11 +6,12 @@ the test's own (a root-owned file in tmp_path, a socket, a sacrificial `sleep`),
 harms the machine with a layer off (no valid reboot magic, the current hostname). x86_64."""
 
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from factory.sandbox import SandboxLimits
 
 PRIV, LL, SC, NET, VIEW = "privileges", "landlock", "seccomp", "network_namespace", "host_view"
+# VIEW is in the layers of every payload that names a host path: the host view hides the path too.
 CHANNEL, QUOTA = "result_channel", "scratch_quota"
 KNOWN_LAYERS = {"static_check", "python_guards", LL, SC, PRIV, QUOTA, CHANNEL, NET, VIEW}
 KERNEL_IMPORTS = ("ctypes", "errno", "gc", "io", "json", "os", "socket", "stat", "struct", "sys", "time")
@@ -89,15 +90,15 @@ return sc(322, fd, b"", argv, None, 0x1000)"""
 
 KERNEL_PAYLOADS = [
     # --- the child could change any host file's metadata (issue 14, first finding)
-    k("chmod a host file", META, (SC, PRIV), "os.chmod($victim, 0)", "victim"),
-    k("chown a host file", META, (SC, PRIV), "os.chown($victim, 65534, 65534)", "victim"),
-    k("utime a host file", META, (SC, PRIV), "os.utime($victim, (0, 0))", "victim"),
-    k("utimensat(NULL) a host file", META, (SC, PRIV), "sc(280, -100, $victim.encode(), None, 0)", "victim"),
-    k("setxattr a host file", META, (SC, PRIV), "os.setxattr($victim, 'user.hostile', b'1')", "victim"),
+    k("chmod a host file", META, (SC, PRIV, VIEW), "os.chmod($victim, 0)", "victim"),
+    k("chown a host file", META, (SC, PRIV, VIEW), "os.chown($victim, 65534, 65534)", "victim"),
+    k("utime a host file", META, (SC, PRIV, VIEW), "os.utime($victim, (0, 0))", "victim"),
+    k("utimensat(NULL) a host file", META, (SC, PRIV, VIEW), "sc(280, -100, $victim.encode(), None, 0)", "victim"),
+    k("setxattr a host file", META, (SC, PRIV, VIEW), "os.setxattr($victim, 'user.hostile', b'1')", "victim"),
     k(
         "fchmodat2 through an O_PATH fd",
         META,
-        (SC, PRIV),
+        (SC, PRIV, VIEW),
         "fd = os.open($victim, os.O_PATH)\nsc(452, fd, b'', 0o777, 0x1000)",
         "victim",
     ),
@@ -105,14 +106,14 @@ KERNEL_PAYLOADS = [
     k(
         "connect a host UNIX socket (0700 dir)",
         SOCKETS,
-        (SC, PRIV),
+        (SC, PRIV, VIEW),
         "s = socket.socket(socket.AF_UNIX)\ns.connect($sock)\ns.send(b'hostile')",
         "socket",
     ),
     k(
         "connect a world-writable host UNIX socket",
         SOCKETS,
-        (SC,),
+        (SC, VIEW),
         "s = socket.socket(socket.AF_UNIX)\ns.connect($world_sock)\ns.send(b'hostile')",
         "world_socket",
     ),
@@ -173,10 +174,10 @@ KERNEL_PAYLOADS = [
     k(
         "execve /bin/echo",
         PROCS,
-        (SC, LL),
+        (SC, LL, VIEW),
         "argv = (ctypes.c_char_p * 3)(b'echo', b'BREACHED execve', None)\nsc(59, b'/bin/echo', argv, None)",
     ),
-    k("posix_spawn /bin/echo", PROCS, (SC, LL), SPAWN),
+    k("posix_spawn /bin/echo", PROCS, (SC, LL, VIEW), SPAWN),
     k("memfd_create + execveat", PROCS, (SC,), MEMFD_EXEC),
     # --- the network
     k("AF_INET socket", NETWORK, (SC,), "socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()"),
@@ -201,28 +202,34 @@ KERNEL_PAYLOADS = [
     k(
         "write a file outside scratch",
         FILES,
-        (LL, PRIV),
+        (LL, PRIV, VIEW),
         "fd = os.open($outside + '/written', os.O_WRONLY | os.O_CREAT, 0o644)\nos.write(fd, b'hostile')",
         "outside",
     ),
-    k("rename a host file", FILES, (LL, PRIV), "os.rename($victim, $outside + '/renamed')", "victim"),
-    k("hard-link a host file", FILES, (LL, PRIV), "os.link($victim, $outside + '/linked')", "outside"),
-    k("symlink outside scratch", FILES, (LL, PRIV), "os.symlink('/etc/passwd', $outside + '/symlink')", "outside"),
-    k("unlink a host file", FILES, (LL, PRIV), "os.unlink($victim)", "victim"),
+    k("rename a host file", FILES, (LL, PRIV, VIEW), "os.rename($victim, $outside + '/renamed')", "victim"),
+    k("hard-link a host file", FILES, (LL, PRIV, VIEW), "os.link($victim, $outside + '/linked')", "outside"),
+    k(
+        "symlink outside scratch",
+        FILES,
+        (LL, PRIV, VIEW),
+        "os.symlink('/etc/passwd', $outside + '/symlink')",
+        "outside",
+    ),
+    k("unlink a host file", FILES, (LL, PRIV, VIEW), "os.unlink($victim)", "victim"),
     k(
         "write a world-writable host file",
         FILES,
-        (LL,),
+        (LL, VIEW),
         "fd = os.open($world_file, os.O_WRONLY | os.O_APPEND)\nos.write(fd, b'hostile')",
         "world_file",
     ),
     k("read a world-readable host file", FILES, (LL, VIEW), "return open($world_file).read()", "secret"),
-    k("read the job file beside scratch", FILES, (LL, PRIV), "return len(open('../job.json').read())"),
-    k("truncate(2) a host file by path", FILES, (SC, LL, PRIV), "os.truncate($victim, 0)", "victim"),
+    k("read the job file beside scratch", FILES, (LL, PRIV, VIEW), "return len(open('../job.json').read())"),
+    k("truncate(2) a host file by path", FILES, (SC, LL, PRIV, VIEW), "os.truncate($victim, 0)", "victim"),
     k(
         "read a secret file",
         FILES,
-        (LL, PRIV),
+        (LL, PRIV, VIEW),
         "fd = os.open($secret, os.O_RDONLY)\nreturn os.read(fd, 200).decode()",
         "secret",
     ),
@@ -341,7 +348,7 @@ GADGET_PAYLOADS = [
     Payload(
         "gadget: dataclasses.builtins.getattr(B, 'open')",
         "module gadgets",
-        (LL, PRIV),
+        (LL, PRIV, VIEW),
         "import dataclasses\nB = dataclasses.builtins\nreal_open = B.getattr(B, 'open')\n"
         "try:\n    real_open($victim, 'a').write('hostile')\n    print('BREACHED')\n"
         "except OSError as exc:\n    print('HELD', exc.errno)\n",
@@ -351,7 +358,7 @@ GADGET_PAYLOADS = [
     Payload(
         "gadget: fractions.sys.modules['os'].chmod",
         "module gadgets",
-        (SC, PRIV),
+        (SC, PRIV, VIEW),
         "import fractions\ntry:\n    fractions.sys.modules['os'].chmod($victim, 0)\n    print('BREACHED')\n"
         "except OSError as exc:\n    print('HELD', exc.errno)\n",
         "victim",
@@ -477,36 +484,7 @@ QUOTA_PAYLOADS = [
     ),
 ]
 
-# Payloads that name a host path: the host view (the runner's mount namespace shows only what the code may
-# read, mounts.hide_host) hides the path as well, so their other layers off no longer let them through; each
-# also holds with the view alone (test_each_of_its_layers_holds_alone).
-BY_HOST_PATH = {
-    "chmod a host file",
-    "chown a host file",
-    "connect a host UNIX socket (0700 dir)",
-    "connect a world-writable host UNIX socket",
-    "execve /bin/echo",
-    "fchmodat2 through an O_PATH fd",
-    "gadget: dataclasses.builtins.getattr(B, 'open')",
-    "gadget: fractions.sys.modules['os'].chmod",
-    "hard-link a host file",
-    "posix_spawn /bin/echo",
-    "read a secret file",
-    "read the job file beside scratch",
-    "rename a host file",
-    "setxattr a host file",
-    "symlink outside scratch",
-    "truncate(2) a host file by path",
-    "unlink a host file",
-    "utime a host file",
-    "utimensat(NULL) a host file",
-    "write a file outside scratch",
-    "write a world-writable host file",
-}
-PAYLOADS = [
-    replace(payload, layers=(*payload.layers, VIEW)) if payload.name in BY_HOST_PATH else payload
-    for payload in [*KERNEL_PAYLOADS, *GADGET_PAYLOADS, *CHANNEL_PAYLOADS, *QUOTA_PAYLOADS]
-]
+PAYLOADS = [*KERNEL_PAYLOADS, *GADGET_PAYLOADS, *CHANNEL_PAYLOADS, *QUOTA_PAYLOADS]
 
 
 def said(stdout: str) -> list[str]:

@@ -12,6 +12,7 @@ Wired into factory/cli.py with `add_eval_parser(subparsers)`; `cmd_eval(args)` r
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -152,7 +153,7 @@ def run_eval(args: argparse.Namespace):
 
 
 def evaluate_run(run_dir: Path, choice: PlayerChoice, settings: EvalSettings, scripts: str | None = None,
-                 exclude_train: list[str] = ()):  # fmt: skip
+                 exclude_train: Sequence[str] = ()):  # fmt: skip
     """Play a refine run's held-out scripts (or those of `scripts`, a file); (results, results path)."""
     if scripts is None and not (run_dir / STORE_FILENAME).exists():
         raise FactoryError(f"{run_dir}: no run store ({STORE_FILENAME}); give a refine run folder or --scripts FILE")

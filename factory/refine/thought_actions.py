@@ -128,10 +128,10 @@ def other_moves(script: Script, definition: Action, params: dict[str, Any], thou
     if re.search(calls, thought.replace("\u2019", "'").lower()):
         return []
     own, found = set(verb_forms(definition.name)), []
-    others = [a for a in script.actions if a.parameters and not set(verb_forms(a.name)) & own]
+    readers = [move_reader(script, a) for a in script.actions if a.parameters and not set(verb_forms(a.name)) & own]
     for sentence in SENTENCES.split(thought.strip()):
         text = sentence.replace("\u2019", "'").lower()
-        named = [name for other in others for name in announced(script, other, text)]
+        named = [name for reader in readers for name in announced(reader, text)]
         if named:
             found.append(
                 Clash(step, sentence.strip(), list(dict.fromkeys(named)), format_action(definition.name, params))
@@ -139,10 +139,15 @@ def other_moves(script: Script, definition: Action, params: dict[str, Any], thou
     return found
 
 
-def announced(script: Script, action: Action, text: str) -> list[str]:
-    """What `text` names after `action`'s verb as the move now (its values, in the verb's clause)."""
+def move_reader(script: Script, action: Action) -> tuple[dict[str, set[str]], str, str]:
+    """(value form -> names, the verb pattern, the value pattern) of an action, built once per thought."""
     forms = value_forms(script, action, {})
-    verbs, values = name_pattern(verb_forms(action.name)), name_pattern(forms)
+    return forms, name_pattern(verb_forms(action.name)), name_pattern(forms)
+
+
+def announced(reader: tuple[dict[str, set[str]], str, str], text: str) -> list[str]:
+    """What `text` names after the action's verb as the move now (its values, in the verb's clause)."""
+    forms, verbs, values = reader
     named: list[str] = []
     for verb in re.finditer(verbs, text):
         before, after = text[: verb.start()], text[verb.end() :]

@@ -154,10 +154,7 @@ class Store:
         with self._lock:
             cursor = self.con.cursor()
         try:
-            relation = cursor.sql(sql)
-            # A relation streams without an extra copy; DuckDB 2 names it to_arrow_reader, 1.x fetch_arrow_reader.
-            reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
-            yield from reader(rows)
+            yield from relation_batches(cursor.sql(sql), rows)
         finally:
             cursor.close()
 
@@ -198,3 +195,10 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def relation_batches(relation: duckdb.DuckDBPyRelation, rows: int = 2048) -> Iterator[pa.RecordBatch]:
+    """A relation's rows in Arrow batches, streamed without an extra copy (DuckDB 2 names the reader
+    to_arrow_reader, 1.x fetch_arrow_reader)."""
+    reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+    yield from reader(rows)

@@ -35,16 +35,16 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from ...store.db import relation_batches
 from .config import LocalCorpusConfig
 
 INDEX_VERSION = 2  # 2: words split in Python, for the index and the query alike
 WORD = re.compile(r"[^\W_]+")  # letters and digits of any script (str.isalnum), lower-cased first
 MAX_TERM_CHARS = 64  # longer "words" are hashes and base64: never queried
-STOPWORDS = (
+STOPWORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "he", "in", "is", "it", "its",
     "of", "on", "or", "s", "she", "that", "the", "their", "this", "to", "was", "were", "which", "will", "with",
-)  # fmt: skip
-STOPWORD_SET = frozenset(STOPWORDS)
+))  # fmt: skip
 CORPUS_COLUMNS = {"id": "VARCHAR", "title": "VARCHAR", "text": "VARCHAR", "url": "VARCHAR"}
 
 
@@ -72,7 +72,7 @@ def sql_string(value: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """The terms of a text as the index counts them: words, lower-cased, no stopwords or overlong "words"."""
-    return [word for word in WORD.findall(text.lower()) if len(word) <= MAX_TERM_CHARS and word not in STOPWORD_SET]
+    return [word for word in WORD.findall(text.lower()) if len(word) <= MAX_TERM_CHARS and word not in STOPWORDS]
 
 
 def index_path(config: LocalCorpusConfig) -> Path:
@@ -168,10 +168,8 @@ def fill_index(connection: duckdb.DuckDBPyConnection, config: LocalCorpusConfig,
 def count_terms(connection: duckdb.DuckDBPyConnection) -> None:
     """TEMP table tf(term, docid, tf): each document's term counts, tokenized in Python a batch at a time."""
     connection.execute("CREATE TEMP TABLE tf (term VARCHAR, docid INTEGER, tf INTEGER)")
-    reader = connection.cursor().sql("SELECT docid, title || ' ' || text FROM docs ORDER BY docid")
-    for batch in (
-        reader.to_arrow_reader(4096) if hasattr(reader, "to_arrow_reader") else reader.fetch_arrow_reader(4096)
-    ):
+    cursor = connection.cursor()
+    for batch in relation_batches(cursor.sql("SELECT docid, title || ' ' || text FROM docs ORDER BY docid"), 4096):
         terms, docids, counts = [], [], []
         for docid, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
             for term, count in Counter(tokens(text)).items():
@@ -182,6 +180,7 @@ def count_terms(connection: duckdb.DuckDBPyConnection) -> None:
         connection.register("tf_batch", rows)
         connection.execute("INSERT INTO tf SELECT * FROM tf_batch")
         connection.unregister("tf_batch")
+    cursor.close()
 
 
 @dataclass(frozen=True)

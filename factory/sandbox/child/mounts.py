@@ -112,20 +112,21 @@ def hide_host(keep: list[str]) -> list[str]:
         parts = path.strip("/").split("/")
         for depth in range(len(parts)):
             on_the_way.setdefault("/" + "/".join(parts[:depth]), set()).add(parts[depth])
-    inside_kept = lambda folder: any(folder == k or folder.startswith(k + "/") for k in kept)  # noqa: E731
-    covered = [hide_top_level(on_the_way["/"])]
+    covered = hide_top_level(on_the_way["/"])
     for folder in sorted(on_the_way, key=lambda f: (f.count("/"), f)):
-        if folder != "/" and not inside_kept(folder):
+        if folder != "/" and not any(folder == k or folder.startswith(k + "/") for k in kept):
             uncover(folder, on_the_way[folder])
             covered.append(folder)
-    return [folder for folder in covered if folder]
+    return covered
 
 
-def hide_top_level(shown: set[str]) -> str:
+def hide_top_level(shown: set[str]) -> list[str]:
     """An empty tmpfs over each top-level directory not in `shown` (symlinks such as /lib -> usr/lib stay:
-    a mount would land on their target)."""
+    a mount would land on their target); returns those covered."""
+    covered = []
     for entry in sorted(os.listdir("/")):
         path = "/" + entry
         if entry not in shown and os.path.isdir(path) and not os.path.islink(path):
             mount_tmpfs(path, "mode=0755,size=4k,nr_inodes=16", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    return "/"
+            covered.append(path)
+    return covered
