@@ -36,11 +36,17 @@ TRL=()
 "$PY" -c "import trl, datasets" 2>/dev/null || { echo "gpu_check: TRL or datasets missing: train.sft alone"; TRL=(--no-trl); }
 
 if [ "${1:-}" = "--dry-run" ]; then
-  "$PY" benchmarks/train_throughput.py --tiny --steps 3 --warmup 1 --seq-lens 256 "${TRL[@]}" --output "$OUT_DIR/train_throughput.json"
+  "$PY" benchmarks/train_throughput.py --tiny --steps 3 --warmup 1 --seq-lens 256 --variants dense-mask no-cudnn-sdpa \
+    --profile "${TRL[@]}" --output "$OUT_DIR/train_throughput.json"
   "$PY" benchmarks/masking_ablation.py --tiny --steps 4 --rows 60 --output "$OUT_DIR/masking_ablation.json"
   exit
 fi
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,power.draw --format=csv || true
-"$PY" benchmarks/train_throughput.py --models qwen2.5-0.5b qwen2.5-1.5b --seq-lens 4096 --steps 10 --warmup 3 \
+# 0.5B: train.sft, the same with the mask built on the CPU (the old path) and with cuDNN's SDPA off, TRL, and
+# one profiled train.sft step (its top ops in the results), so a gap to TRL comes back with its cause.
+"$PY" benchmarks/train_throughput.py --models qwen2.5-0.5b --seq-lens 4096 8192 --steps 8 --warmup 2 \
+  --variants dense-mask no-cudnn-sdpa --profile "${TRL[@]}" --output "$OUT_DIR/train_throughput.json" 2>&1 | grep -v Warning
+"$PY" benchmarks/train_throughput.py --models qwen2.5-1.5b --seq-lens 4096 8192 --steps 8 --warmup 2 \
   "${TRL[@]}" --output "$OUT_DIR/train_throughput.json" 2>&1 | grep -v Warning
-"$PY" benchmarks/masking_ablation.py --output "$OUT_DIR/masking_ablation.json" 2>&1 | grep -vE "Warning|^step "
+# One seed per variant: two seeds on 2026-11-27/28 agreed to within 0.01 on every figure but recovery (0.05 vs 0.11).
+"$PY" benchmarks/masking_ablation.py --seeds 1 --output "$OUT_DIR/masking_ablation.json" 2>&1 | grep -vE "Warning|^step "

@@ -4,7 +4,8 @@
     python benchmarks/masking_ablation.py --tiny          # CPU dry run (automatic without CUDA): small and short
 
 No pretrained weights exist on the lent GPU (benchmarks/refinement_ablation.py
-needs a base model that can already play), so this one asks the question
+needs a base model that can already play; the embedded SmolLM2-135M GGUF is
+98 MB, over the 64 MiB a device call can carry), so this one asks the question
 AgentRefine's ablation asks in a world small enough to learn from scratch. An
 errand world (fetch an item from the room it is in, carry it to a target room,
 put it down) makes AgentRefine-shaped sharegpt rows; in 60% of them the agent

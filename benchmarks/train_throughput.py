@@ -13,7 +13,12 @@ sequence per step, full fine-tuning, random-init models of the named shapes
 kernel, bf16 autocast where supported, torch AdamW (TRL's default is the fused
 one, set to adamw_torch here), clip 1.0, and activation checkpointing only with
 --gradient-checkpointing (TRL turns it on by default; here it is off for both).
-The first --warmup steps are not timed.
+The first --warmup steps are not timed. Each trainer's clock starts once its
+step's batch is built (TRL's Trainer fetches the batch before on_step_begin),
+so both time the same work: forward, backward, clipping, optimizer step.
+--variants runs train.sft again with one thing changed (the old CPU-built
+dense mask; SDPA's cuDNN backend off) and --profile adds each train.sft run's
+top ops for one more step: a gap to TRL comes back with where it goes.
 
 - tokens/s: non-padding tokens per second of optimizer steps.
 - MFU: 6 * N * tokens/s / peak, N = all parameters (the tied embedding counted
@@ -63,6 +68,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     parser.add_argument("--no-trl", action="store_true", help="only train.sft")
     parser.add_argument("--gradient-checkpointing", action="store_true", help="in both trainers (for 1.5B at 8k)")
+    parser.add_argument("--variants", nargs="*", default=[], choices=sorted(VARIANTS),
+                        help="train.sft again with one thing changed (dense-mask: the [B,1,L,L] mask built on the "
+                        "CPU, as before; no-cudnn-sdpa: SDPA's cuDNN backend off)")  # fmt: skip
+    parser.add_argument("--profile", action="store_true", help="profile one more train.sft step; print its top ops")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     args.tiny = args.tiny or not torch.cuda.is_available()
@@ -107,7 +116,8 @@ def build_model(shape: str, attn: str, checkpointing: bool):
 
     config = Qwen2Config(**SHAPES[shape], tie_word_embeddings=True, max_position_embeddings=32768, use_cache=False)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation=attn)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):  # a 1.5B init on the CPU takes ~15 s
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation=attn)
     if checkpointing:
         enable_checkpointing(model)
     return model, sum(p.numel() for p in model.parameters())
@@ -141,15 +151,35 @@ def time_factory(shape, data_file, seq_len, args, tokenizer, attn, bf16, out) ->
     scheduler = make_scheduler(optimizer, config, loop.total_steps)
     model, optimizer = accelerator.prepare(model, optimizer)
     model.train()
-    tokens, seconds = 0, 0.0
+    tokens, seconds, profile = 0, 0.0, None
     for step in range(loop.total_steps):
+        window = loop.window(step)  # built before the clock starts, as TRL's batches are (get_batch_samples)
+        synchronize()
         started = time.perf_counter()
-        _, step_tokens = loop.optimizer_step(model, optimizer, scheduler, step)
+        _, step_tokens = loop.optimizer_step(model, optimizer, scheduler, step, window)
         synchronize()
         if step >= args.warmup:
             tokens, seconds = tokens + step_tokens, seconds + time.perf_counter() - started
+    if args.profile:
+        profile = profile_step(lambda: loop.optimizer_step(model, optimizer, scheduler, 0, loop.window(0)))
     accelerator.free_memory()
-    return {"params": params, "tokens": tokens, "seconds": round(seconds, 3), "peak_mem_gb": peak_memory()}
+    measured = {"params": params, "tokens": tokens, "seconds": round(seconds, 3), "peak_mem_gb": peak_memory()}
+    return measured | ({"profile_top_ops": profile} if profile else {})
+
+
+def profile_step(run_step) -> list[str]:
+    """One more step under torch.profiler: the ops that took the most self time (device time on CUDA)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        run_step()
+        synchronize()
+    key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+    table = prof.key_averages().table(sort_by=key, row_limit=14, max_name_column_width=60)
+    print(table)
+    return table.splitlines()
 
 
 def time_trl(shape, data_file, seq_len, args, tokenizer, attn, bf16, out) -> dict:
@@ -175,6 +205,30 @@ def time_trl(shape, data_file, seq_len, args, tokenizer, attn, bf16, out) -> dic
                          callbacks=[clock.callback(TrainerCallback)])  # fmt: skip
     trainer.train()
     return {"params": params, "tokens": clock.tokens, "seconds": round(clock.seconds, 3), "peak_mem_gb": peak_memory()}
+
+
+def time_dense_mask(*args) -> dict:
+    """train.sft with the block-diagonal mask built on the CPU and passed in (the path before position_ids)."""
+    import train.packing
+
+    before, train.packing.MASK_FROM_POSITIONS = train.packing.MASK_FROM_POSITIONS, False
+    try:
+        return time_factory(*args)
+    finally:
+        train.packing.MASK_FROM_POSITIONS = before
+
+
+def time_without_cudnn_sdpa(*args) -> dict:
+    """train.sft with SDPA's cuDNN backend off (flash / memory-efficient / math remain)."""
+    enabled = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    try:
+        return time_factory(*args)
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(enabled)
+
+
+VARIANTS = {"dense-mask": time_dense_mask, "no-cudnn-sdpa": time_without_cudnn_sdpa}
 
 
 class StepClock:
@@ -233,7 +287,7 @@ def main() -> None:
     record = {"mode": mode, "device": device, "peak_bf16_tflops": peak, "attention": attn, "bf16": bf16,
               "steps": args.steps, "warmup": args.warmup, "gradient_checkpointing": args.gradient_checkpointing,
               "runs": runs, "date": date.today().isoformat()}  # fmt: skip
-    key = f"{device} | {mode}"
+    key = f"{device} | {mode} | {' '.join(args.models)} at {' '.join(map(str, args.seq_lens))}"
     existing = json.loads(args.output.read_text()) if args.output.exists() else {}
     existing[key] = record
     args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -243,7 +297,8 @@ def main() -> None:
 
 def measure_all(args, tokenizer, attn: str, bf16: bool, peak: float | None) -> dict:
     """Every model shape x sequence length x trainer, on one synthetic data file."""
-    trainers = {"train.sft": time_factory, **({} if args.no_trl else {"trl.SFTTrainer": time_trl})}
+    trainers = {"train.sft": time_factory, **{f"train.sft [{v}]": VARIANTS[v] for v in args.variants},
+                **({} if args.no_trl else {"trl.SFTTrainer": time_trl})}  # fmt: skip
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
         data_file = Path(scratch, "rows.jsonl")

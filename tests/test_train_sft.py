@@ -29,6 +29,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 from factory.errors import ConfigError, FactoryError  # noqa: E402
 from factory.mask.render import IGNORE, render  # noqa: E402
 from factory.mask.tiny import tiny_model, tiny_tokenizer  # noqa: E402
+from train import packing  # noqa: E402
 from train.checkpoint import CheckpointMismatch  # noqa: E402
 from train.config import load_config  # noqa: E402
 from train.packing import collate, pack  # noqa: E402
@@ -122,14 +123,16 @@ def test_pack_fills_bins_without_overflow_and_keeps_every_item():
         pack([101], 100)
 
 
-def test_targets_never_cross_a_trajectory_boundary(tokenizer):
+def test_targets_never_cross_a_trajectory_boundary(tokenizer, monkeypatch):
     a = (torch.tensor([5, 6, 7]), torch.tensor([IGNORE, 6, 7]), 1.0)
     b = (torch.tensor([8, 9]), torch.tensor([8, 9]), 2.0)
     batch = collate([[a, b], [b]], tokenizer.pad_token_id, "sdpa")
     assert batch.targets.tolist() == [[6, 7, IGNORE, 9, IGNORE], [9, IGNORE, IGNORE, IGNORE, IGNORE]]
     assert batch.position_ids.tolist() == [[0, 1, 2, 0, 1], [0, 1, 0, 1, 2]]
     assert batch.token_weights.tolist() == [[1, 1, 0, 2, 0], [2, 0, 0, 0, 0]]
-    mask = batch.attention_mask[0, 0]
+    assert batch.attention_mask is None  # transformers builds the mask on the device from position_ids
+    monkeypatch.setattr(packing, "MASK_FROM_POSITIONS", False)  # a transformers too old for that
+    mask = collate([[a, b], [b]], tokenizer.pad_token_id, "sdpa").attention_mask[0, 0]
     assert not mask[3, :3].any() and mask[4, 3:5].all() and not mask[1, 2]  # block-diagonal and causal
     flash = collate([[a, b], [b]], tokenizer.pad_token_id, "flash_attention_2")  # one padding-free row
     assert flash.input_ids.tolist() == [[5, 6, 7, 8, 9, 8, 9]] and flash.attention_mask is None
@@ -138,8 +141,10 @@ def test_targets_never_cross_a_trajectory_boundary(tokenizer):
     assert flash.targets.tolist() == [[6, 7, IGNORE, 9, IGNORE, 9, IGNORE]]
 
 
+@pytest.mark.parametrize("dense_mask", [False, True], ids=["mask_from_positions", "dense_mask"])
 @pytest.mark.parametrize("arch, attn", [("qwen2", "sdpa"), ("llama", "eager")])
-def test_packed_batch_gives_the_same_token_losses_as_one_by_one(tokenizer, arch, attn):
+def test_packed_batch_gives_the_same_token_losses_as_one_by_one(tokenizer, arch, attn, dense_mask, monkeypatch):
+    monkeypatch.setattr(packing, "MASK_FROM_POSITIONS", not dense_mask)
     rows = [messages_row(i, ITEMS[i], PLACES[i % 4]) for i in range(4)] + [sharegpt_row(9, "key", "hall")]
     segments = []
     for row in rows:

@@ -10,9 +10,13 @@
 - Attention stays inside each trajectory. flash_attention_2: the micro-batch is
   flattened into one padding-free row and the varlen kernel gets the segment
   boundaries (cu_seq_lens; transformers finds segments from position_ids only
-  when the batch has one row). sdpa: a 4-D boolean block-diagonal causal mask;
-  eager: the same as an additive float mask. Padding (sdpa/eager, to the
-  longest row of a micro-batch) is one more segment with no targets.
+  when the batch has one row). sdpa / eager: no mask is passed; transformers
+  (>= 4.53) builds the block-diagonal causal mask on the GPU from position_ids,
+  since each segment's positions start at 0 (as TRL's padding-free batches do).
+  A dense [B, 1, L, L] mask built here cost 40 ms per 4k-token step and 160 ms
+  per 8k step on the CPU before the GPU could start (benchmarks/train_throughput.py);
+  it is kept for a transformers too old to find segments. Padding (to the longest
+  row of a micro-batch) is one more segment with no targets.
 """
 
 from __future__ import annotations
@@ -26,6 +30,13 @@ import torch
 
 from factory.mask.render import IGNORE
 
+try:  # transformers finds packed segments from position_ids (4.53 on); older ones need the dense mask
+    from transformers.masking_utils import find_packed_sequence_indices  # noqa: F401
+
+    MASK_FROM_POSITIONS = True
+except ImportError:
+    MASK_FROM_POSITIONS = False
+
 Segment = tuple[torch.Tensor, torch.Tensor, float]  # (input_ids, labels as factory.mask.render made them, row weight)
 
 
@@ -35,7 +46,7 @@ class Batch:
     position_ids: torch.Tensor  # [B, L], restarting at 0 per trajectory
     targets: torch.Tensor  # [B, L], already shifted: the token position t should predict, IGNORE = none
     token_weights: torch.Tensor  # [B, L] float, the row weight where a target exists, else 0
-    attention_mask: torch.Tensor | None = None  # [B, 1, L, L] block-diagonal causal (sdpa / eager)
+    attention_mask: torch.Tensor | None = None  # [B, 1, L, L] block-diagonal causal (an old transformers only)
     varlen: dict = field(default_factory=dict)  # flash: cu_seq_lens_q/k, max_length_q/k of the flattened row
     real_tokens: int = 0  # tokens that are not padding
 
@@ -98,7 +109,7 @@ def collate(rows: list[list[Segment]], pad_id: int, attn: str) -> Batch:
     batch.real_tokens = sum(len(i) for row in rows for i, _, _ in row)
     if flash:
         batch.varlen = varlen_kwargs([len(i) for i, _, _ in rows[0]])
-    else:
+    elif not MASK_FROM_POSITIONS:
         batch.attention_mask = block_causal_mask(torch.stack(segments), additive=attn == "eager")
     return batch
 

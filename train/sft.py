@@ -133,9 +133,12 @@ class Loop:
         self.last_loss = meta.get("train_loss")  # none in a checkpoint saved before it was recorded
         return int(meta["step"])
 
-    def optimizer_step(self, model, optimizer, scheduler, step: int) -> tuple[float, int]:
-        """Step number `step` (0-based): gradients, clipping, update; returns its loss and token count."""
-        loss, tokens = self.train_step(model, self.window(step))
+    def optimizer_step(self, model, optimizer, scheduler, step: int, window=None) -> tuple[float, int]:
+        """Step number `step` (0-based): gradients, clipping, update; returns its loss and token count.
+
+        `window`: the step's micro-batches when the caller built them already (a benchmark timing the step alone).
+        """
+        loss, tokens = self.train_step(model, self.window(step) if window is None else window)
         if self.config.optim.max_grad_norm:
             self.accelerator.clip_grad_norm_(model.parameters(), self.config.optim.max_grad_norm)
         optimizer.step()
