@@ -24,6 +24,7 @@ import orjson
 from .inflight import IN_FLIGHT
 from .tool_calls import with_tool_calls
 from .transport import (
+    ON_SENT,
     REQUEST_HASH_HEADER,
     OpenAICompatTransport,
     Reply,
@@ -132,10 +133,9 @@ class StreamingTransport(OpenAICompatTransport):
         streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
         headers = {REQUEST_HASH_HEADER: request_hash} if request_hash else None
         parts = StreamedReply()
+        sent_to = ON_SENT.set(on_sent)
         try:
-            async with session.post(
-                self.url, data=orjson.dumps(streamed), headers=headers, trace_request_ctx=on_sent
-            ) as resp:
+            async with session.post(self.url, data=orjson.dumps(streamed), headers=headers) as resp:
                 if resp.status != 200:
                     raise classify_reply(resp.status, await resp.read(), resp.headers)
                 if "event-stream" not in resp.headers.get("Content-Type", ""):  # not streamed after all: a
@@ -151,6 +151,8 @@ class StreamingTransport(OpenAICompatTransport):
             raise TransportError("bad_response", f"stream cut off: {exc}") from None
         except aiohttp.ClientError as exc:
             raise TransportError("connection", f"{type(exc).__name__}: {exc}") from None
+        finally:
+            ON_SENT.reset(sent_to)
         if parts.finish_reason is None:
             raise TransportError("bad_response", "the stream ended without a finish_reason (cut off)")
         return parts.reply()
