@@ -21,7 +21,7 @@ more to completion. Reported:
 - rows, ok rows, wall time.
 Targets: resent_older_than_window 0 and a max age of milliseconds (the time a reply takes
 to reach the client), attempts_recorded == requests_seen. An attempt is journaled once its
-request's headers are on the wire (aiohttp's trace hook), so a kill that lands after that and
+request's headers are on the wire (transport.NoticedRequest), so a kill that lands after that and
 before the server has read the whole request counts an attempt the server never saw (over, never under).
 Figures are printed and written to benchmarks/results/kill_under_load.json (one entry per --key).
 """
