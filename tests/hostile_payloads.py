@@ -401,7 +401,7 @@ SANDBOX_WRITERS = """def result_files():  # where the code shares the runner's p
         except Exception:
             pass
     return found
-FILES, RUNNER, CHANNEL = result_files(), sys.modules['__main__'], sys.modules['channel']
+FILES, RUNNER, CHANNEL = result_files(), sys.modules['runner'], sys.modules['channel']
 for message in FORGED:  # paced: each reply lands after the runner has asked, unread
     for target in FILES or range(3, 64):
         try:

@@ -1,4 +1,4 @@
-"""The sandbox child: `python -s -S runner.py JOB.json`, started by the parent inside
+"""The sandbox child: `python -s -S start.py JOB.json` runs main(), started by the parent inside
 `unshare --mount --net` where the kernel allows.
 
 Two processes, so that the generated code cannot write the records the parent believes:
@@ -250,7 +250,3 @@ def main() -> None:
         raise
     results.close()
     end_as(pid)
-
-
-if __name__ == "__main__":
-    main()
