@@ -4,14 +4,17 @@
     python benchmarks/sandbox_overhead.py --runs 50
 
 Prints the median and p90 wall time per run for a program (`print(1)`), a function
-with 10 calls, and a numpy import, beside a bare `python -c pass` start in the same
-process as the baseline, and writes benchmarks/results/sandbox_overhead.json
+with 10 calls, and a numpy import, beside a bare `python -s -S -c pass` start in the
+same process as the baseline (each figure's ratio to it: issue 31's goal is 1.5x for
+print(1)), and the throughput at concurrency 8 of print(1) checks beside bare starts
+(checks/s; the goal: at least the bare rate). Writes benchmarks/results/sandbox_overhead.json
 (with the verdict's isolation, so a figure says which layers it paid for).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import platform
 import statistics
@@ -22,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from factory.sandbox import SandboxLimits, run_function, run_program  # noqa: E402
+from factory.sandbox import SandboxLimits, arun_program, run_function, run_program  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "sandbox_overhead.json"
 LIMITS = SandboxLimits(cpu_s=5, wall_s=20)
@@ -40,6 +43,36 @@ def timed(action, runs: int) -> dict:
         "median_ms": round(statistics.median(samples) * 1000, 1),
         "p90_ms": round(samples[int(len(samples) * 0.9) - 1] * 1000, 1),
     }
+
+
+async def per_second(start_one, total: int, concurrency: int) -> float:
+    """How many of `total` runs finish per second with `concurrency` in flight at once."""
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one():
+        async with slots:
+            await start_one()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(total)))
+    return round(total / (time.perf_counter() - started), 1)
+
+
+async def bare_start() -> None:
+    process = await asyncio.create_subprocess_exec(sys.executable, "-s", "-S", "-c", "pass")
+    await process.wait()
+
+
+async def sandboxed_print() -> None:
+    checked(await arun_program("print(1)", limits=LIMITS))
+
+
+def throughput(runs: int, concurrency: int = 8) -> dict:
+    total = max(runs * 2, concurrency * 4)
+    bare = asyncio.run(per_second(bare_start, total, concurrency))
+    sandboxed = asyncio.run(per_second(sandboxed_print, total, concurrency))
+    return {"concurrency": concurrency, "runs": total, "bare_python_per_s": bare,
+            "run_program_print_per_s": sandboxed, "ratio_to_bare": round(sandboxed / bare, 2)}  # fmt: skip
 
 
 def checked(verdict):
@@ -62,11 +95,19 @@ def main() -> None:
             lambda: checked(run_program("import numpy\nprint(numpy.arange(3).sum())", limits=LIMITS)), runs
         ),
     }
+    base = figures["python_start_baseline"]["median_ms"]
     for name, figure in figures.items():
-        print(f"{name:24s} median {figure['median_ms']:8.1f} ms   p90 {figure['p90_ms']:8.1f} ms")
+        figure["ratio_to_python_start"] = round(figure["median_ms"] / base, 2)
+        print(f"{name:24s} median {figure['median_ms']:8.1f} ms   p90 {figure['p90_ms']:8.1f} ms"
+              f"   {figure['ratio_to_python_start']:5.2f}x bare python")  # fmt: skip
+    rate = throughput(runs)
+    print(
+        f"concurrency {rate['concurrency']}: {rate['run_program_print_per_s']} print(1) checks/s beside "
+        f"{rate['bare_python_per_s']} bare starts/s ({rate['ratio_to_bare']}x)"
+    )
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"runs": runs, "machine": platform.machine(), "figures": figures,
-                                   "isolation": last.isolation}, indent=1) + "\n")  # fmt: skip
+                                   "throughput": rate, "isolation": last.isolation}, indent=1) + "\n")  # fmt: skip
     print(f"wrote {RESULTS}")
 
 
