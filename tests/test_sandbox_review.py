@@ -123,9 +123,22 @@ def test_a_giant_length_prefix_is_refused_without_reading_it():
 
 
 def live_processes_with(marker: str) -> list[str]:
-    """Processes (zombies aside: init reaps those) whose command line holds `marker`."""
-    table = subprocess.run(["ps", "-ww", "-eo", "stat=,args="], capture_output=True, text=True, check=True).stdout
-    return [line for line in table.splitlines() if marker in line and not line.lstrip().startswith("Z")]
+    """Processes (zombies aside: their parent reaps those) whose command line or working directory holds
+    `marker`: a run the fork server forked keeps the server's command line but works in its job folder."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                if stat.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                args = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+            where = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        if marker in args or marker in where:
+            found.append(f"{pid} {where} {args}")
+    return found
 
 
 @pytest.fixture

@@ -25,9 +25,10 @@ from pydantic import ValidationError
 from .capabilities import landlock_abi, namespace_support
 from .child import seccomp
 from .containment import refusal
+from .forkserver import server_for
 from .layers import disabled_layers
 from .models import CallResult, SandboxLimits, SandboxResult
-from .process import ScratchWatch, supervise
+from .process import Launch, ScratchWatch, supervise
 from .result import make_result
 from .static_check import check_source
 
@@ -80,6 +81,17 @@ def child_argv(job_path: Path, layers: dict) -> list[str]:
     prefix = (*namespace_support()[0], *spaces) if spaces else ()
     compile_child()
     return [*prefix, sys.executable, "-s", "-S", str(RUNNER), str(job_path)]
+
+
+def launch(job_dir: Path, layers: dict, stdin_path: str | None) -> Launch:
+    """A fresh Python's argv, and the same run as a fork server's request where one answers."""
+    scratch, job = str(job_dir / "scratch"), job_dir / "job.json"
+    env, argv = child_env(scratch), child_argv(job, layers)
+    user = namespace_support()[0][:0] if len(namespace_support()[0]) < 2 else namespace_support()[0]
+    server = server_for(tuple(user), child_env(tempfile.gettempdir()))
+    request = {"job": str(job), "start": str(RUNNER), "env": env, "cwd": scratch,
+               "mount": layers["mount_namespace"], "net": layers["network_namespace"]}  # fmt: skip
+    return Launch(argv, env, scratch, stdin_path, (server, request) if server else None)
 
 
 def kernel_layers(disabled: tuple[str, ...] = ()) -> dict[str, bool]:
@@ -193,10 +205,8 @@ async def run_in(
         return failed("sandbox", f"could not write the job: {exc}", n_calls)
     try:
         raw = await supervise(
-            child_argv(job_dir / "job.json", mode["layers"]), child_env(str(job_dir / "scratch")),
-            str(job_dir / "scratch"),
-            str(stdin_path) if stdin_path else None, limits.wall_s, limits.max_output_bytes,
-            str(job_dir / "result.jsonl"), max_result_bytes=limits.file_size_mb * 1024 * 1024,
+            launch(job_dir, mode["layers"], str(stdin_path) if stdin_path else None), limits.wall_s,
+            limits.max_output_bytes, str(job_dir / "result.jsonl"), max_result_bytes=limits.file_size_mb * 1024 * 1024,
             scratch_watch=fallback_quota(job_dir / "scratch", limits, mode),
         )  # fmt: skip
     except OSError as exc:  # the child could not start at all (no executable, no fds)

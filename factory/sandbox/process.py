@@ -14,6 +14,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from .forkserver import ForkedRun, ForkServer
+
 READ_CHUNK = 65536
 SCRATCH_POLL_S = 0.05  # the fallback quota's reaction time: what a fast writer gets past the cap
 DRAIN_AFTER_KILL_S = 5.0  # a killed child's pipes close at once; this only bounds a surprise
@@ -83,9 +85,12 @@ async def watch_scratch(watch: ScratchWatch, process: asyncio.subprocess.Process
         await asyncio.sleep(SCRATCH_POLL_S)
 
 
-def kill_group(process: asyncio.subprocess.Process) -> None:
+def kill_group(process) -> None:
     if process.returncode is not None:
         return  # reaped: its pid (and group id) may already belong to someone else
+    if isinstance(process, ForkedRun):
+        process.kill_group()  # the fork server reaps it, so the server kills it
+        return
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -102,19 +107,68 @@ async def pump(stream: asyncio.StreamReader, buffer: CappedBuffer, on_overflow) 
             on_overflow()
 
 
-async def supervise(argv: list[str], env: dict, cwd: str, stdin_path: str | None, wall_s: float,
-                    max_output_bytes: int, result_path: str, max_result_bytes: int,
+@dataclass
+class Launch:
+    """How to start a run: `argv` as a fresh process, or `fork` (the server and its request) when a fork
+    server runs it (forkserver.py). Either way: `env`, working directory `cwd`, stdin from `stdin_path`."""
+
+    argv: list[str]
+    env: dict
+    cwd: str
+    stdin_path: str | None
+    fork: tuple[ForkServer, dict] | None = None
+
+
+async def start(launch: Launch) -> tuple[object, asyncio.StreamReader, asyncio.StreamReader, list]:
+    """(process, its stdout, its stderr, transports to close); through the fork server when it answers."""
+    if launch.fork is not None:
+        try:
+            return await start_forked(*launch.fork, launch.stdin_path)
+        except OSError:
+            pass  # the server stopped: this run starts as a fresh Python
+    with open(launch.stdin_path or os.devnull, "rb") as stdin:
+        process = await asyncio.create_subprocess_exec(
+            *launch.argv, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=launch.env, cwd=launch.cwd, start_new_session=True,
+        )  # fmt: skip
+    return process, process.stdout, process.stderr, []
+
+
+async def start_forked(server: ForkServer, request: dict, stdin_path: str | None) -> tuple:
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    try:
+        stdin = os.open(stdin_path or os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            process = await server.start(request, [stdin, stdout_w, stderr_w])
+        finally:
+            for fd in (stdin, stdout_w, stderr_w):  # the server holds its own copies now
+                os.close(fd)
+    except BaseException:
+        os.close(stdout_r)
+        os.close(stderr_r)
+        raise
+    (stdout, out_transport), (stderr, err_transport) = await pipe_reader(stdout_r), await pipe_reader(stderr_r)
+    return process, stdout, stderr, [out_transport, err_transport]
+
+
+async def pipe_reader(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(loop=loop)
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(fd, "rb", buffering=0)
+    )
+    return reader, transport
+
+
+async def supervise(launch: Launch, wall_s: float, max_output_bytes: int, result_path: str, max_result_bytes: int,
                     scratch_watch: ScratchWatch | None = None) -> RawOutcome:  # fmt: skip
     started = time.monotonic()
     stdout, stderr = CappedBuffer(max_output_bytes), CappedBuffer(max_output_bytes)
-    with open(stdin_path or os.devnull, "rb") as stdin:
-        process = await asyncio.create_subprocess_exec(
-            *argv, stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env=env, cwd=cwd, start_new_session=True,
-        )  # fmt: skip
+    process, out_stream, err_stream, transports = await start(launch)
     tasks = [
-        asyncio.ensure_future(pump(process.stdout, stdout, lambda: kill_group(process))),
-        asyncio.ensure_future(pump(process.stderr, stderr, lambda: kill_group(process))),
+        asyncio.ensure_future(pump(out_stream, stdout, lambda: kill_group(process))),
+        asyncio.ensure_future(pump(err_stream, stderr, lambda: kill_group(process))),
         asyncio.ensure_future(process.wait()),
     ]
     watcher = asyncio.ensure_future(watch_scratch(scratch_watch, process)) if scratch_watch else None
@@ -128,6 +182,8 @@ async def supervise(argv: list[str], env: dict, cwd: str, stdin_path: str | None
         await asyncio.wait(tasks, timeout=DRAIN_AFTER_KILL_S)
         for task in [*tasks, watcher] if watcher else tasks:
             task.cancel()
+        for transport in transports:
+            transport.close()
     return RawOutcome(
         returncode=process.returncode, stdout=stdout, stderr=stderr, timed_out=timed_out,
         duration_s=time.monotonic() - started, records=read_records(result_path, max_result_bytes),

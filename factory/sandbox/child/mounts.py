@@ -24,6 +24,23 @@ def libc() -> ctypes.CDLL:
     return lib
 
 
+CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+MS_REC, MS_PRIVATE = 0x4000, 0x40000
+
+
+def enter_namespaces(mount: bool, net: bool) -> None:
+    """What `unshare --mount --net` does before it starts its command: new namespaces, and in the new
+    mount namespace no mount event shared with the host's (raises OSError)."""
+    flags = (CLONE_NEWNS if mount else 0) | (CLONE_NEWNET if net else 0)
+    if not flags:
+        return
+    lib = libc()
+    if lib.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare")
+    if mount and lib.mount(b"none", b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None) != 0:
+        raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
+
+
 def mount_tmpfs(target: str, options: str, flags: int) -> None:
     if libc().mount(b"tmpfs", target.encode(), b"tmpfs", ctypes.c_ulong(flags), options.encode()) != 0:
         raise OSError(ctypes.get_errno(), f"mount tmpfs on {target}")

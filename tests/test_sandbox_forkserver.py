@@ -1,0 +1,118 @@
+"""The sandbox's fork server (factory/sandbox/forkserver.py, child/forkserver.py): runs are forked
+by one server per process, give the verdicts a fresh Python gives, and a server that dies
+fails only the runs it held."""
+
+import asyncio
+import os
+import signal
+import tempfile
+import time
+
+import pytest
+
+from factory.sandbox import SandboxLimits, arun_program, forkserver, run_function, run_program, sandbox_refusal
+
+pytestmark = pytest.mark.skipif(sandbox_refusal() is not None, reason=f"no sandbox here: {sandbox_refusal()}")
+
+SPIN = "while True:\n    pass\n"
+
+
+@pytest.fixture
+def own_job_dirs(monkeypatch):
+    parent = tempfile.mkdtemp(prefix="sandbox-fork-")
+    os.chmod(parent, 0o755)
+    monkeypatch.setattr(tempfile, "tempdir", parent)
+    yield parent
+
+
+def runs_under(folder: str) -> list[int]:
+    """Live processes working in a job folder under `folder`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd").startswith(folder):
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        return int(next(line.split()[1] for line in status if line.startswith("PPid:")))
+
+
+def this_process_server() -> forkserver.ForkServer:
+    servers = [s for (owner, _), s in forkserver.SERVERS.items() if owner == os.getpid() and s and s.alive]
+    assert len(servers) == 1, forkserver.SERVERS
+    return servers[0]
+
+
+async def while_spinning(folder: str, then) -> object:
+    """Start a spinning run, wait until it is seen working in `folder`, call `then(run pids)`, await the verdict."""
+    task = asyncio.ensure_future(arun_program(SPIN, limits=SandboxLimits(cpu_s=20, wall_s=20)))
+    for _ in range(100):
+        if runs_under(folder):
+            break
+        await asyncio.sleep(0.05)
+    then(runs_under(folder))
+    return await asyncio.wait_for(task, 30)
+
+
+def test_runs_are_forked_by_one_server_per_process(own_job_dirs):
+    assert run_program("print(1)").stdout == "1\n"
+    server = this_process_server()
+    parents = []
+
+    def check_and_stop(pids):
+        parents.extend(parent_of(pid) for pid in pids)
+        os.killpg(os.getpgid(pids[0]), signal.SIGKILL)  # ends the run early
+
+    asyncio.run(while_spinning(own_job_dirs, check_and_stop))
+    assert server.process.pid in parents  # the runner is the server's child, not a fresh start of ours
+    assert this_process_server() is server
+
+
+CASES = {
+    "stdin echo": dict(source="print(input()[::-1])", stdin="abc"),
+    "exception": dict(source="print(1)\nraise ValueError('no')\n"),
+    "cpu": dict(source=SPIN, limits=SandboxLimits(cpu_s=1, wall_s=10)),
+    "wall": dict(source=SPIN, limits=SandboxLimits(cpu_s=10, wall_s=1)),
+    "memory": dict(source="x = bytearray(10**10)\n"),
+    "output cap": dict(source="print('x' * 100000)\n", limits=SandboxLimits(max_output_bytes=1024)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_forked_run_gives_the_verdict_a_fresh_python_gives(case, monkeypatch):
+    def verdict():
+        found = run_program(**CASES[case])
+        return found.status, found.reason, found.stdout[:200], found.isolation
+
+    forked = verdict()
+    monkeypatch.setenv(forkserver.SWITCH_ENV, "0")
+    assert verdict() == forked
+
+
+def test_function_calls_run_the_same_forked_or_fresh(monkeypatch):
+    source = "def f(x):\n    if x == 2:\n        raise KeyError(x)\n    return x * 3\n"
+
+    def calls():
+        return [(c.status, c.value) for c in run_function(source, "f", [[1], [2], [3]]).calls]
+
+    forked = calls()
+    monkeypatch.setenv(forkserver.SWITCH_ENV, "0")
+    assert calls() == forked == [("ok", 3), ("error", None), ("ok", 9)]
+
+
+def test_a_server_killed_mid_run_fails_that_run_and_the_next_run_gets_a_new_server(own_job_dirs):
+    run_program("print(1)")
+    server = this_process_server()
+    verdict = asyncio.run(while_spinning(own_job_dirs, lambda pids: server.process.kill()))
+    assert verdict.status != "ok"
+    deadline = time.monotonic() + 5
+    while runs_under(own_job_dirs) and time.monotonic() < deadline:  # its group was killed with it
+        time.sleep(0.05)
+    assert runs_under(own_job_dirs) == []
+    assert run_program("print(2)").stdout == "2\n"
+    assert this_process_server() is not server
