@@ -158,8 +158,12 @@ def test_a_cancelled_run_leaves_no_process_and_no_mount(own_job_dirs):
     async def cancel_midway() -> None:
         source = "import time\ntime.sleep(30)\n"
         task = asyncio.ensure_future(arun_program(source, limits=SandboxLimits(wall_s=60), _skip_static_check=True))
-        await asyncio.sleep(1.0)
+        for _ in range(200):  # a fresh Python start on a loaded machine can take a second or more
+            await asyncio.sleep(0.05)
+            if live_processes_with(own_job_dirs):
+                break
         assert live_processes_with(own_job_dirs), "the run had not started"
+        await asyncio.sleep(0.2)  # under way, not just started
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

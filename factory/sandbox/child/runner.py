@@ -128,7 +128,28 @@ def start_worker(job: dict, results) -> tuple[int, int, int]:
         status = worker.serve(job, PipeReporter(to_runner_w, to_worker_r))
     except BaseException:  # noqa: B036 - a layer that failed to apply: say so on stderr, status 1
         traceback.print_exc()
-    sys.exit(status)  # not os._exit: the code's atexit handlers and buffered output are its own
+    leave(status)
+
+
+def leave(status: int) -> None:
+    """End the worker as Python's own exit would, less tearing every module down: the code's
+    threads are waited for, its atexit handlers run and its output is flushed, in that order.
+    The teardown cost ~7 of a `print(1)` run's ~20 ms; finalizers it would have run at exit
+    (CPython does not promise them) write nothing the verdict reads: the scratch goes with the run."""
+    threading = sys.modules.get("threading")
+    try:
+        if threading is not None and hasattr(threading, "_shutdown"):
+            threading._shutdown()
+        import atexit
+
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - a closed or replaced stream: what it held is lost, as at exit
+                pass
+        os._exit(status)
 
 
 def confine_runner(job: dict, worker_pid: int) -> dict:
