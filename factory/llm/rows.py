@@ -46,18 +46,23 @@ def merge_duplicates(rows: list[tuple]) -> list[tuple]:
     return list(by_key.values())
 
 
-def _summed(name: str) -> str:
+def _updated(name: str) -> str:
+    """The column's value when the key already has a row: the new one, or for spend both added."""
     if name == "attempts":
-        return "coalesce(b.attempts, 0) + coalesce(o.attempts, 0)"
-    return f"CASE WHEN o.{name} IS NULL THEN b.{name} WHEN b.{name} IS NULL THEN o.{name} ELSE b.{name} + o.{name} END"
+        return "attempts = coalesce(llm_calls.attempts, 0) + coalesce(excluded.attempts, 0)"
+    if name in SUMMED:
+        return (f"{name} = CASE WHEN llm_calls.{name} IS NULL THEN excluded.{name} WHEN excluded.{name} IS NULL "
+                f"THEN llm_calls.{name} ELSE llm_calls.{name} + excluded.{name} END")  # fmt: skip
+    return f"{name} = excluded.{name}"
 
 
-_SELECTED = ", ".join(_summed(c) if c in SUMMED else f"b.{c}" for c in COLUMNS)
+# ON CONFLICT finds the old row through the key's index; a LEFT JOIN with the table (as before) read every
+# row's key at every flush: 0.80 -> 0.58 s of CPU for 20,000 rows in flushes of 500, and more as a run grows.
+# cache_hits is not set: a new row starts at 0, an old row keeps its count.
 INSERT_SQL = (
-    f"INSERT OR REPLACE INTO llm_calls ({', '.join(COLUMNS)}, cache_hits) "
-    f"SELECT {_SELECTED}, coalesce(o.cache_hits, 0) FROM batch b "
-    "LEFT JOIN llm_calls o ON o.request_hash = b.request_hash "
-    "WHERE o.finished_at IS DISTINCT FROM b.finished_at"
+    f"INSERT INTO llm_calls ({', '.join(COLUMNS)}) SELECT {', '.join(COLUMNS)} FROM batch "
+    f"ON CONFLICT (request_hash) DO UPDATE SET {', '.join(_updated(c) for c in COLUMNS if c != 'request_hash')} "
+    "WHERE llm_calls.finished_at IS DISTINCT FROM excluded.finished_at"
 )
 ADD_LOST_SQL = (
     "UPDATE llm_calls SET attempts = coalesce(llm_calls.attempts, 0) + lost.attempts "
