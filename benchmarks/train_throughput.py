@@ -33,6 +33,7 @@ naming the device and mode.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import random
@@ -307,10 +308,24 @@ def measure_all(args, tokenizer, attn: str, bf16: bool, peak: float | None) -> d
         for shape in args.models:
             for seq_len in args.seq_lens:
                 for name, run in trainers.items():
-                    measured = summarise(run(shape, data_file, seq_len, args, tokenizer, attn, bf16, scratch), peak)
+                    measured = measured_or_oom(run, shape, data_file, seq_len, args, tokenizer, attn, bf16, scratch)
+                    measured = summarise(measured, peak) if "error" not in measured else measured
                     results[f"{shape} seq={seq_len} {name}"] = measured
-                    print(f"{shape:14} {seq_len:6} {name:16} {measured['tokens_per_s']} tok/s  MFU {measured['mfu']}")
+                    print(f"{shape:14} {seq_len:6} {name:16} {measured.get('tokens_per_s')} tok/s  "
+                          f"MFU {measured.get('mfu')} {measured.get('error', '')}")  # fmt: skip
     return results
+
+
+def measured_or_oom(run, *args) -> dict:
+    """One trainer's figures, or the out-of-memory it met (1.5B at 8k may not fit an 80 GB card): the other
+    runs still go, and the results file is still written."""
+    try:
+        return run(*args)
+    except torch.cuda.OutOfMemoryError as exc:
+        error = f"out of memory: {str(exc).splitlines()[0][:200]}"
+    gc.collect()  # out of the except block: its traceback held the model's frames
+    torch.cuda.empty_cache()
+    return {"error": error, "peak_mem_gb": peak_memory()}
 
 
 if __name__ == "__main__":
