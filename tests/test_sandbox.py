@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from factory.sandbox import SandboxLimits, arun_program, run_function, run_program, sandbox_capabilities
+from factory.sandbox import SandboxLimits, arun_program, forkserver, run_function, run_program, sandbox_capabilities
 
 CAPS = sandbox_capabilities()
 needs_landlock = pytest.mark.skipif(not CAPS["landlock_abi"], reason="kernel without Landlock")
@@ -32,14 +32,16 @@ REAL_IMPORT = B.getattr(B, '_' * 2 + 'import' + '_' * 2)
 
 
 def live_children() -> set[str]:
-    """Our child processes that are still running (zombies excluded)."""
+    """Our child processes that are still running (zombies excluded), the sandbox's fork servers aside:
+    they live as long as this process, by design."""
+    servers = {str(server.process.pid) for server in forkserver.SERVERS.values() if server is not None}
     found = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             state, parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:2]
         except (OSError, ValueError):
             continue  # exited while we looked
-        if state != "Z" and parent == str(os.getpid()):
+        if state != "Z" and parent == str(os.getpid()) and pid not in servers:
             found.add(pid)
     return found
 

@@ -88,10 +88,19 @@ def launch(job_dir: Path, layers: dict, stdin_path: str | None) -> Launch:
     scratch, job = str(job_dir / "scratch"), job_dir / "job.json"
     env, argv = child_env(scratch), child_argv(job, layers)
     user = namespace_support()[0][:0] if len(namespace_support()[0]) < 2 else namespace_support()[0]
-    server = server_for(tuple(user), child_env(tempfile.gettempdir()))
+    top = "/" + os.path.realpath(job_dir).strip("/").split("/")[0]  # the server's view shows it whole
+    # A server's view is a copy of the mounts it started with: a job folder on a file system mounted later
+    # (a TMPDIR on its own small disk, say) is not in it, so such a run hides the host itself.
+    shared_view = layers["mount_namespace"] and "host_view" not in disabled_layers() and same_mount(job_dir, top)
+    view = json.dumps({"extra_paths": library_paths(), "tmp_root": top}) if shared_view else None
+    server = server_for(tuple(user), child_env(tempfile.gettempdir()), view)
     request = {"job": str(job), "start": str(RUNNER), "env": env, "cwd": scratch,
                "mount": layers["mount_namespace"], "net": layers["network_namespace"]}  # fmt: skip
     return Launch(argv, env, scratch, stdin_path, (server, request) if server else None)
+
+
+def same_mount(path: Path, top: str) -> bool:
+    return os.stat(path).st_dev == os.stat(top).st_dev
 
 
 def kernel_layers(disabled: tuple[str, ...] = ()) -> dict[str, bool]:

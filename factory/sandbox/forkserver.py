@@ -44,11 +44,12 @@ def hand_over(loop: asyncio.AbstractEventLoop, future: asyncio.Future, value: ob
 
 
 class ForkServer:
-    def __init__(self, prefix: tuple[str, ...], env: dict[str, str]):
+    def __init__(self, prefix: tuple[str, ...], env: dict[str, str], view: str | None = None):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.process = subprocess.Popen(
-                [*prefix, sys.executable, "-s", "-S", str(SERVER), str(theirs.fileno())], env=env,
+                [*prefix, sys.executable, "-s", "-S", str(SERVER), str(theirs.fileno()), *([view] if view else [])],
+                env=env,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 pass_fds=(theirs.fileno(),), start_new_session=True, cwd="/",
             )  # fmt: skip
@@ -154,24 +155,25 @@ class ForkedRun:
             self.server.kill(self.pid)
 
 
-SERVERS: dict[tuple[int, tuple[str, ...]], ForkServer | None] = {}  # (owner pid, prefix) -> server, None: broken
+SERVERS: dict[tuple, ForkServer | None] = {}  # (owner pid, prefix, view) -> server, None: broken
 SERVERS_LOCK = threading.Lock()
-RESTARTS: dict[tuple[int, tuple[str, ...]], int] = {}
+RESTARTS: dict[tuple, int] = {}
 MAX_RESTARTS = 3  # a server that keeps stopping is given up for this process: runs start as fresh Pythons
 
 
-def server_for(prefix: tuple[str, ...], env: dict[str, str]) -> ForkServer | None:
-    """This process's server for `prefix`, started on first use; None when switched off or broken."""
+def server_for(prefix: tuple[str, ...], env: dict[str, str], view: str | None = None) -> ForkServer | None:
+    """This process's server for `prefix` and host `view` (child/forkserver.py's build_view, as JSON; None: the
+    runs hide the host themselves), started on first use; None when switched off or broken."""
     if os.environ.get(SWITCH_ENV, "1") == "0":
         return None
-    key = (os.getpid(), prefix)
+    key = (os.getpid(), prefix, view)
     with SERVERS_LOCK:
         server = SERVERS.get(key)
         if key in SERVERS and (server is None or server.alive):
             return server
         RESTARTS[key] = RESTARTS.get(key, -1) + 1
         try:
-            SERVERS[key] = ForkServer(prefix, env) if RESTARTS[key] <= MAX_RESTARTS else None
+            SERVERS[key] = ForkServer(prefix, env, view) if RESTARTS[key] <= MAX_RESTARTS else None
         except OSError:
             SERVERS[key] = None
         return SERVERS[key]

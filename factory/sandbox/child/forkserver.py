@@ -24,6 +24,7 @@ import sys
 
 import mounts
 import runner
+import worker
 
 MAX_MESSAGE = 1 << 20
 FD_COUNT = 3  # stdin, stdout, stderr of the run
@@ -111,5 +112,16 @@ def serve(ctl: socket.socket) -> None:
         reap(ctl, children)
 
 
+def build_view(spec: dict) -> None:
+    """Enter a mount namespace of the server's own and hide the host there, once, for the runs to copy:
+    the read paths of jobs with these extra paths, and the folder their job folders are made in."""
+    mounts.enter_namespaces(mount=True, net=False)
+    kept = worker.read_paths({"extra_paths": spec["extra_paths"]})
+    mounts.hide_host(kept + [spec["tmp_root"]])
+    runner.PREBUILT_VIEW = {"kept": sorted(kept), "tmp_root": spec["tmp_root"]}
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        build_view(json.loads(sys.argv[2]))
     serve(socket.socket(fileno=int(sys.argv[1])))

@@ -124,14 +124,33 @@ def hide_host(keep: list[str]) -> list[str]:
     /etc/shadow` told its size and times, a `readlink /etc/localtime` its target. Now they find nothing.
     Returns the directories covered."""
     kept = {os.path.realpath(path) for path in keep if os.path.lexists(path)} | set(ALWAYS_SHOWN)
+    on_the_way = steps_to(kept)
+    return hide_top_level(on_the_way["/"]) + uncover_on_the_way(on_the_way, kept, "/")
+
+
+def hide_under(root: str, keep: list[str]) -> list[str]:
+    """hide_host below `root` alone, for a namespace that shows `root` whole and hides the rest already
+    (the fork server's, copied): each folder from `root` down to a kept path shows only the next step."""
+    kept = {os.path.realpath(path) for path in keep if os.path.lexists(path)}
+    return uncover_on_the_way(steps_to(kept), kept, root)
+
+
+def steps_to(kept: set[str]) -> dict[str, set[str]]:
+    """For each folder on the way to a kept path, the names in it that lead there."""
     on_the_way: dict[str, set[str]] = {}
     for path in kept:
         parts = path.strip("/").split("/")
         for depth in range(len(parts)):
             on_the_way.setdefault("/" + "/".join(parts[:depth]), set()).add(parts[depth])
-    covered = hide_top_level(on_the_way["/"])
+    return on_the_way
+
+
+def uncover_on_the_way(on_the_way: dict[str, set[str]], kept: set[str], root: str) -> list[str]:
+    """Cover each folder on the way at or under `root` (but "/" and what is kept) with only its next steps."""
+    covered = []
     for folder in sorted(on_the_way, key=lambda f: (f.count("/"), f)):
-        if folder != "/" and not any(folder == k or folder.startswith(k + "/") for k in kept):
+        below = folder == root or folder.startswith(root.rstrip("/") + "/")
+        if folder != "/" and below and not any(folder == k or folder.startswith(k + "/") for k in kept):
             uncover(folder, on_the_way[folder])
             covered.append(folder)
     return covered

@@ -81,6 +81,21 @@ class PipeReporter:
             yield message["index"], message["args"]
 
 
+# Set by the fork server when its own mount namespace already shows the host view for these read paths and
+# the whole top-level folder the job folders are made under (child/forkserver.py): a run's copy of that
+# namespace then only hides, on the way down to its scratch, what is beside it (two mounts for /tmp/JOB/scratch
+# instead of ~26).
+PREBUILT_VIEW: dict | None = None  # {"kept": sorted read paths, "tmp_root": a top-level folder}
+
+
+def hide_host(job: dict) -> bool:
+    """Show the worker only what it may read (mounts.hide_host); True when something was covered."""
+    kept, view = worker.read_paths(job), PREBUILT_VIEW
+    if view and sorted(kept) == view["kept"] and os.path.realpath(job["scratch"]).startswith(view["tmp_root"] + "/"):
+        return bool(mounts.hide_under(view["tmp_root"], kept + [job["scratch"]]))
+    return bool(mounts.hide_host(kept + [job["scratch"]]))
+
+
 def prepare(job: dict) -> dict:
     """As root of the mount namespace, before the fork: the scratch tmpfs, Python made
     readable for the worker's id, the scratch directory its own. Returns what held."""
@@ -88,7 +103,7 @@ def prepare(job: dict) -> dict:
     ids = privileges.target_ids() if "privileges" not in disabled else None
     held = {"scratch_quota": False}
     if job["mount_namespace"] and "host_view" not in disabled:
-        held["host_view"] = bool(mounts.hide_host(worker.read_paths(job) + [job["scratch"]]))
+        held["host_view"] = hide_host(job)
     else:
         held["host_view"] = False
     if ids and job["mount_namespace"]:
