@@ -2,6 +2,7 @@
 by one server per process, give the verdicts a fresh Python gives, and a server that dies
 fails only the runs it held."""
 
+import ast
 import asyncio
 import os
 import signal
@@ -146,3 +147,30 @@ def test_the_worker_ends_as_python_would_its_atexit_handlers_run_and_its_output_
     calls = run_function("import atexit\natexit.register(lambda: print('bye'))\ndef f(x):\n    return x\n", "f",
                          [[1]], limits)  # fmt: skip
     assert calls.ok and calls.stdout == "bye\n"
+
+
+def test_a_run_in_the_servers_shared_view_sees_no_other_job_and_none_of_its_own_files(own_job_dirs, monkeypatch):
+    """The server hides the host once and shows the job folders' folder whole; each run covers that again,
+    so a run beside another sees only its own way down to its scratch (Landlock off, to list folders)."""
+    monkeypatch.setenv("FACTORY_SANDBOX_DISABLE", "landlock")
+    source = (
+        "import os\nscratch = os.getcwd()\njob = os.path.dirname(scratch)\n"
+        "print(repr((sorted(os.listdir(os.path.dirname(job))), sorted(os.listdir(job)), os.path.lexists('/etc/hostname'))))\n"
+    )
+    limits = SandboxLimits(allowed_imports=("os",), cpu_s=20, wall_s=20)
+
+    async def side_by_side():
+        neighbour = asyncio.ensure_future(arun_program(SPIN, limits=limits))
+        for _ in range(100):
+            if runs_under(own_job_dirs):
+                break
+            await asyncio.sleep(0.05)
+        seen = await arun_program(source, limits=limits, _skip_static_check=True)
+        still_there = len(os.listdir(own_job_dirs))  # the neighbour's job folder (the run's own went with it)
+        neighbour.cancel()
+        return seen, still_there
+
+    seen, jobs_then = asyncio.run(side_by_side())
+    assert seen.status == "ok", seen.error
+    folders, own, hostname = ast.literal_eval(seen.stdout)
+    assert jobs_then == 1 and len(folders) == 1 and own == ["scratch"] and hostname is False
