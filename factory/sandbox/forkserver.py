@@ -1,6 +1,6 @@
 """The parent's side of the sandbox's fork server (child/forkserver.py).
 
-One server per process and namespace prefix, started at the first run. A run is a
+One server per process, namespace prefix and host view, started at the first run that needs it. A run is a
 request on a private socket (the job, its environment, its working directory, the
 namespaces to enter, three descriptors); the server forks it and later says how it
 ended. A thread reads the server's messages and hands each to the event loop that
@@ -26,7 +26,6 @@ import threading
 from pathlib import Path
 
 SERVER = Path(__file__).parent / "child" / "forkserver.py"
-START = Path(__file__).parent / "child" / "start.py"
 SWITCH_ENV = "FACTORY_SANDBOX_FORKSERVER"
 MAX_MESSAGE = 1 << 16
 
@@ -131,10 +130,6 @@ class ForkServer:
                     self.socket.send(json.dumps({"kill": pid}).encode())
                 except OSError:
                     pass
-
-    def close(self) -> None:
-        self.socket.close()  # the server reads the end of its socket and leaves
-        self.process.wait(timeout=5)
 
 
 class ForkedRun:
