@@ -87,13 +87,14 @@ def launch(job_dir: Path, layers: dict, stdin_path: str | None) -> Launch:
     """A fresh Python's argv, and the same run as a fork server's request where one answers."""
     scratch, job = str(job_dir / "scratch"), job_dir / "job.json"
     env, argv = child_env(scratch), child_argv(job, layers)
-    user = namespace_support()[0][:0] if len(namespace_support()[0]) < 2 else namespace_support()[0]
+    base = namespace_support()[0]  # ("unshare",) as root, ("unshare", "--map-root-user") for an ordinary user
+    user = base if len(base) > 1 else ()  # the server needs the user namespace alone: runs enter the others
     top = "/" + os.path.realpath(job_dir).strip("/").split("/")[0]  # the server's view shows it whole
     # A server's view is a copy of the mounts it started with: a job folder on a file system mounted later
     # (a TMPDIR on its own small disk, say) is not in it, so such a run hides the host itself.
     shared_view = layers["mount_namespace"] and "host_view" not in disabled_layers() and same_mount(job_dir, top)
     view = json.dumps({"extra_paths": library_paths(), "tmp_root": top}) if shared_view else None
-    server = server_for(tuple(user), child_env(tempfile.gettempdir()), view)
+    server = server_for(user, child_env(tempfile.gettempdir()), view)
     request = {"job": str(job), "start": str(RUNNER), "env": env, "cwd": scratch,
                "mount": layers["mount_namespace"], "net": layers["network_namespace"]}  # fmt: skip
     return Launch(argv, env, scratch, stdin_path, (server, request) if server else None)
