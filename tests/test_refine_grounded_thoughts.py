@@ -91,6 +91,16 @@ def test_a_claim_the_world_contradicts_is_caught():
     assert result.ungrounded_thoughts == 1
 
 
+def test_a_claim_spliced_to_a_hedge_by_a_comma_is_still_read():
+    """ "I am in the storeroom, I can take the key" asserts a place; the hedge of the second clause is its own
+    (read as one clause, the embedded model's rows kept such claims about a room it was not in)."""
+    steps = [("I'm in the storeroom, I can take the key now.", ("take", {"item": "patient_chart"}), "ok"),
+             ("I am in the ward, I could check his vitals.", VITALS, "check_vitals(arm=left) worked.")]  # fmt: skip
+    turns, stored = turns_and_steps(steps)
+    result = check_thoughts(WARD, [t.model_dump() for t in turns], stored)
+    assert result.assertions == 2 and [f.reason for f in result.ungrounded] == ["the player is in ward"]
+
+
 @pytest.fixture
 def run_dir(tmp_path):
     with Store.open(tmp_path) as store:

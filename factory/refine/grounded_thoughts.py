@@ -45,7 +45,12 @@ HEDGE = re.compile(
     r"probably|could|would|can|if|want|wants|hope|think|guess|expect|assume|suppose|likely|unless|until|whether|"
     r"try|plan|once|when)\b"
 )
-CLAUSES = re.compile(r"[.;:!?]+\s*|,\s*(?=(?:but|so|and|then|because)\b)|\s+(?:but|so|because)\s+|\s+-+\s+")
+# A comma before a new subject starts a clause of its own ("i am in the kitchen, i can walk on"): read as one,
+# the hedge of the second ("can") hid the claim of the first.
+CLAUSES = re.compile(
+    r"[.;:!?]+\s*|,\s*(?=(?:but|so|and|then|because|i|i'm|i've|you|we|he|she|they|it|it's)\b)|"
+    r"\s+(?:but|so|because)\s+|\s+-+\s+"
+)
 BE = (
     r"(?:is|are|was|were|'s|'re|has been|have been|had been|is not|are not|isn't|aren't|wasn't|weren't|"
     r"has not been|have not been|hasn't been|haven't been|no longer)"
