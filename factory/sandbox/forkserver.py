@@ -5,8 +5,8 @@ request on a private socket (the job, its environment, its working directory, th
 namespaces to enter, three descriptors); the server forks it and later says how it
 ended. A thread reads the server's messages and hands each to the event loop that
 asked, so runs from any loop (run_sync starts one per call) share the server. The
-server reaps the runs, so their groups are killed through it (`ForkedRun.kill_group`):
-a kill can then never reach a process that took a reaped run's number.
+server reaps the runs, so their groups are killed through it, by request id
+(`ForkedRun.kill_group`): a kill can then never reach a process that took a reaped run's number.
 
 FACTORY_SANDBOX_FORKSERVER=0 starts every run as a fresh Python instead (api.py's
 argv), as does a server that could not start or stopped.
@@ -115,19 +115,17 @@ class ForkServer:
         try:
             pid = await asyncio.shield(spawned)
         except asyncio.CancelledError:  # the caller gave up: the run it asked for must not run unwatched
-            spawned.add_done_callback(lambda done: self.kill_if_spawned(done, exited))
+            self.kill(ident)
             raise
-        return ForkedRun(self, pid, exited)
+        return ForkedRun(self, pid, ident, exited)
 
-    def kill_if_spawned(self, spawned: asyncio.Future, exited: asyncio.Future) -> None:
-        if not spawned.cancelled() and spawned.exception() is None and not exited.done():
-            self.kill(spawned.result())
-
-    def kill(self, pid: int) -> None:
+    def kill(self, ident: int) -> None:
+        """Kill run `ident`'s group, if the server has not reaped it (a run not yet forked is killed as the
+        server reads this after its request)."""
         with self.lock:
             if self.alive:
                 try:
-                    self.socket.send(json.dumps({"kill": pid}).encode())
+                    self.socket.send(json.dumps({"kill": ident}).encode())
                 except OSError:
                     pass
 
@@ -135,8 +133,8 @@ class ForkServer:
 class ForkedRun:
     """What supervise() needs of a process, for a run the fork server started."""
 
-    def __init__(self, server: ForkServer, pid: int, exited: asyncio.Future):
-        self.server, self.pid, self.exited, self.returncode = server, pid, exited, None
+    def __init__(self, server: ForkServer, pid: int, ident: int, exited: asyncio.Future):
+        self.server, self.pid, self.ident, self.exited, self.returncode = server, pid, ident, exited, None
 
     async def wait(self) -> int:
         try:
@@ -147,7 +145,7 @@ class ForkedRun:
 
     def kill_group(self) -> None:
         if self.returncode is None:
-            self.server.kill(self.pid)
+            self.server.kill(self.ident)
 
 
 SERVERS: dict[tuple, ForkServer | None] = {}  # (owner pid, prefix, view) -> server, None: broken

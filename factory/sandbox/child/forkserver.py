@@ -10,7 +10,8 @@ session of its own and runs the runner's main(), exactly as `start.py` does afte
 fresh start. Every layer is still applied per run, in the child (runner.py).
 
 The server is the children's only reaper, so it also kills a run's process group when
-the parent asks: a group it has not reaped cannot belong to another process yet.
+the parent asks, by the run's request id: a group it has not reaped cannot belong to
+another process yet, and an id, unlike a process number, is never given twice.
 Messages are JSON; the socket is the parent's and the server's alone (children close it).
 """
 
@@ -70,12 +71,12 @@ def run_child(request: dict, fds: list[int], ctl: socket.socket, closing: list[i
     sys.exit(0)  # SystemExit leaves through the server's frames: Python then ends as after a fresh start
 
 
-def reap(ctl: socket.socket, children: set[int]) -> None:
+def reap(ctl: socket.socket, children: dict[int, int]) -> None:
     while children:
         pid, status = os.waitpid(-1, os.WNOHANG)
         if pid == 0:
             return
-        children.discard(pid)
+        children.pop(pid, None)
         send(ctl, {"exited": pid, "status": status})
 
 
@@ -83,7 +84,7 @@ def serve(ctl: socket.socket) -> None:
     woken_r, woken_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(woken_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wakeup fd hears of exits
-    children: set[int] = set()
+    children: dict[int, int] = {}  # pid -> request id, while unreaped
     while True:
         readable, _, _ = select.select([ctl, woken_r], [], [])
         if woken_r in readable:
@@ -96,9 +97,9 @@ def serve(ctl: socket.socket) -> None:
         if request is None:
             return  # the parent is gone; its runs are its own process groups and end by their limits
         if "kill" in request:
-            if request["kill"] in children:  # unreaped: the group is still this run's
-                try:
-                    os.killpg(request["kill"], signal.SIGKILL)
+            for pid in [pid for pid, ident in children.items() if ident == request["kill"]]:
+                try:  # unreaped: the group is still this run's
+                    os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             continue
@@ -107,7 +108,7 @@ def serve(ctl: socket.socket) -> None:
             run_child(request, fds, ctl, [woken_r, woken_w])
         for fd in fds:
             os.close(fd)
-        children.add(pid)
+        children[pid] = request["id"]
         send(ctl, {"spawned": request["id"], "pid": pid})
         reap(ctl, children)
 
