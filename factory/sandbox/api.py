@@ -45,6 +45,7 @@ def child_env(scratch: str) -> dict[str, str]:
     }  # fmt: skip
 
 
+@functools.cache  # asked twice per run (the job, the fork server's view); fixed for the process
 def library_paths() -> list[str]:
     # The child starts with -S (no site), so third-party modules such as numpy
     # are found only through these; the import allowlist decides what is used.
@@ -83,7 +84,7 @@ def child_argv(job_path: Path, layers: dict) -> list[str]:
     return [*prefix, sys.executable, "-s", "-S", str(RUNNER), str(job_path)]
 
 
-def launch(job_dir: Path, layers: dict, stdin_path: str | None) -> Launch:
+def launch(job_dir: Path, layers: dict, disabled: tuple[str, ...], stdin_path: str | None) -> Launch:
     """A fresh Python's argv, and the same run as a fork server's request where one answers."""
     scratch, job = str(job_dir / "scratch"), job_dir / "job.json"
     env, argv = child_env(scratch), child_argv(job, layers)
@@ -92,10 +93,10 @@ def launch(job_dir: Path, layers: dict, stdin_path: str | None) -> Launch:
     top = "/" + os.path.realpath(job_dir).strip("/").split("/")[0]  # the server's view shows it whole
     # A server's view is a copy of the mounts it started with: a job folder on a file system mounted later
     # (a TMPDIR on its own small disk, say) is not in it, so such a run hides the host itself.
-    shared_view = layers["mount_namespace"] and "host_view" not in disabled_layers() and same_mount(job_dir, top)
+    shared_view = layers["mount_namespace"] and "host_view" not in disabled and same_mount(job_dir, top)
     view = json.dumps({"extra_paths": library_paths(), "tmp_root": top}) if shared_view else None
     server = server_for(user, child_env(tempfile.gettempdir()), view)
-    request = {"job": str(job), "start": str(RUNNER), "env": env, "cwd": scratch,
+    request = {"job": str(job), "env": env, "cwd": scratch,
                "mount": layers["mount_namespace"], "net": layers["network_namespace"]}  # fmt: skip
     return Launch(argv, env, scratch, stdin_path, (server, request) if server else None)
 
@@ -215,7 +216,7 @@ async def run_in(
         return failed("sandbox", f"could not write the job: {exc}", n_calls)
     try:
         raw = await supervise(
-            launch(job_dir, mode["layers"], str(stdin_path) if stdin_path else None), limits.wall_s,
+            launch(job_dir, mode["layers"], mode["disabled"], str(stdin_path) if stdin_path else None), limits.wall_s,
             limits.max_output_bytes, str(job_dir / "result.jsonl"), max_result_bytes=limits.file_size_mb * 1024 * 1024,
             scratch_watch=fallback_quota(job_dir / "scratch", limits, mode),
         )  # fmt: skip

@@ -28,6 +28,7 @@ import runner
 import worker
 
 MAX_MESSAGE = 1 << 20
+START = os.path.join(os.path.dirname(os.path.abspath(__file__)), "start.py")  # what a fresh start runs
 FD_COUNT = 3  # stdin, stdout, stderr of the run
 
 
@@ -66,7 +67,7 @@ def run_child(request: dict, fds: list[int], ctl: socket.socket, closing: list[i
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.argv = [request["start"], request["job"]]
+    sys.argv = [START, request["job"]]
     runner.main()
     sys.exit(0)  # SystemExit leaves through the server's frames: Python then ends as after a fresh start
 
