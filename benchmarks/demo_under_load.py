@@ -83,7 +83,7 @@ def bar_figures(stderr: str) -> dict:
 def calls_of(run_dir: Path) -> dict:
     from factory.store import Store
 
-    if not (run_dir / "factory.duckdb").exists():
+    if not (run_dir / "factory.sqlite").exists():
         return {}
     with Store.open(run_dir, read_only=True) as store:
         calls, attempts, timeouts, slowest = store.query(

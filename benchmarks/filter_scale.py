@@ -70,7 +70,7 @@ def child_generate(folder: Path, n: int) -> dict:
     with open_store(folder) as store:
         sizes = generate(store, n)
     return {"seconds": time.perf_counter() - started, "peak_rss_mib": peak_rss_mib(), **sizes,
-            "db_bytes": (folder / "factory.duckdb").stat().st_size}  # fmt: skip
+            "db_bytes": (folder / "factory.sqlite").stat().st_size}  # fmt: skip
 
 
 def child_filter(folder: Path, n: int) -> dict:

@@ -154,9 +154,8 @@ def dedup(docs: list[tuple], threshold: float = 0.8, bands: int = 6, rows_per_ba
 def fetch_rows(store, sql: str, batch_rows: int = 10_000):
     """Rows as tuples, streamed in Arrow batches (a materialised result would not fit the memory limit)."""
     # The sampling predicate makes DuckDB guess ~1 row and hash the trajectories side: keep the small tables there.
-    store.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
-    reader = store.con.sql(sql).to_arrow_reader(batch_rows)
-    for batch in reader:
+    store.duck_execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
+    for batch in store.arrow_batches(sql, batch_rows):
         yield from zip(*(column.to_pylist() for column in batch.columns))
 
 

@@ -20,7 +20,7 @@ more to completion. Reported:
   after the final run): equal when every attempt is accounted for;
 - rows, ok rows, wall time.
 Targets: resent_older_than_window 0 and a max age of milliseconds (the time a reply takes
-to reach the client), attempts_recorded == requests_seen. An attempt is journaled once its
+to reach the client), attempts_recorded == requests_seen. An attempt is committed to the log once its
 request's headers are on the wire (transport.NoticedRequest), so a kill that lands after that and
 before the server has read the whole request counts an attempt the server never saw (over, never under).
 Figures are printed and written to benchmarks/results/kill_under_load.json (one entry per --key).
@@ -48,7 +48,7 @@ from results_file import save  # noqa: E402
 
 from factory.store import Store  # noqa: E402
 
-WINDOW_S = 0.25  # the call log's flush period: the promise before the call journal
+WINDOW_S = 0.25  # the README's promise: no reply older than this is asked again
 OUTPUT = ROOT / "benchmarks" / "results" / "kill_under_load.json"
 
 

@@ -119,7 +119,7 @@ def merge_rate(rows: int) -> dict:
     with Store.open(folder / "main") as main_store:
         for _ in range(2):
             started = time.perf_counter()
-            merge_shard(main_store, folder / "shard" / "factory.duckdb")
+            merge_shard(main_store, folder / "shard" / "factory.sqlite")
             timings.append(round(time.perf_counter() - started, 2))
     shutil.rmtree(folder, ignore_errors=True)
     return {"rows": rows, "first_merge_s": timings[0], "rows_per_s": round(rows / timings[0]), "again_s": timings[1]}

@@ -41,5 +41,6 @@ COMMANDS = (
     Command("quality", "quality figures of a run's verified trajectories (both paths)", "factory.reporting.command", "add_quality_parser"),
     Command("status", "a run's progress, errors and spend, also while it runs", "factory.reporting.status_command", "add_status_parser"),
     Command("eval", "play a model in held-out refine environments; report success and mistakes", "factory.evaluate.command", "add_eval_parser"),
+    Command("store", "convert a run folder of an older factory, or check a store", "factory.upgrade.command", "add_store_parser"),
     Command("ls", "list a run's trajectories: stats, kept or dropped, and why rows failed", "factory.viewer.command", "add_ls_parser"),
 )  # fmt: skip

@@ -67,7 +67,7 @@ def group(items: list[tuple[str, str]]) -> list[Reason]:
 
 
 def has_table(store: Store, name: str) -> bool:
-    return bool(store.query("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name])[0][0])
+    return store.has_table(name)
 
 
 def script_section(store: Store) -> Section:

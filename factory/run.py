@@ -9,17 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-import duckdb
 from pydantic import BaseModel
 
 from .errors import FactoryError
-from .llm.call_summary import summarize_query
-from .llm.inflight import figures_from_now
 from .prompts import prompts_from
 from .store import Store, utcnow
-from .store.db import LIVE_RUNS
-from .store.integrity import first_line
-from .store.live import StatusPublisher, interval_from_env
+from .store.db import STORE_ERRORS
+from .store.errors import first_line
 
 
 @dataclass
@@ -46,12 +42,10 @@ def open_run(
     run_id = f"{utcnow():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     config_json = config.model_dump_json() if config is not None else None
     started = utcnow()
-    LIVE_RUNS.add(run_id)
+    store.run_locks.take(run_id)  # before the row: a `running` row without a held lock is a dead run
     status = "failed"
-    publisher = None
     try:
         store.execute("INSERT INTO runs VALUES (?, ?, ?, ?, NULL, 'running')", [run_id, command, config_json, started])
-        publisher = _start_publisher(run_dir, run_id, command, started, store)
         with prompts_from(config):  # the config's prompts_dir, for this run only
             yield Run(run_dir, run_id, store)
         if require_an_answer:
@@ -62,17 +56,7 @@ def open_run(
         status = "interrupted"
         raise
     finally:
-        LIVE_RUNS.discard(run_id)
-        _finish(store, run_id, status, publisher)
-
-
-def _start_publisher(run_dir: Path, run_id: str, command: str, started, store: Store) -> StatusPublisher:
-    with store._lock:  # a cursor of its own: the publisher's reads never wait on the store's lock
-        cursor = store.con.cursor()
-    run = {"run_id": run_id, "command": command, "started_at": started.isoformat() + "Z", "store": str(store.path)}
-    publisher = StatusPublisher(run_dir, run, cursor, summarize_query, interval_from_env(), figures_from_now())
-    publisher.start()
-    return publisher
+        _finish(store, run_id, status)
 
 
 class NoAnswerCame(FactoryError):
@@ -95,7 +79,7 @@ def refuse_if_no_answer_came(store: Store, run_id: str, run_dir: Path) -> None:
             "FROM llm_calls WHERE run_id = ? GROUP BY ALL ORDER BY n DESC",
             [run_id],
         )
-    except duckdb.Error:  # a store that cannot be read now: the run's end reports it (_finish)
+    except STORE_ERRORS:  # a store that cannot be read now: the run's end reports it (_finish)
         return
     if not rows or not all(unanswered for _, _, unanswered in rows):
         return
@@ -103,8 +87,8 @@ def refuse_if_no_answer_came(store: Store, run_id: str, run_dir: Path) -> None:
     raise NoAnswerCame(f"every LLM call of this run went unanswered ({said}); see them with: factory calls {run_dir}")
 
 
-def _finish(store: Store, run_id: str, status: str, publisher: StatusPublisher | None) -> None:
-    """Record how the run ended, publish it, close the store.
+def _finish(store: Store, run_id: str, status: str) -> None:
+    """Record how the run ended, close the store.
 
     When the run failed, its own error is the news: a store that cannot take the last update
     (a full disk, a damaged or invalidated file) must not replace it with a second error. The
@@ -116,8 +100,7 @@ def _finish(store: Store, run_id: str, status: str, publisher: StatusPublisher |
         if status == "done":
             raise FactoryError(f"cannot record the end of run {run_id} in {store.path}: {first_line(exc)}") from None
     finally:
-        if publisher is not None:
-            publisher.finish(status)
+        store.run_locks.release(run_id)
         _close(store, quiet=status != "done")
 
 

@@ -18,7 +18,7 @@ def run(config, requests, store):
 
 def test_rerun_makes_zero_new_calls(server, fast_config, tmp_path):
     requests = [ask(f"q{i} ") for i in range(12)]
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     first = run(fast_config(), requests, store)
     sent = len(server.requests)
     second = run(fast_config(), requests, store)
@@ -30,7 +30,7 @@ def test_rerun_makes_zero_new_calls(server, fast_config, tmp_path):
 
 
 def test_samples_of_one_prompt_are_distinct_entries(server, fast_config, tmp_path):
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     results = run(fast_config(), [ask("same", index=i) for i in range(4)], store)
     assert len({r.request_hash for r in results}) == 4
     assert len(server.requests) == 4
@@ -38,12 +38,12 @@ def test_samples_of_one_prompt_are_distinct_entries(server, fast_config, tmp_pat
 
 
 def test_identical_concurrent_requests_are_sent_once(server, fast_config, tmp_path):
-    results = run(fast_config(), [ask("twin")] * 5, Store(tmp_path / "s.duckdb"))
+    results = run(fast_config(), [ask("twin")] * 5, Store(tmp_path / "s.sqlite"))
     assert all(r.ok for r in results) and len(server.requests) == 1
 
 
 def test_cache_off_and_namespaces(server, fast_config, tmp_path):
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     run(fast_config(), [ask("x")], store)
     run(fast_config(cache=False), [ask("x")], store)
     assert len(server.requests) == 2
@@ -56,7 +56,7 @@ def test_failed_requests_are_retried_on_rerun_and_replace_their_row(server, fast
     from loopback_server import Action
 
     server.route("flaky", *[Action(status=500)] * 4)
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     [failed] = run(fast_config(), [ask("flaky")], store)
     assert not failed.ok
     [fixed] = run(fast_config(), [ask("flaky")], store)
@@ -65,9 +65,9 @@ def test_failed_requests_are_retried_on_rerun_and_replace_their_row(server, fast
 
 
 def test_call_row_holds_what_the_issue_lists(server, fast_config, tmp_path):
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     run(fast_config(), [ask("row")], store)
-    row = store.con.execute("SELECT * FROM llm_calls").fetchdf().iloc[0]
+    row = store.query_arrow("SELECT * FROM llm_calls").to_pandas().iloc[0]
     assert row.stage == "t" and row.model == "loopback" and row.run_id == "r1"
     assert '"temperature"' in row.params and "make a tool row" in row.messages
     assert row.status == "ok" and row.attempts == 1
@@ -89,7 +89,7 @@ def test_unstructured_calls_and_stage_of_complete(server, fast_config, tmp_path)
     server.route("plain", __import__("loopback_server").ok("hello there"))
 
     async def go():
-        async with LLMClient(fast_config(), Store(tmp_path / "s.duckdb")) as llm:
+        async with LLMClient(fast_config(), Store(tmp_path / "s.sqlite")) as llm:
             return await llm.complete([{"role": "user", "content": "plain"}], stage="chat", temperature=0)
 
     result = asyncio.run(go())
@@ -102,12 +102,12 @@ def test_duplicates_in_flight_keep_their_own_tags(server, fast_config, tmp_path)
     from factory.llm import Request
 
     twins = [Request([{"role": "user", "content": "tagged"}], tag=name) for name in ("a", "b", "c")]
-    results = run(fast_config(), twins, Store(tmp_path / "s.duckdb"))
+    results = run(fast_config(), twins, Store(tmp_path / "s.sqlite"))
     assert [r.tag for r in results] == ["a", "b", "c"] and len(server.requests) == 1
 
 
 def test_concurrent_first_calls_start_the_client_once(server, fast_config, tmp_path):
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
 
     async def go():
         llm = LLMClient(fast_config(), store)
@@ -124,7 +124,7 @@ def test_concurrent_first_calls_start_the_client_once(server, fast_config, tmp_p
 def test_a_cached_reply_that_no_longer_validates_is_asked_again(server, fast_config, tmp_path):
     from pydantic import ConfigDict, field_validator
 
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     run(fast_config(), [ask("strict")], store)
 
     class StricterTool(Tool):  # same JSON schema, a new validator

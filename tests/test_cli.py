@@ -68,7 +68,7 @@ def test_ping(server, tmp_path):
             "error: model 'openai/gpt-4o-mini' needs an API key: set OPENAI_API_KEY",
         ),
         (["smoke", "--config", "/nonexistent.yaml"], "error: /nonexistent.yaml: cannot read config"),
-        (["calls", "/nonexistent-run"], "error: no run store at /nonexistent-run/factory.duckdb"),
+        (["calls", "/nonexistent-run"], "error: no run store at /nonexistent-run/factory.sqlite"),
         (
             ["smoke", "-n", "0", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"],
             "error: command line: field 'smoke.n'",

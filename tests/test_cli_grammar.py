@@ -19,7 +19,8 @@ DATA = Path(__file__).parent / "data"
 # the commands that read or write a run folder, by their words after `factory`
 RUN_FOLDER_COMMANDS = {
     "smoke", "ping", "refine", "coa", "coa-import", "import", "tasks expand", "tasks vary", "show", "calls", "run",
-    "filter", "passrate", "pairs", "export", "publish", "report", "quality", "status", "eval", "ls",
+    "filter", "passrate", "pairs", "export", "publish", "report", "quality", "status", "eval", "ls", "store convert",
+    "store check",
 }  # fmt: skip
 # a -c config can name their folder: RUN_DIR is optional
 CONFIGURABLE = {"smoke", "ping", "refine", "coa", "tasks expand", "tasks vary", "run", "passrate", "pairs"}
@@ -92,13 +93,13 @@ def test_import_takes_RUN_DIR_then_FILE_and_the_old_forms_for_a_release(tmp_path
     atif = tmp_path / "t.atif.jsonl"
     atif.write_text(json.dumps(json.loads((DATA / "interchange" / "harbor_atif.json").read_text())) + "\n")
     assert main(["import", "new", str(atif)]) == 0
-    assert capsys.readouterr().err == "" and (tmp_path / "new" / "factory.duckdb").is_file()
+    assert capsys.readouterr().err == "" and (tmp_path / "new" / "factory.sqlite").is_file()
     assert main(["import", str(atif), "--run-dir", "old"]) == 0
     assert "note: --run-dir is the old form" in capsys.readouterr().err and (tmp_path / "old").is_dir()
     assert main(["import", str(atif)]) == 0  # the old default folder
     err = capsys.readouterr().err
     assert "note: the run folder now comes first: factory import RUN_DIR FILE; importing into outputs/import" in err
-    assert (tmp_path / "outputs" / "import" / "factory.duckdb").is_file()
+    assert (tmp_path / "outputs" / "import" / "factory.sqlite").is_file()
 
 
 ACCEPTED = "use 'local' (the embedded model), 'local:/path.gguf', a litellm model string such as openai/gpt-4o-mini"

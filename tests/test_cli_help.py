@@ -9,7 +9,7 @@ import pytest
 from factory.cli import build_parser, main
 
 COMMANDS = ("smoke", "ping", "refine", "coa", "coa-import", "import", "show", "calls", "run", "filter", "passrate", "pairs", "export",
-            "publish", "report", "quality", "status", "eval", "train", "ls", "corpus", "tasks")  # fmt: skip
+            "publish", "report", "quality", "status", "eval", "train", "ls", "corpus", "tasks", "store")  # fmt: skip
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:

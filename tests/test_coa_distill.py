@@ -123,7 +123,7 @@ def test_stats_count_the_team_work():
 
 
 def test_failures_are_stored_with_their_rule_and_valid_ones_as_trajectories(tmp_path):
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     task = Task(id="t/1", question="Which river?", answers=["Seine"], domain="qa", source="t")
     from factory.checks import get_checker
 
@@ -180,7 +180,7 @@ def test_a_trace_that_lists_no_tools_names_those_its_calls_used():
 
 
 def test_a_trace_read_back_from_the_store_distils_with_the_instruction_of_its_run(tmp_path):
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     offered = trace("mas", MAS_EVENTS, tools=["web_search", "crawl_page", "code"])  # code offered, never called
     save_trace(store, offered)
     loaded = load_trace(store, offered.trace_id)

@@ -141,8 +141,8 @@ def test_a_malformed_row_is_a_counted_reason_and_the_stage_goes_on(paired):
               "coa:broken/no-prompt": json.dumps([{"role": "assistant", "content": "<web_search>\nq\n</web_search>\n"}])}  # fmt: skip
     with Store.open(config.run_dir) as store:
         for trajectory_id, turns in broken.items():
-            store.execute("INSERT INTO trajectories SELECT * REPLACE (? AS trajectory_id, ? AS turns) "
-                          "FROM trajectories WHERE trajectory_id = ?", [trajectory_id, turns, THAI])  # fmt: skip
+            store.insert_query("trajectories", "SELECT * REPLACE (? AS trajectory_id, ? AS turns) "
+                               "FROM trajectories WHERE trajectory_id = ?", [trajectory_id, turns, THAI])  # fmt: skip
     outcome = make_pairs(config, PairsConfig())
     assert outcome.trajectories == 14 and outcome.left_out == {**LEFT_OUT, "malformed_turns": 3}
     assert outcome.made == first.made and "internal_error" not in outcome.left_out
@@ -190,7 +190,7 @@ def test_the_command_prints_pairs_by_kind_and_the_reasons_left_out(paired, serve
     missing = config.run_dir.parent / "nothing-here"
     assert main(["pairs", str(missing), "--model", "loopback", "--base-url", server.base_url]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {missing}: no run store (factory.duckdb)") and err.count("\n") == 1
+    assert err.startswith(f"error: {missing}: no run store (factory.sqlite)") and err.count("\n") == 1
     assert not missing.exists()
     asked = len(server.requests)
     assert main([*argv, "--checker", "exact-match"]) == 2  # a typo stops the command before any request

@@ -314,7 +314,9 @@ def test_task_files_default_to_the_ones_the_run_recorded(run, tmp_path):
     root, tasks, _result = run
     config = json.dumps({"coa": {"tasks": str(TASKS / "amc23.parquet")}})
     with Store.open(root / "run") as store:
-        store.execute("INSERT INTO runs VALUES ('rl-test', 'coa', ?, now(), now(), 'done')", [config])
+        store.execute(
+            "INSERT INTO runs VALUES ('rl-test', 'coa', ?, datetime('now'), datetime('now'), 'done')", [config]
+        )
     try:
         result = export_dataset(root / "run", tmp_path, ExportOptions(formats=["afm"], validation=0))
     finally:

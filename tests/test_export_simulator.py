@@ -109,7 +109,7 @@ def test_moves_refused_by_validation_code_are_left_out():
 def test_a_damaged_trajectory_is_counted_not_raised(tmp_path):
     run = make_native_run(tmp_path / "run")
     with Store.open(run) as store:
-        store.query("UPDATE trajectories SET steps = '[{\"thought\": \"x\"}]' WHERE trajectory_id = 'refine:p0'")
+        store.execute("UPDATE trajectories SET steps = '[{\"thought\": \"x\"}]' WHERE trajectory_id = 'refine:p0'")
     result = export_dataset(run, tmp_path / "out", ExportOptions(formats=["simulator"], validation=0))
     assert any(UNREADABLE_STEPS in note for note in result.warnings)
     assert {row["id"].rsplit(":", 1)[0] for row in all_rows(tmp_path / "out", "simulator")} == {"refine:p1"}

@@ -42,8 +42,11 @@ def test_a_lone_group_stays_in_train(store, validation):
 
 def test_a_large_run_splits_by_the_share_alone(store):
     """Past SMALL_RUN_ROWS kept rows the cut is the share itself: no search, and 2 % of groups stay 2 %."""
-    store.execute(f"""INSERT INTO trajectories (trajectory_id, source, task_id, verified)
-                      SELECT 'coa:' || i, 'coa', 't' || i, true FROM range({SMALL_RUN_ROWS + 5}) r(i)""")
+    store.insert_query(
+        "trajectories",
+        f"""SELECT 'coa:' || i AS trajectory_id, 'coa' AS source, 't' || i AS task_id,
+                                          true AS verified FROM range({SMALL_RUN_ROWS + 5}) r(i)""",
+    )
     counts = kept_counts(store, ExportOptions(validation=0.02)).split_trajectories
     assert 0.015 < counts["validation"] / (SMALL_RUN_ROWS + 5) < 0.025
 

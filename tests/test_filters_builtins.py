@@ -204,7 +204,7 @@ def test_normalised_fast_path_matches_the_full_normalisation(tmp_path):
 
 
 def test_redundancy_keeps_a_refine_row_whose_turns_are_not_json(run_dir, tmp_path):
-    with Store(run_dir / "factory.duckdb") as store:
+    with Store(run_dir / "factory.sqlite") as store:
         store.execute(
             'UPDATE trajectories SET turns = \'[{"role": "assistant", "content": \' WHERE trajectory_id = \'refine:p1\''
         )

@@ -164,7 +164,7 @@ AS_COMPLETED_BATCH = textwrap.dedent("""
 def test_a_batch_of_item_tasks_ends_with_one_line_not_a_traceback_per_task(server, small_disk):
     release = hold_from(server, 40)
     script = AS_COMPLETED_BATCH.format(
-        tests=os.path.dirname(__file__), url=server.base_url, store=str(small_disk / "s.duckdb")
+        tests=os.path.dirname(__file__), url=server.base_url, store=str(small_disk / "s.sqlite")
     )
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
     wait_for(lambda: len(server.requests) >= 40, proc)
@@ -186,7 +186,7 @@ def test_a_stage_write_the_full_disk_refuses_is_one_store_write_error(small_disk
     big = {"request_hash": [f"k{i}" for i in range(20_000)], "response": ["x" * 2000] * 20_000}
     with pytest.raises(StoreWriteError) as caught:
         for _ in range(10):  # DuckDB buffers some writes: go on until the disk says no
-            store.insert_rows("llm_calls", big, replace=True)
+            store.insert_rows("llm_calls", big, verb="INSERT OR REPLACE")
             store.execute("CHECKPOINT")
     message = str(caught.value)
     assert "\n" not in message and str(store.path) in message and "free space" in message

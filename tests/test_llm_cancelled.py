@@ -13,7 +13,7 @@ from factory.store import Store
 
 def test_a_cancelled_call_is_recorded_as_cancelled_and_not_as_a_failure(server, fast_config, tmp_path):
     server.route("slow", ok("late", delay_s=5))
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
 
     async def run():
         async with LLMClient(fast_config(), store) as llm:

@@ -113,7 +113,7 @@ def test_a_faulty_batch_finishes_and_records_every_request(server, fast_config, 
     server.route("junk", *[ok("this is not json")] * 10)
     server.route("hang", *[Action(delay_s=3)] * 10)
     markers = ["dead", "junk", "hang"] + [f"fine{i} " for i in range(20)]
-    store = Store(tmp_path / "f.duckdb")
+    store = Store(tmp_path / "f.sqlite")
     results, _ = run_batch(fast_config(timeout_s=0.2, max_retries=2), [ask(m) for m in markers], store)
     kinds = {m: r.error_kind for m, r in zip(markers, results)}
     assert kinds["dead"] == "server" and kinds["junk"] == "schema" and kinds["hang"] == "timeout"

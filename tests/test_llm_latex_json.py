@@ -269,7 +269,7 @@ def run(config, requests, store=None):
 def test_client_repairs_a_latex_reply_and_logs_the_repair(server, fast_config, tmp_path):
     _, question, gold = math_tasks()[0]  # MATH-500 #0: polar coordinates, gold \left( 3, \frac{\pi}{2} \right)
     server.route("polar", ok(reply(f"{question}\nThe angle is $\\theta = \\frac{{\\pi}}{{2}}$.", f"\\boxed{{{gold}}}")))
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     [result] = run(fast_config(), [ask("polar")], store)
     assert result.ok and result.attempts == 1
     assert result.parsed.answer == f"\\boxed{{{gold}}}" == "\\boxed{\\left( 3, \\frac{\\pi}{2} \\right)}"
@@ -307,7 +307,7 @@ def test_client_keeps_the_json_reading_when_the_model_repeats_an_ambiguous_reply
 def test_client_leaves_a_reply_with_real_tabs_and_newlines_alone(server, fast_config, tmp_path):
     think = "Plan:\n\tcompute the sum\nThe total is 12.\n\nnext step"
     server.route("plain", ok(reply(think, "12")))
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     [result] = run(fast_config(), [ask("plain")], store)
     assert result.ok and result.parsed.think == think and result.notes == ()
     assert store.query("SELECT error FROM llm_calls") == [(None,)]

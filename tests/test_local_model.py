@@ -23,7 +23,7 @@ class City(BaseModel):
 
 
 def test_structured_calls_on_the_embedded_model(tmp_path):
-    store = Store(tmp_path / "local.duckdb")
+    store = Store(tmp_path / "local.sqlite")
     prompts = ["Name a city in France and its landmarks.", "Name a city in Japan and its landmarks."]
 
     async def go():

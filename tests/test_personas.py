@@ -254,8 +254,8 @@ def test_sampling_is_the_same_in_other_processes():
 
 
 def test_save_personas_is_idempotent(tmp_path):
-    store = Store(tmp_path / "s.duckdb")
-    assert "0004_personas" in store.applied_migrations()
+    store = Store(tmp_path / "s.sqlite")
+    assert store.has_table("personas")
     personas = load_library()[:30] + [Persona(id="h1", text="A child of p0001", source="x", parent_id="p0001")]
     assert save_personas(store, personas + personas[:3]) == 31  # a repeated id in one batch is stored once
     assert save_personas(store, personas) == 0
@@ -296,7 +296,7 @@ def expansion_reply(body):
 def test_expansion_dedups_sets_parents_and_counts_failures(server, fast_config, tmp_path):
     server.content = expansion_reply
     server.route("GARBLED-SEED", ok("this is not JSON"), ok("still not JSON"), ok("nope"))
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
 
     async def go():
         async with LLMClient(fast_config(max_parse_retries=1), store) as llm:

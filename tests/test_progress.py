@@ -80,7 +80,7 @@ def test_a_price_in_the_config_prices_a_model_litellm_does_not_know(server, fast
     from factory.store import Store
 
     price = ModelPrice(input_usd_per_mtok=0.2, output_usd_per_mtok=0.6)
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     text, counts = asyncio.run(run_with_bar(fast_config(model="my-finetune", price=price), 3, store))
     spent = 3 * (10 * 0.2 + 5 * 0.6) / 1e6
     assert counts.priced == 3 and counts.unpriced == 0 and abs(counts.cost_usd - spent) < 1e-15

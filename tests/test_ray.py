@@ -160,7 +160,14 @@ ROLLOUTS = "SELECT task_id, sample_index, completion, answer, correct, score, re
 CALLS = "SELECT request_hash, stage, status, response FROM llm_calls ORDER BY 1"
 
 
-def test_a_run_on_two_workers_merges_into_the_store_a_single_process_run_writes(cluster, tasks_file, model, tmp_path):
+def shards_write_the_run_store(run_dir, stage, count=2):
+    """Each local shard's folder holds a link to the run's own store: the shard wrote where the run reads."""
+    for index in range(count):
+        link = run_dir / "shards" / f"{stage}-{index}" / "factory.sqlite"
+        assert link.is_symlink() and link.resolve() == (run_dir / "factory.sqlite").resolve()
+
+
+def test_a_run_on_two_workers_writes_the_store_a_single_process_run_writes(cluster, tasks_file, model, tmp_path):
     assert passrate(tmp_path / "single", tasks_file, model) == 0
     assert passrate(tmp_path / "ray", tasks_file, model, "--ray", cluster, "--shards", "2") == 0
 
@@ -172,8 +179,7 @@ def test_a_run_on_two_workers_merges_into_the_store_a_single_process_run_writes(
     assert plan["passrate"]["count"] == 2
     last = json.loads((tmp_path / "ray" / "shards" / "last.json").read_text())
     assert [shard["counts"]["tasks"] for shard in last["shards"]] == [2, 6]  # sha256(task id) mod 2
-    for index in (0, 1):  # each shard has its own run folder and store, resumable alone
-        assert len(table(tmp_path / "ray" / "shards" / f"passrate-{index}", ROLLOUTS)) == [2, 6][index] * N
+    shards_write_the_run_store(tmp_path / "ray", "passrate")
 
 
 def test_a_killed_worker_is_rerun_by_ray_and_sends_nothing_answered_twice(cluster, tasks_file, model, tmp_path, capsys):
@@ -233,7 +239,7 @@ TRAJECTORIES = (
 )
 
 
-def test_refine_sharded_by_persona_merges_into_the_single_process_store(cluster, tmp_path):
+def test_refine_sharded_by_persona_writes_the_single_process_store(cluster, tmp_path):
     from refine_replay import ReplayServer, load_replay_set, write_personas
 
     every = load_replay_set(REPLAY_SET)
@@ -273,10 +279,7 @@ def test_refine_sharded_by_persona_merges_into_the_single_process_store(cluster,
     ):
         assert table(tmp_path / "ray", sql) == table(tmp_path / "single", sql), sql
     assert len(table(tmp_path / "ray", TRAJECTORIES)) == 4
-    shards = [
-        table(tmp_path / "ray" / "shards" / f"refine-{k}", "SELECT count(*) FROM trajectories")[0][0] for k in (0, 1)
-    ]
-    assert shards == [2, 2]
+    shards_write_the_run_store(tmp_path / "ray", "refine")
 
 
 def test_the_pipeline_runs_its_passrate_stage_on_ray_and_the_filter_reads_the_merged_rollouts(
@@ -296,7 +299,7 @@ def test_the_pipeline_runs_its_passrate_stage_on_ray_and_the_filter_reads_the_me
     assert [shard["counts"]["tasks"] for shard in last["shards"]] == [0, 2]  # an empty shard ends cleanly
 
 
-def test_coa_sharded_by_task_merges_into_the_single_process_store(cluster, server, tmp_path):
+def test_coa_sharded_by_task_writes_the_single_process_store(cluster, server, tmp_path):
     from test_coa_mas import write_tasks
     from test_pipeline_coa import route_solutions
 
@@ -331,8 +334,7 @@ def test_coa_sharded_by_task_merges_into_the_single_process_store(cluster, serve
     ):
         assert table(tmp_path / "ray", sql) == table(tmp_path / "single", sql), sql
     assert table(tmp_path / "ray", "SELECT count(*) FROM trajectories WHERE correct") == [(2,)]
-    for index in (0, 1):
-        assert table(tmp_path / "ray" / "shards" / f"coa-{index}", "SELECT count(*) FROM coa_traces") == [(1,)]
+    shards_write_the_run_store(tmp_path / "ray", "coa")
 
 
 # Without a cluster: the flags, the merge, and the single-process path that never imports ray.
@@ -377,6 +379,39 @@ def test_the_ray_flags_and_section_become_the_run_config(tmp_path):
         assert build_parser().parse_args([command, "--ray", "--shards", "2"]).shards == 2
 
 
+def shard_writing(config) -> dict:
+    """A stage's shard work: one rollout row in the shard's run folder's store."""
+    with Store.open(config.run_dir) as store:
+        store.execute(
+            "INSERT INTO rollouts (task_id, model, sample_index) VALUES (?, 'm', 0)", [f"t{config.ray.shard.index}"]
+        )
+    return {"rows": 1}
+
+
+@pytest.mark.parametrize("own_store", [False, True], ids=["this host", "another node"])
+def test_a_shard_writes_the_run_store_here_and_is_merged_from_another_node(tmp_path, monkeypatch, own_store):
+    """No cluster: run_shard as a Ray worker runs it. On the driver's host the shard writes the run's store (read
+    live, nothing to merge); a shard on another node keeps a store of its own, which the driver merges."""
+    from factory.run import open_run
+    from factory.run_config import FactoryConfig
+    from factory.scale.plan import write_probe
+    from factory.scale.shard_task import OWN_STORE_ENV, ShardJob, run_shard
+    from factory.scale.sharded import merge_shards
+
+    if own_store:
+        monkeypatch.setenv(OWN_STORE_ENV, "1")
+    token, config = write_probe(tmp_path), FactoryConfig(run_dir=tmp_path)
+    with open_run(tmp_path, "passrate") as run:
+        for index in (0, 1):
+            run_shard(ShardJob("passrate", index, 2, tmp_path, token, tmp_path, config, shard_writing))
+        rows = run.store.query("SELECT count(*) FROM rollouts")
+        assert rows == [(0 if own_store else 2,)]  # a local shard's rows are in the run's store as it runs
+        merge_shards(run, "passrate", 2)
+        assert run.store.query("SELECT task_id FROM rollouts ORDER BY 1") == [("t0",), ("t1",)]
+    links = [(tmp_path / "shards" / f"passrate-{k}" / "factory.sqlite").is_symlink() for k in (0, 1)]
+    assert links == [not own_store] * 2
+
+
 def test_merging_a_shard_twice_adds_nothing_and_takes_its_latest_rows(tmp_path):
     from factory.scale.merge import merge_shard
 
@@ -387,7 +422,7 @@ def test_merging_a_shard_twice_adds_nothing_and_takes_its_latest_rows(tmp_path):
         )
         shard.execute("INSERT INTO llm_calls (request_hash, stage, status) VALUES ('h', 'passrate', 'error')")
         shard.execute("INSERT INTO filter_verdicts (trajectory_id, filter, keep) VALUES ('x', 'f', true)")
-    path = tmp_path / "shard" / "factory.duckdb"
+    path = tmp_path / "shard" / "factory.sqlite"
     with Store.open(tmp_path / "main") as main_store:
         assert {k: v for k, v in merge_shard(main_store, path).items() if v} == {
             "rollouts": 2,

@@ -133,7 +133,7 @@ def run_rows(server, fast_config, tmp_path, settings: RefineConfig, rows: int, s
     player = WorldPlayer(Script.model_validate(data), slip)
     server.content = player
     server.route(SCRIPT_MARK, *[ok(data)] * rows)
-    store = Store(tmp_path / "rows.duckdb")
+    store = Store(tmp_path / "rows.sqlite")
 
     async def run():
         async with LLMClient(fast_config(cache=False), store) as llm:  # one script for all: each row samples anew

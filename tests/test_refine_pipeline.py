@@ -51,7 +51,7 @@ def test_a_clean_play_gets_mistakes_injected_inside_it_and_continues(server, fas
     server.content = player  # the continuation is played from wherever the injection leaves the world
     server.route(SCRIPT_MARK, ok(GARDEN))
     server.route(TRAJ_MARK, replies(CLEAN))  # the model's own play: right, but with no mistake
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     settings = RefineConfig(with_code=False, seed=3, mistake_counts={2: 1}, first_move_mistakes=0.0)
     assert go(fast_config(), store, settings)
 
@@ -85,7 +85,7 @@ def test_a_failed_check_continues_from_the_verified_prefix(server, fast_config, 
     unflagged = step("water", {"litres": 2})  # at the kitchen: a location error the DM misses
     server.route(SCRIPT_MARK, ok(GARDEN))
     server.route(TRAJ_MARK, replies([PLAYED[0], PLAYED[1], unflagged]), replies(PLAYED[2:]))
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     assert go(fast_config(), store, RefineConfig(with_code=False, injection=False))
     verdicts = store.query("SELECT attempt, ok, rule, failed_step FROM verdicts ORDER BY attempt")
     assert verdicts == [(0, False, "unflagged_error", 2), (1, True, None, None)]
@@ -104,7 +104,7 @@ def test_after_a_failed_check_mistakes_go_inside_the_verified_prefix(server, fas
     server.route(
         TRAJ_MARK, replies([CLEAN[0], CLEAN[1], step("take", {"item": "watering_can"})])
     )  # not here: unflagged
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     settings = RefineConfig(with_code=False, seed=1, mistake_counts={2: 1}, first_move_mistakes=0.0)
     assert go(fast_config(), store, settings)
     assert store.query("SELECT attempt, ok, rule FROM verdicts ORDER BY attempt")[0] == (0, False, "unflagged_error")
@@ -116,7 +116,7 @@ def test_after_a_failed_check_mistakes_go_inside_the_verified_prefix(server, fas
 def test_budget_runs_out_on_garbage_and_the_failure_is_recorded(server, fast_config, tmp_path):
     server.route(SCRIPT_MARK, ok(GARDEN))
     server.route(TRAJ_MARK, *[ok("not json at all")] * 20)
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     assert not go(fast_config(max_parse_retries=0), store, RefineConfig(with_code=False, budget=3))
     (verified, reason, calls) = store.query("SELECT verified, reason, llm_calls FROM trajectories")[0]
     assert not verified and reason.startswith("llm schema") and calls == 3
@@ -125,7 +125,7 @@ def test_budget_runs_out_on_garbage_and_the_failure_is_recorded(server, fast_con
 
 def test_a_script_that_never_verifies_ends_the_persona(server, fast_config, tmp_path):
     server.route(SCRIPT_MARK, *[Action(status=500)] * 30)
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     assert not go(fast_config(max_retries=0), store, RefineConfig(with_code=False, script_tries=2))
     assert store.query("SELECT reason, llm_calls FROM trajectories") == [("no verified script", 2)]
     assert refine_funnel(store)["scripts"] == 1 and refine_funnel(store)["verified_scripts"] == 0
@@ -140,7 +140,7 @@ def test_validation_code_is_verified_in_the_sandbox_and_bad_code_is_fed_back(ser
     lenient["actions"][0]["validation_code"] = "def validate(params, state):\n    return True"
     server.route(SCRIPT_MARK, ok(lenient), ok(with_code))
     server.route(TRAJ_MARK, replies(PLAYED))
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     settings = RefineConfig(with_code=True, seed=3, mistake_counts={2: 1})  # the model's own two mistakes suffice
     assert go(fast_config(), store, settings, checker=SandboxCodeChecker())
     scripts = store.query("SELECT attempt, verified, problems FROM scripts ORDER BY attempt")
@@ -197,7 +197,7 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
     ]
     server.route(SCRIPT_MARK, ok(GARDEN))
     server.route(TRAJ_MARK, replies(misjudged))
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     settings = RefineConfig(with_code=False, injection=False, dm_evaluation="world")
     assert go(fast_config(), store, settings)
     steps = json.loads(store.query("SELECT steps FROM trajectories WHERE verified")[0][0])
@@ -226,6 +226,6 @@ def test_world_judged_dm_fixes_the_llms_evaluations_and_ends_at_the_goal(server,
 def test_the_llm_judges_by_default_and_its_misjudgements_fail(server, fast_config, tmp_path):
     server.route(SCRIPT_MARK, ok(GARDEN))
     server.route(TRAJ_MARK, *[replies([step("water", {"litres": 5})] * 2)] * 4)
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     assert not go(fast_config(), store, RefineConfig(with_code=False, injection=False, budget=2))
     assert rule_losses(store) == {"unflagged_error": 1}

@@ -180,4 +180,4 @@ def test_the_quality_command(run_dir, tmp_path, capsys):
     assert main(["quality", str(run_dir)]) == 0
     assert capsys.readouterr().out.startswith("refine quality (4 verified trajectories)")
     assert main(["quality", str(tmp_path / "nowhere")]) == 2
-    assert capsys.readouterr().err.strip() == f"error: no run store at {tmp_path / 'nowhere' / 'factory.duckdb'}"
+    assert capsys.readouterr().err.strip() == f"error: no run store at {tmp_path / 'nowhere' / 'factory.sqlite'}"

@@ -84,7 +84,7 @@ def test_mistakes_go_inside_the_plan_each_followed_by_its_correction(script, see
 def test_one_call_yields_a_verified_labelled_trajectory(server, fast_config, tmp_path):
     server.content = thinking_model
     server.route(SCRIPT_MARK, ok(GARDEN))
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     assert run_one(fast_config(), store, SCAFFOLDED)
     assert len(server.requests) == 2  # the script, then the whole plan's thoughts in one call
     schema = server.requests[1]["body"]["response_format"]["json_schema"]["schema"]
@@ -109,7 +109,7 @@ def test_one_call_yields_a_verified_labelled_trajectory(server, fast_config, tmp
 def test_a_reply_that_fails_its_schema_is_retried_within_the_budget(server, fast_config, tmp_path):
     server.route(SCRIPT_MARK, ok(GARDEN))
     server.route("moves are fixed", ok({"steps": []}), ok({"steps": []}), ok({"steps": []}))
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     settings = SCAFFOLDED.model_copy(update={"budget": 3})
     assert not run_one(fast_config(max_retries=0), store, settings)
     (reason, calls) = store.query("SELECT reason, llm_calls FROM trajectories")[0]

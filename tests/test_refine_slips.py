@@ -128,13 +128,13 @@ def save_rows(store: Store, script: Script, rows: list[list[dict]]) -> None:
 
     save_script(store, "s", "p", 0, script, [])
     for n, steps in enumerate(rows):
-        store.query(
+        store.execute(
             "INSERT INTO trajectories (trajectory_id, source, persona_id, script_id, verified, steps) "
             "VALUES (?, 'refine', 'p', 's', true, ?)", [f"refine:p{n}", json.dumps(label_slips(script, steps))])  # fmt: skip
 
 
 def test_the_mix_learns_what_the_model_already_makes_and_where(shed, tmp_path):
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     save_rows(store, shed, [ROW] * 30)
     counts = learned_counts(store)
     assert counts == {"opening": {"wrong_place": 30}}  # injected slips are not the model's
@@ -149,7 +149,7 @@ def test_the_mix_learns_what_the_model_already_makes_and_where(shed, tmp_path):
 
 
 def test_the_figures_count_kinds_template_lines_and_fact_ids(shed, tmp_path):
-    store = Store(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.sqlite")
     templated = [dict(s) for s in ROW]
     templated[4]["observation"] = "That will not work: the litres cannot be 7."  # a world refusal word for word
     templated[0]["observation"] = 'Not yet: that needs "tap open" to be done first.'

@@ -119,7 +119,7 @@ def scaffold_model(clashing_replies: int, whole: tuple[int, ...] = ()):
 def scaffolded_row(server, fast_config, tmp_path, clashing_replies, whole=()):
     server.content = scaffold_model(clashing_replies, whole)
     server.route(SCRIPT_MARK, ok(GARDEN))
-    store = Store(tmp_path / "r.duckdb")
+    store = Store(tmp_path / "r.sqlite")
     assert run_one(fast_config(), store, SCAFFOLDED)
     verdicts = store.query("SELECT attempt, ok, rule, reason FROM verdicts ORDER BY attempt")
     steps, stats = store.query("SELECT steps, stats FROM trajectories")[0]

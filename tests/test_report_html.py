@@ -15,7 +15,6 @@ from html import unescape
 from pathlib import Path
 from types import SimpleNamespace
 
-import duckdb
 import pytest
 from test_refine_quality import GARDEN, ROWS, turns_of
 
@@ -24,7 +23,7 @@ from factory.reporting import write_report
 from factory.reporting.command import add_report_parser
 from factory.reporting.sql import float_histogram, int_histogram
 from factory.reporting.svg import COLORS
-from factory.store import MIGRATIONS, Store
+from factory.store import Store
 
 T0 = datetime(2025, 5, 1, 12, 0, 0)
 SECTIONS = (
@@ -338,20 +337,16 @@ def test_an_empty_store_says_so_in_every_section(tmp_path):
     assert page.charts == []
 
 
-@pytest.mark.parametrize("last", ["0005_refine", "0006_coa"])
-def test_an_older_store_reports_without_being_migrated(tmp_path, last):
-    con = duckdb.connect(str(tmp_path / "factory.duckdb"))  # as an older version wrote it: migrations up to `last`
-    con.execute("CREATE TABLE migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)")
-    for name, sql in MIGRATIONS[: [n for n, _ in MIGRATIONS].index(last) + 1]:
-        con.execute(sql)
-        con.execute("INSERT INTO migrations VALUES (?, now())", [name])
-    con.execute("INSERT INTO trajectories (trajectory_id, source, verified, n_turns) VALUES ('r:p', 'refine', true, 5)")
-    con.close()
-    before = (tmp_path / "factory.duckdb").read_bytes()
+def test_a_report_reads_the_store_without_writing_it(tmp_path):
+    with Store.open(tmp_path) as store:
+        store.execute(
+            "INSERT INTO trajectories (trajectory_id, source, verified, n_turns) VALUES ('r:p', 'refine', 1, 5)"
+        )
+    before = (tmp_path / "factory.sqlite").read_bytes()
     page = parse(write_report(tmp_path).read_text(encoding="utf-8"))
-    assert page.tables["sources"] == [["refine", "1", "1", "0", "5"]]  # `correct` came with 0006: NULL here
+    assert page.tables["sources"] == [["refine", "1", "1", "0", "5"]]
     assert "no rollouts" in (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert (tmp_path / "factory.duckdb").read_bytes() == before  # not migrated, not written
+    assert (tmp_path / "factory.sqlite").read_bytes() == before  # read, not written
 
 
 def test_missing_store_and_command_line(tmp_path, capsys):

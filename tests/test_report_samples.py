@@ -24,7 +24,6 @@ from factory.reporting.data_samples import PER_SIDE, samples
 from factory.reporting.sections_samples import TAG_COLORS
 from factory.reporting.sections_samples import samples as render_samples
 from factory.store import Store, utcnow
-from factory.store.snapshot import open_snapshot
 
 PAYLOAD = "<script>document.documentElement.setAttribute('data-pwned', '1')</script>"
 SAMPLE_LIMIT = 20_000  # bytes of HTML per sample, however long the trajectory
@@ -75,7 +74,7 @@ def test_kept_left_dropped_right_with_reasons(page):
 
 
 def test_the_choice_is_seeded(run):
-    with open_snapshot(run) as store:
+    with Store.open(run, read_only=True) as store:
         first = samples(store, ExportOptions(), seed="a")
         again = samples(store, ExportOptions(), seed="a")
         others = [samples(store, ExportOptions(), seed=str(n)) for n in range(8)]
@@ -85,7 +84,7 @@ def test_the_choice_is_seeded(run):
 
 
 def test_refine_turns_are_marked_as_the_exported_weights_say(run, tmp_path):
-    with open_snapshot(run) as store:
+    with Store.open(run, read_only=True) as store:
         shown = samples(store, ExportOptions(), per_side=len(KEPT))
     export_dataset(run, tmp_path / "out", ExportOptions(formats=["messages"]))
     exported = {}
@@ -109,7 +108,7 @@ def test_mistakes_and_masks_are_visible_in_the_html(page):
 
 
 def test_afm_tags_coloured_and_observations_not_trained(run):
-    with open_snapshot(run) as store:
+    with Store.open(run, read_only=True) as store:
         shown = samples(store, ExportOptions(), per_side=len(KEPT))
     afm = [s for s in shown["kept"] if s.segments]
     assert afm, "some kept coa rows are shown as AFM text"

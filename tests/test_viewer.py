@@ -94,7 +94,7 @@ def test_where_is_a_predicate_over_trajectory_columns_and_a_bad_one_is_one_line(
 def test_ls_of_a_folder_without_a_store_is_one_line(tmp_path, capsys):
     assert main(["ls", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"error: {tmp_path}: not a run folder (no factory.duckdb); run factory refine or coa first"
+        f"error: {tmp_path}: not a run folder (no factory.sqlite); run factory refine or coa first"
     )
 
 

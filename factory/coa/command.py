@@ -72,6 +72,6 @@ def cmd_coa_import(args: argparse.Namespace) -> int:
 def print_coa(outcome, run_dir) -> int:
     print(funnel_line(outcome.funnel))
     print(format_failures(run_dir, ["coa"]))
-    print(f"run store: {Path(run_dir) / 'factory.duckdb'}  (factory show {run_dir} ID)")
+    print(f"run store: {Path(run_dir) / 'factory.sqlite'}  (factory show {run_dir} ID)")
     print(format_call_summary(summarize_calls(run_dir)))
     return 0

@@ -111,7 +111,7 @@ def load_environments(
         elif store is not None:
             candidates = list(store_scripts(store))
         else:
-            raise FactoryError(f"{run_dir}: no run store (factory.duckdb); pass --scripts FILE")
+            raise FactoryError(f"{run_dir}: no run store (factory.sqlite); pass --scripts FILE")
         return select_environments(candidates, store, exclude_train)
     finally:
         if own:

@@ -12,7 +12,7 @@ from .verl import RLOptions
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run folder holding factory.duckdb")
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run folder holding factory.sqlite")
     parser.add_argument(
         "--validation", type=float, help="share of task groups held out when no split filter ran (default 0.05)"
     )

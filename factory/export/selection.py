@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from ..store import Store
-from ..store.db import STORE_FILENAME
+from ..store.db import STORE_FILENAME, refuse_old_store
 from ..store.migrations import MIGRATIONS
 from .options import ExportError, ExportOptions
 
@@ -33,6 +33,7 @@ HASH_BUCKETS = 1_000_000
 def open_store(run_dir: str | Path) -> Store:
     """The run's store for reading; an older run folder is first brought up to date."""
     path = Path(run_dir) / STORE_FILENAME
+    refuse_old_store(path)
     if not path.is_file():
         raise ExportError(f"{run_dir}: not a run folder (no {STORE_FILENAME}); run factory refine or coa first")
     store = Store(path, read_only=True)
@@ -50,8 +51,9 @@ def keep_trajectories_on_the_probe_side(store: Store) -> None:
     smaller input, and then every exported row's turns text sits in the hash table (1.7 GB at 400k rows
     instead of 0.4 GB). This connection is the export's own, so the setting touches nothing else.
     """
+    store.reader.isolate()  # the setting is a DuckDB instance's: the export's own, touching no other store
     try:
-        store.execute("SET disabled_optimizers = 'build_side_probe_side'")
+        store.duck_execute("SET disabled_optimizers = 'build_side_probe_side'")
     except duckdb.Error:  # an optimizer of another name in another DuckDB version: only memory is at stake
         pass
 

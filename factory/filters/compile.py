@@ -79,7 +79,7 @@ def predicate_type(store: Store, text: str) -> tuple[str | None, str | None]:
     query = f"SELECT (\n{text}\n) AS predicate FROM filter_base t"
     try:
         # Parsed before it runs: "x) ; DROP TABLE trajectories; SELECT (1" must not reach execute().
-        if len(store.con.extract_statements(query)) != 1:
+        if len(store.duck.extract_statements(query)) != 1:
             return None, f"one predicate only, not several statements ({text.strip()[:60]!r})"
         return store.query(f"DESCRIBE {query}")[0][1], None
     except duckdb.Error as exc:

@@ -12,8 +12,8 @@ Incremental by design (DESIGN rule 3):
   them (factory passrate does), and stops before anything is written when none are stored for its
   label, or some are missing under `missing: fail` (filters/passrate.py: rollout_gaps);
 - a filter no longer in the config loses its verdicts and its config row.
-Each filter's update is one transaction: a killed run leaves every filter either
-as it was or fully updated.
+Each filter's verdicts are computed in DuckDB over the store's tables, then written in one
+transaction: a killed run leaves every filter either as it was or fully updated.
 """
 
 from __future__ import annotations
@@ -63,12 +63,13 @@ def run_filters(
 
 
 def shut_host_files(store: Store) -> None:
-    """A filter config carries SQL (`sql`, `where`) from whoever wrote it: from here on the store's DuckDB
-    reads and writes no file but its own (`read_text('/etc/shadow')`, COPY, ATTACH are refused), also for
-    any other connection to this store in this process, until its last connection closes (DuckDB cannot
-    turn it back on). Filters need no file: they read the store's tables and write verdicts into them."""
-    store.execute("SET enable_external_access = false")
-    store.execute("SET lock_configuration = true")
+    """A filter config carries SQL (`sql`, `where`) from whoever wrote it, and it runs in the store's DuckDB
+    (an in-memory database over copies of the tables): from here on that DuckDB reads and writes no file
+    (`read_text('/etc/shadow')`, COPY, ATTACH are refused) until the store closes (DuckDB cannot turn it
+    back on). Filters need no file: they read the store's tables; verdicts are written by the runner."""
+    store.reader.isolate()  # DuckDB's settings are its instance's: these must touch no other store
+    store.duck_execute("SET enable_external_access = false")
+    store.duck_execute("SET lock_configuration = true")
 
 
 def open_target(target: Store | str | Path) -> tuple[Store, bool]:
@@ -84,7 +85,7 @@ def open_target(target: Store | str | Path) -> tuple[Store, bool]:
 
 def apply_config(store: Store, config: FilterConfig) -> tuple[list[FilterRun], dict[str, int], list[str]]:
     """Judge with every filter of the config; (how each ran, verdicts removed, lines on missing rollouts)."""
-    store.execute(BASE_VIEW_SQL)
+    store.duck_execute(BASE_VIEW_SQL)
     for spec in config.filters:  # every user predicate is checked before anything is written
         check_user_sql(store, spec, config.source)
     gaps = [rollout_gaps(store, spec, config.source) for spec in config.filters if isinstance(spec, PassRateFilter)]
@@ -98,11 +99,9 @@ def apply_config(store: Store, config: FilterConfig) -> tuple[list[FilterRun], d
 def remove_filters(store: Store, keep: list[str]) -> dict[str, int]:
     """Drop verdicts and config rows of filters that left the config; verdicts removed per filter."""
     names = ", ".join(quote(name) for name in keep)
+    counts = store.query(f"SELECT filter, count(*) FROM filter_verdicts WHERE filter NOT IN ({names}) GROUP BY filter")
+    stale = store.query(f"SELECT filter FROM filter_configs WHERE filter NOT IN ({names})")
     with store.transaction() as con:
-        counts = con.execute(
-            f"SELECT filter, count(*) FROM filter_verdicts WHERE filter NOT IN ({names}) GROUP BY filter"
-        ).fetchall()
-        stale = con.execute(f"SELECT filter FROM filter_configs WHERE filter NOT IN ({names})").fetchall()
         con.execute(f"DELETE FROM filter_verdicts WHERE filter NOT IN ({names})")
         con.execute(f"DELETE FROM filter_configs WHERE filter NOT IN ({names})")
     removed = {name: 0 for (name,) in stale}
@@ -113,45 +112,58 @@ def remove_filters(store: Store, keep: list[str]) -> dict[str, int]:
 def apply_filter(store: Store, item: Compiled, position: int, now: datetime, rows: tuple) -> FilterRun:
     spec, started = item.spec, time.perf_counter()
     mode = decide_mode(store, item, rows)
-    judged = 0
+    verdicts, judge = None, []
+    if mode != "unchanged":
+        verdicts, judge = judged_verdicts(store, item, mode == "incremental")
     with store.transaction() as con:
-        if mode != "unchanged":
-            for statement in item.setup:
-                con.execute(statement)
-            # filter_verdicts has no key (see migration 0008): the verdicts about to be written are
-            # deleted first, which keeps one verdict per (trajectory, filter).
+        if verdicts is not None:
+            # filter_verdicts has no unique key (SQLite would check it per row): the verdicts about to be
+            # written are deleted first, which keeps one verdict per (trajectory, filter).
             if mode == "incremental":
-                select = item.select.replace(ROWS, pending_rows(con, spec.name))
+                con.executemany("DELETE FROM filter_verdicts WHERE filter = ? AND trajectory_id = ?",
+                                [(spec.name, trajectory_id) for trajectory_id in judge])  # fmt: skip
                 con.execute(
-                    f"DELETE FROM filter_verdicts WHERE filter = {quote(spec.name)} AND (trajectory_id IN "
-                    "(SELECT trajectory_id FROM filter_pending) OR trajectory_id NOT IN "
-                    "(SELECT trajectory_id FROM trajectories))"
+                    "DELETE FROM filter_verdicts WHERE filter = ? AND trajectory_id NOT IN "
+                    "(SELECT trajectory_id FROM trajectories)",
+                    [spec.name],
                 )
             else:
-                select = item.select.replace(ROWS, "true")
                 con.execute("DELETE FROM filter_verdicts WHERE filter = ?", [spec.name])
-            judged = con.execute(f"""
-                INSERT INTO filter_verdicts
-                    (trajectory_id, filter, keep, reason, weight, split, config_hash, created_at)
-                SELECT trajectory_id, {quote(spec.name)}, keep, reason, weight, split, {quote(spec.config_hash())},
-                       TIMESTAMP '{now.isoformat(sep=" ")}'
-                FROM ({select})""").fetchone()[0]
-            for statement in item.teardown:
-                con.execute(statement)
+            con.executemany(
+                "INSERT INTO filter_verdicts (trajectory_id, filter, keep, reason, weight, split, config_hash, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*row, spec.config_hash(), now) for row in verdicts],
+            )
         con.execute(
             "INSERT OR REPLACE INTO filter_configs VALUES (?, ?, ?, ?, ?, ?)",
             [spec.name, position, spec.kind, json.dumps(spec.model_dump(mode="json")), spec.config_hash(), now],
         )
+    judged = len(verdicts) if verdicts is not None else 0
     return FilterRun(spec.name, spec.kind, position, mode, judged, time.perf_counter() - started)
 
 
-def pending_rows(con, name: str) -> str:
-    """The rows to judge, as a predicate on t: ids in a small temp table, which DuckDB turns into a
-    filter on the scan, so the big columns (completion, turns) are read for those rows alone."""
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE filter_pending AS SELECT trajectory_id FROM trajectories t WHERE {pending(name)}"
-    )
-    return "t.trajectory_id IN (SELECT trajectory_id FROM filter_pending)"
+def judged_verdicts(store: Store, item: Compiled, incremental: bool) -> tuple[list[tuple], list[str]]:
+    """The filter's verdicts, computed in DuckDB: (rows of (trajectory_id, filter, keep, reason, weight,
+    split), the trajectory ids judged when incremental)."""
+    spec = item.spec
+    for statement in item.setup:
+        store.duck_execute(statement)
+    judge: list[str] = []
+    if incremental:
+        store.duck_execute(
+            f"CREATE OR REPLACE TEMP TABLE filter_pending AS SELECT trajectory_id FROM trajectories t "
+            f"WHERE {pending(spec.name)}"
+        )
+        judge = [trajectory_id for (trajectory_id,) in store.query("SELECT trajectory_id FROM filter_pending")]
+        # ids in a small temp table, which DuckDB turns into a filter on the scan: the big columns
+        # (completion, turns) are read for those rows alone
+        select = item.select.replace(ROWS, "t.trajectory_id IN (SELECT trajectory_id FROM filter_pending)")
+    else:
+        select = item.select.replace(ROWS, "true")
+    verdicts = store.query(f"SELECT trajectory_id, {quote(spec.name)}, keep, reason, weight, split FROM ({select})")
+    for statement in item.teardown:
+        store.duck_execute(statement)
+    return verdicts, judge
 
 
 def decide_mode(store: Store, item: Compiled, rows: tuple) -> str:

@@ -27,48 +27,38 @@ TOTALS = {  # figure -> its aggregate over llm_calls
     "first_call": "min(started_at)",
     "last_call": "max(finished_at)",
 }
-Query = Callable[[str, list[Any] | None], list[tuple]]  # a store's query, or a live run's own cursor's
+Query = Callable[[str, list[Any] | None], list[tuple]]  # a store's query
 
 
 def summarize_calls(run_dir: str | Path, stage: str | None = None) -> dict[str, Any]:
     """Calls, errors by kind, cache hits, tokens, cost and latency percentiles."""
-    with Store.open(run_dir, read_only=True) as store:
+    with Store.open(run_dir, read_only=True) as store, store.snapshot():  # figures that add up while a run writes
         summary = summarize_query(store.query, stage)
-        summary["journal"] = journal_backlog(store)
+        summary["pending"] = pending_calls(store)
         summary["batches"] = batch_counts(store)
         return summary
 
 
 def batch_counts(store: Store) -> dict[str, int] | None:
-    """Provider batches (batch mode) and the calls they answered, or None when the run used none
-    (a store made before batch mode, opened read-only, has not the tables)."""
-    if not store.query("SELECT 1 FROM duckdb_tables() WHERE table_name = 'llm_batches'"):
-        return None
+    """Provider batches (batch mode) and the calls they answered, or None when the run used none."""
     [(batches, downloaded, calls)] = store.query(
         "SELECT count(*), count(downloaded_at), (SELECT count(batch_id) FROM llm_calls) FROM llm_batches"
     )
     return {"batches": batches, "downloaded": downloaded, "calls": calls} if batches else None
 
 
-def journal_backlog(store: Store) -> dict[str, int] | None:
-    """What a killed run left in its call journal and DuckDB lacks (the next command whose LLM
-    client opens the store writes it), or None when nothing waits. The journal still holds lines
-    already flushed; an answer counts only where llm_calls lacks its row (the replay's own rule)."""
-    from .journal import journal_path
-    from .replay import read_journal
-    from .rows import COLUMNS, as_table, merge_duplicates
-
-    path = journal_path(store.path)
-    if not path.is_file() or path.stat().st_size == 0:
+def pending_calls(store: Store) -> dict[str, int] | None:
+    """Calls with attempts sent and no answer recorded: on the wire now (a running run), or left by a
+    killed one (the next command that calls the LLM on this folder counts them as interrupted)."""
+    [(live, live_attempts, left, left_attempts)] = store.query(
+        "SELECT count(*) FILTER (r.status = 'running'), coalesce(sum(p.attempts) FILTER (r.status = 'running'), 0), "
+        "count(*) FILTER (r.status IS DISTINCT FROM 'running'), "
+        "coalesce(sum(p.attempts) FILTER (r.status IS DISTINCT FROM 'running'), 0) "
+        "FROM llm_pending p LEFT JOIN runs r USING (run_id)"
+    )
+    if not (live or left):
         return None
-    answered, lost = read_journal(path)
-    with store.arrow_view("journal_rows", as_table(merge_duplicates(answered))):
-        [(missing,)] = store.query(
-            "SELECT count(*) FROM journal_rows j LEFT JOIN llm_calls o ON o.request_hash = j.request_hash "
-            "WHERE o.finished_at IS DISTINCT FROM j.finished_at"
-        )
-    attempts = sum(row[COLUMNS.index("attempts")] or 0 for row in lost)
-    return {"answered": missing, "unanswered_attempts": attempts} if missing or attempts else None
+    return {"on_the_wire": live, "on_the_wire_attempts": live_attempts, "left": left, "left_attempts": left_attempts}
 
 
 def call_totals(query: Query, stage: str | None = None) -> dict[str, Any]:
@@ -79,7 +69,7 @@ def call_totals(query: Query, stage: str | None = None) -> dict[str, Any]:
 
 
 def summarize_query(query: Query, stage: str | None = None) -> dict[str, Any]:
-    """The call summary through any query function (a store's, or a live run's own cursor)."""
+    """The call summary through a query function."""
     where, args = ("WHERE stage = ?", [stage]) if stage else ("", [])
     totals = call_totals(query, stage)
     errors = dict(
@@ -127,11 +117,14 @@ def format_call_summary(summary: dict[str, Any]) -> str:
             f"batch API: {batches['batches']} batches ({batches['downloaded']} downloaded; the rest are followed "
             f"by the next run), {batches['calls']} calls answered by a batch"
         )
-    if summary.get("journal"):
-        waiting = summary["journal"]
+    pending = summary.get("pending") or {}
+    if pending.get("on_the_wire"):
         lines.append(
-            f"in the call journal, not yet counted above (a killed run; the next command that calls the "
-            f"LLM on this run folder writes them): {waiting['answered']} answered calls, "
-            f"{waiting['unanswered_attempts']} attempts without an answer"
+            f"on the wire now: {pending['on_the_wire']} calls ({pending['on_the_wire_attempts']} attempts sent)"
+        )
+    if pending.get("left"):
+        lines.append(
+            f"left on the wire by a killed run, not yet counted above (the next command that calls the LLM on "
+            f"this run folder counts them as interrupted): {pending['left']} calls, {pending['left_attempts']} attempts"
         )
     return "\n".join(lines)

@@ -7,7 +7,7 @@
 A call never raises for a failed request: it returns a Result with ok=False and an error kind, and the
 call log holds the same row (a call on the wire its caller cancels: "cancelled"). The one exception is a
 store that cannot be written (a full disk): every call then raises StoreWriteError and nothing more is sent,
-since an answer that cannot be kept is paid for twice; calls already on the wire finish into the journal.
+since an answer that cannot be kept is paid for twice; calls already on the wire finish into the log.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A call log row is written when a call ends, so a run whose every attempt is stil
 decoding (or timing out and being sent again) showed "errors 0, tokens 0" and
 "HTTP attempts: 0" for as long as that lasted. The sender tells this register when
 an attempt starts and ends, a streaming transport how many tokens it has read; the
-progress bar and the live status snapshot (`factory status`) show it while it happens:
+progress bar shows it while it happens:
 
     on the wire 3 (oldest 42s, 118 tok streamed), timeouts 1, retries 1
 """
@@ -15,7 +15,7 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 TOTALS = ("attempts_started", "timeouts", "retries", "streamed_tokens")
 
@@ -92,10 +92,3 @@ def since(start: dict[str, Any]) -> dict[str, Any]:
     """The register's figures now, its running totals counted from the snapshot `start`."""
     now = IN_FLIGHT.snapshot()
     return {**now, **{name: now[name] - start[name] for name in TOTALS}}
-
-
-def figures_from_now() -> Callable[[], dict[str, Any]]:
-    """What a run's live status snapshot carries of this register: attempts on the wire, and the
-    time-outs and retries since the run began (a test process runs many; a run's figures are its own)."""
-    start = IN_FLIGHT.snapshot()
-    return lambda: {"in_flight": since(start)}

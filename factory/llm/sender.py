@@ -38,7 +38,7 @@ class Tally:
         if reply.completion_tokens is not None:
             self.completion_tokens = (self.completion_tokens or 0) + reply.completion_tokens
         self.batch_id = reply.batch_id or self.batch_id
-        if reply.resumed:  # its batch was submitted by an earlier process, whose journal counted the attempt
+        if reply.resumed:  # its batch was submitted by an earlier process, whose call log counted the attempt
             self.attempts -= 1
 
 
@@ -57,9 +57,9 @@ class Sender:
                  attempt_sent: Callable[[str, int], None] | None = None):  # fmt: skip
         self.transport = transport
         self.config = config
-        # before_attempt(key, number, journal) runs just before each HTTP attempt: it raises to send
-        # nothing more once the store cannot be written, and journals the attempt when the transport
-        # cannot say when the request left; attempt_sent(key, number) journals it when it can.
+        # before_attempt(key, number, log_now) runs just before each HTTP attempt: it raises to send
+        # nothing more once the store cannot be written, and logs the attempt when the transport
+        # cannot say when the request left; attempt_sent(key, number) logs it when it can.
         self.before_attempt = before_attempt
         self.attempt_sent = attempt_sent if getattr(transport, "notices_sends", False) else None
         # A batch API queues requests under its own limits (enqueued tokens per model), not the synchronous

@@ -52,7 +52,7 @@ def cmd_passrate(args: argparse.Namespace, config: FactoryConfig) -> int:
     settings = passrate_settings(args, getattr(config, "passrate", None) or PassrateConfig())
     outcome, summary = run_passrate(config, settings, config.llm, progress=not args.quiet)
     print(format_passrate(outcome, summary))
-    print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (table rollouts)")
+    print(f"run store: {Path(config.run_dir) / 'factory.sqlite'}  (table rollouts)")
     print(format_call_summary(summarize_calls(config.run_dir, STAGE)))
     return 0
 

@@ -63,7 +63,7 @@ class RolloutWriter:
         if not self.rows:
             return
         columns = {name: [row[name] for row in self.rows] for name in COLUMNS}
-        self.store.insert_rows("rollouts", columns, replace=True)
+        self.store.insert_rows("rollouts", columns, verb="INSERT OR REPLACE")
         self.rows = []
 
 

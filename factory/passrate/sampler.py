@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 from tqdm.auto import tqdm
 
 from .. import checks
@@ -30,6 +29,7 @@ from ..llm import LLMClient, LLMConfig
 from ..llm.progress import CallCounter
 from ..sandbox.api import run_sync  # asyncio.run, in a helper thread when a loop is already running
 from ..store import Store, utcnow
+from ..store.db import STORE_ERRORS
 from ..tasks import Task, load_tasks
 from .prompting import STAGE, Policy
 from .rows import RolloutWriter, StoredSlots, Unchecked, count_rollouts, stored_slots
@@ -83,7 +83,7 @@ async def aensure_rollouts(store: Store, tasks: Iterable[Task] | str | Path, llm
         disk_full = True
         raise
     finally:  # an interrupted run keeps every rollout it finished (what fits, when the store cannot be written)
-        with contextlib.suppress(duckdb.Error) if disk_full else contextlib.nullcontext():
+        with contextlib.suppress(*STORE_ERRORS) if disk_full else contextlib.nullcontext():
             sampler.writer.flush()
     return {"model": model, "tasks": len(task_list), "n": n, "already_scored": already, **sampler.tally,
             "rollouts": count_rollouts(store, model, [task.id for task in task_list])}  # fmt: skip

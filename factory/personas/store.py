@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-import pyarrow as pa
-
 from ..store import Store, utcnow
 from .model import Persona
-
-_BATCH_SCHEMA = pa.schema(
-    [("persona_id", pa.string()), ("text", pa.string()), ("source", pa.string()),
-     ("parent_id", pa.string()), ("created_at", pa.timestamp("us"))]
-)  # fmt: skip
-_COLUMNS = ", ".join(_BATCH_SCHEMA.names)
 
 
 def save_personas(store: Store, personas: Iterable[Persona]) -> int:
@@ -24,19 +16,15 @@ def save_personas(store: Store, personas: Iterable[Persona]) -> int:
     """
     unique: dict[str, Persona] = {}
     for persona in personas:
-        unique.setdefault(persona.id, persona)  # DuckDB rejects a key twice in one statement
+        unique.setdefault(persona.id, persona)
     if not unique:
         return 0
     now = utcnow()
     rows = list(unique.values())
-    batch = pa.table(
-        [[p.id for p in rows], [p.text for p in rows], [p.source for p in rows],
-         [p.parent_id for p in rows], [now] * len(rows)],
-        schema=_BATCH_SCHEMA,
-    )  # fmt: skip
+    columns = {"persona_id": [p.id for p in rows], "text": [p.text for p in rows], "source": [p.source for p in rows],
+               "parent_id": [p.parent_id for p in rows], "created_at": [now] * len(rows)}  # fmt: skip
     before = _count(store)
-    with store.arrow_view("persona_batch", batch), store.transaction() as con:
-        con.execute(f"INSERT OR IGNORE INTO personas ({_COLUMNS}) SELECT {_COLUMNS} FROM persona_batch")
+    store.insert_rows("personas", columns, verb="INSERT OR IGNORE")
     return _count(store) - before
 
 

@@ -59,7 +59,7 @@ def add_refine_parser(commands: argparse._SubParsersAction) -> argparse.Argument
 
 
 def cmd_refine(args: argparse.Namespace, config: FactoryConfig) -> int:
-    from ..store.snapshot import open_snapshot
+    from ..store import Store
     from .batch import run_refine
     from .quality import format_quality, run_quality
     from .quality_rows import format_row_quality, row_quality
@@ -72,9 +72,9 @@ def cmd_refine(args: argparse.Namespace, config: FactoryConfig) -> int:
             f"personas skipped (too long to be a persona): {len(outcome.skipped_personas)}; "
             f"first: {outcome.skipped_personas[0]}"
         )
-    print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (factory show {config.run_dir} ID)")
+    print(f"run store: {Path(config.run_dir) / 'factory.sqlite'}  (factory show {config.run_dir} ID)")
     print(format_call_summary(summarize_calls(config.run_dir)))
     print(format_quality(run_quality(config.run_dir)))  # issue 13: the data's quality, not only its yield
-    with open_snapshot(config.run_dir) as store:  # issue 26: what only a look inside each row shows
+    with Store.open(config.run_dir, read_only=True) as store:  # issue 26: what only a look inside each row shows
         print(format_row_quality(row_quality(store)))
     return 0

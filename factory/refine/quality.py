@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from ..store import Store
-from ..store.snapshot import open_snapshot
 from .script import Script
 from .world import WorldState, goal_reached, step
 
@@ -276,5 +275,5 @@ def format_quality(q: dict[str, Any]) -> str:
 
 def run_quality(run_dir: str | Path) -> dict:
     """The quality figures of a run folder, read without writing to it (any schema version)."""
-    with open_snapshot(run_dir) as store:
+    with Store.open(run_dir, read_only=True) as store:
         return refine_quality(store)

@@ -42,7 +42,7 @@ def why_lines(store: Store, row: dict) -> list[str]:
             [row["persona_id"]],
         ):
             lines.append(f"script {script_id} failed: {'; '.join(_problems(problems)) or 'no problem recorded'}")
-    if store.query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'filter_verdicts'")[0][0]:
+    if store.has_table("filter_verdicts"):
         for name, keep, reason in store.query(
             "SELECT filter, keep, reason FROM filter_verdicts WHERE trajectory_id = ? ORDER BY filter",
             [row["trajectory_id"]],

@@ -46,7 +46,7 @@ def save_trajectory(store: Store, row: dict[str, Any], trajectory: Trajectory | 
 def thought_stats(store: Store, row: dict[str, Any], trajectory: Trajectory) -> dict[str, Any]:
     """The trained thoughts' state assertions, judged against what the player read and the script's world
     replayed over the row's steps (grounded_thoughts.py); nothing when the row has no stored script."""
-    found = store.query("SELECT script FROM scripts WHERE script_id = ?", [row.get("script_id")])
+    found = store.lookup("SELECT script FROM scripts WHERE script_id = ?", [row.get("script_id")])  # per row: no copy
     if trajectory.source != "refine" or not found or found[0][0] is None:
         return {}
     steps = json.loads(row["steps"]) if row.get("steps") else None

@@ -14,7 +14,6 @@ from ..funnels import path_funnels
 from ..refine.quality import refine_quality
 from ..refine.quality_rows import row_quality
 from ..store import STORE_FILENAME, Store
-from ..store.snapshot import open_snapshot
 from ..version import __version__
 from . import (
     data_calls,
@@ -89,7 +88,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, options: Ex
     `options`: the export's (splits and upsampling), so the report counts what that export writes;
     `seed` picks the sample trajectories shown."""
     run_dir = Path(run_dir)
-    with open_snapshot(run_dir) as store:
+    with Store.open(run_dir, read_only=True) as store, store.snapshot():  # one view of a store a run may be writing
         data = {**collect_report(store, options, seed), "evals": sections_eval.evaluations(run_dir)}
         html = render_report(data, run_dir)
     target = Path(out) if out is not None else run_dir / REPORT_FILENAME

@@ -25,7 +25,6 @@ from typing import Any
 
 from ..filters.template import BLOCK_KINDS, block_words_sql, opening_sql
 from ..store import Store
-from ..store.snapshot import open_snapshot
 
 ROWS_SQL = "SELECT * FROM trajectories WHERE source IN ('coa', 'import') AND verified"
 NGRAMS = (3, 4)  # words per opening
@@ -162,5 +161,5 @@ def format_coa_quality(q: dict[str, Any]) -> str:
 
 def run_coa_quality(run_dir: str | Path) -> dict[str, Any]:
     """The coa quality figures of a run folder, read without writing to it (any schema version)."""
-    with open_snapshot(run_dir) as store:
+    with Store.open(run_dir, read_only=True) as store:
         return coa_quality(store)

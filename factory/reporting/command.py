@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 from pathlib import Path
 
 import duckdb
 
-from ..errors import FactoryError
 from ..export.options import export_options
 from ..refine.quality import format_quality, refine_quality
 from ..refine.quality_rows import format_row_quality, row_quality
 from ..store import STORE_FILENAME, Store
-from ..store.integrity import StoreBusyError, classify
-from ..store.snapshot import open_snapshot
+from ..store.errors import classify
 from .build import REPORT_FILENAME, write_report
 from .coa_quality import coa_quality, format_coa_quality
 from .data_samples import SEED
-from .live import describe, render_live_html
-from .status_command import live_or_raise
 
 
 def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -40,28 +37,12 @@ def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 def cmd_report(args: argparse.Namespace) -> int:
     store_path = Path(args.run_dir) / STORE_FILENAME
     try:
-        Store.open(args.run_dir, read_only=True).close()  # a busy or damaged store says so in its own words
+        Store.open(args.run_dir, read_only=True).close()  # a damaged store says so in its own words
         options = export_options(formats="all", validation=args.validation, upsample=args.upsample)
         path = write_report(args.run_dir, args.out, options, args.seed)
-    except StoreBusyError as busy:
-        return write_live_report(args.run_dir, args.out, busy)
-    except duckdb.Error as exc:  # met in the report's queries, through its in-memory view of the file
+    except (duckdb.Error, sqlite3.Error) as exc:  # met in the report's queries
         raise classify(store_path, exc, "read") from None
     print(f"report: {path}")
-    return 0
-
-
-def write_live_report(run_dir: str, out: str | None, busy: StoreBusyError) -> int:
-    """While a run writes its store, the report is its live snapshot, labelled as one with its age."""
-    snapshot = live_or_raise(run_dir, busy)
-    target = Path(out) if out is not None else Path(run_dir) / REPORT_FILENAME
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_live_html(snapshot), encoding="utf-8")
-    except OSError as exc:
-        raise FactoryError(f"cannot write report to {target}: {exc.strerror}") from None
-    print(f"report: {target} (a live snapshot, not the full report: the run is still going)")
-    print(describe(snapshot))
     return 0
 
 
@@ -74,7 +55,7 @@ def add_quality_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 
 
 def cmd_quality(args: argparse.Namespace) -> int:
-    with open_snapshot(args.run_dir) as store:  # read-only: a run being written is not touched
+    with Store.open(args.run_dir, read_only=True) as store:  # read-only: a run being written is not touched
         refine, rows, coa = refine_quality(store), row_quality(store), coa_quality(store)
     # JSON: refine's figures at the top (as before), its within-row ones under "within_rows", coa/import under "coa".
     text = "\n".join(

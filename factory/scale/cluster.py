@@ -9,7 +9,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ..errors import FactoryError, MissingExtraError
-from ..store.integrity import first_line
+from ..store.errors import first_line
 from .shard_task import ShardJob, run_shard
 
 # Environment the workers need as the driver has it: where the code is, and the factory's own switches.

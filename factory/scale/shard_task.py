@@ -3,7 +3,9 @@
 `run_shard(job)` checks that this node sees the driver's run folder (the probe token), then
 calls the stage's `work(config, *args)` with a config whose run_dir is RUN_DIR/shards/<stage>-<k>
 and whose `ray.shard` names the slice, so the driver keeps only its shard's items
-(keys.shard_subset) and resumes from that folder's store like any run. Ray is not imported
+(keys.shard_subset). On the driver's host the shard folder's store is the run's own (a link):
+the shard writes where the run reads. On another node it is a store of its own, which the
+driver merges when the shards end (merge.py: a WAL file is not shared between hosts). Ray is not imported
 here: the function is plain, and cluster.py wraps it as a remote task.
 """
 
@@ -19,8 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FactoryError
+from ..store import STORE_FILENAME
 from .config import RayConfig, ShardSlice
 from .plan import read_probe, shard_folder
+
+# Set in a worker's environment, a shard on the driver's host keeps a store of its own, as on
+# another node (tests of the merge path run on one host).
+OWN_STORE_ENV = "FACTORY_SHARD_OWN_STORE"
 
 
 @dataclass
@@ -34,6 +41,7 @@ class ShardJob:
     config: Any  # the run config; run_dir and ray.shard are set here for the shard
     work: Callable[..., dict[str, Any]]  # the stage's shard function: (config, *args) -> counts
     args: tuple = field(default_factory=tuple)
+    driver_host: str = field(default_factory=socket.gethostname)
 
     @property
     def name(self) -> str:
@@ -48,6 +56,8 @@ def run_shard(job: ShardJob) -> dict[str, Any]:
     folder = shard_folder(job.run_dir, job.stage, job.index)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "worker.pid").write_text(f"{os.getpid()}\n")  # which process holds the shard (tests kill it)
+    if socket.gethostname() == job.driver_host and not os.environ.get(OWN_STORE_ENV):
+        link_run_store(folder, job.run_dir)
     shard = RayConfig(shard=ShardSlice(index=job.index, count=job.count))
     config = job.config.model_copy(update={"run_dir": folder, "ray": shard})
     cpu_before, started = cpu_seconds(), time.monotonic()
@@ -59,6 +69,14 @@ def run_shard(job: ShardJob) -> dict[str, Any]:
         "wall_s": time.monotonic() - started,
         "node": socket.gethostname(),
     }
+
+
+def link_run_store(folder: Path, run_dir: Path) -> None:
+    """The shard folder's store becomes the run's store (SQLite follows the link; its WAL and lock
+    files stay beside the run's file), unless the folder has a store of its own from another node."""
+    link = folder / STORE_FILENAME
+    if not link.exists() and not link.is_symlink():
+        os.symlink(os.path.relpath(run_dir / STORE_FILENAME, folder), link)
 
 
 def check_visible(job: ShardJob) -> None:

@@ -1,9 +1,9 @@
-"""The driver of a sharded stage: plan, run every shard on Ray, merge the shard stores, summarize.
+"""The driver of a sharded stage: plan, run every shard on Ray, merge remote shards' stores, summarize.
 
     outcome = run_on_ray(config, "passrate", "task id", work, (settings, policy), finish)
 
 `work(shard_config, *args)` runs in each worker (the stage's own driver on its slice, returning
-counts); `finish(config, run, counts)` runs here after the merge, with the run's store open, and
+counts; on this host it writes the run's store itself); `finish(config, run, counts)` runs here after the merge, with the run's store open, and
 returns what the single-process driver returns, so the commands print the same lines.
 RUN_DIR/shards/last.json keeps each shard's counts, node, CPU and wall seconds of the last run.
 """
@@ -45,7 +45,7 @@ def run_on_ray(
     with open_run(run_dir, stage, config) as run:
         results, failures = cluster.run_shards(jobs, config.ray.max_retries, progress)
         merging = time.monotonic()
-        merge_shards(run, stage, count)  # a failed shard's answers come home too: nothing answered is lost
+        merge_shards(run, stage, count)  # a failed remote shard's answers come home too: nothing answered is lost
         merge_s = round(time.monotonic() - merging, 3)
         if failures:
             more = f" (and {len(failures) - 1} more failed shards)" if len(failures) > 1 else ""
@@ -58,7 +58,7 @@ def run_on_ray(
 def merge_shards(run: Run, stage: str, count: int) -> None:
     for index in range(count):
         path = shard_folder(run.run_dir, stage, index) / STORE_FILENAME
-        if path.exists():
+        if path.exists() and not path.is_symlink():  # a link is the run's own store
             merge_shard(run.store, path)
 
 

@@ -32,7 +32,7 @@ def cmd_smoke(args: argparse.Namespace, config: FactoryConfig) -> int:
     for result in outcome.results:
         shown = result.parsed.model_dump_json() if result.ok else f"ERROR {result.error_kind}: {result.error}"
         print(f"[{result.tag}] {shown}")
-    print(f"\nrun store: {Path(config.run_dir) / 'factory.duckdb'}")
+    print(f"\nrun store: {Path(config.run_dir) / 'factory.sqlite'}")
     print(format_call_summary(summarize_calls(config.run_dir, config.smoke.stage)))
     return 0 if all(r.ok for r in outcome.results) else 1
 

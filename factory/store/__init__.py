@@ -1,4 +1,4 @@
-"""The run store: one DuckDB file per run folder (DESIGN rule 2)."""
+"""The run store: one SQLite file per run folder, queried with DuckDB (DESIGN rule 2)."""
 
 from ..lazy_exports import lazy_exports
 

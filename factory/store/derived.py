@@ -38,12 +38,11 @@ def tool_inputs_sql(tool_tags: tuple[str, ...]) -> str:
 
 
 def upsert_trajectory(store: Store, values: dict[str, Any], tool_tags: tuple[str, ...] = ()) -> None:
-    """Insert or replace one trajectory row, its derived columns computed in the same statement
+    """Insert or replace one trajectory row, its derived columns computed by DuckDB from the row's values
     (`tool_tags`: the AFM tags whose bodies are tool inputs; none for a row without an AFM completion)."""
     row = {"source": None, "completion": None, "turns": None, **values}  # the columns tool_inputs_sql reads
     names, marks = ", ".join(row), ", ".join("?" * len(row))
-    store.execute(
-        f"INSERT OR REPLACE INTO trajectories ({names}, tool_inputs) "
-        f"SELECT *, coalesce({tool_inputs_sql(tool_tags)}, []) FROM (VALUES ({marks})) t({names})",
-        list(row.values()),
+    [(tool_inputs,)] = store.query(
+        f"SELECT coalesce({tool_inputs_sql(tool_tags)}, []) FROM (VALUES ({marks})) t({names})", list(row.values())
     )
+    store.upsert("trajectories", {**row, "tool_inputs": tool_inputs})

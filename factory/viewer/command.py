@@ -22,7 +22,7 @@ def add_ls_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPa
         "dropped it), correct (the answer check), turns, tools (tool calls; refine: the player's actions), "
         "fixes (refine: corrected mistakes; coa: reflections) and the reason it failed or was dropped.",
     )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run folder holding factory.duckdb")
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run folder holding factory.sqlite")
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument(
         "--failed",

@@ -19,7 +19,7 @@ from ..errors import FactoryError
 from ..export.options import ExportOptions
 from ..export.selection import open_store, selection_sql
 from ..store import Store
-from ..store.integrity import first_line
+from ..store.errors import first_line
 
 SHOWN = ("all", "failed", "kept", "dropped")
 

@@ -57,7 +57,7 @@ def cmd_pairs(args: argparse.Namespace, config: FactoryConfig) -> int:
     settings = pairs_settings(args, getattr(config, "pairs", None) or PairsConfig())
     outcome = make_pairs(config, settings, progress=not args.quiet)
     print(format_pairs(outcome, settings))
-    print(f"run store: {Path(config.run_dir) / 'factory.duckdb'}  (table preference_pairs)")
+    print(f"run store: {Path(config.run_dir) / 'factory.sqlite'}  (table preference_pairs)")
     print(format_call_summary(summarize_calls(config.run_dir, STAGE)))
     return 0
 

@@ -59,7 +59,7 @@ class PairsOutcome:
 
 
 def make_pairs(config: FactoryConfig, settings: PairsConfig, progress: bool = False) -> PairsOutcome:
-    store_file = Path(config.run_dir) / "factory.duckdb"
+    store_file = Path(config.run_dir) / "factory.sqlite"
     if not store_file.exists():
         raise PairsError(
             f"{config.run_dir}: no run store ({store_file.name}); make coa trajectories there first "

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pyarrow as pa
-
 from ...store import Store, utcnow
 from .protocol import BatchState
 
@@ -45,16 +43,17 @@ class BatchLedger:
     def _write_created(self, state: BatchState, requests: list[tuple[str, str | None]]) -> None:
         """The batch and its requests in one transaction: a kill leaves both or neither."""
         now = utcnow()
-        held = pa.table({"batch_id": [state.batch_id] * len(requests), "custom_id": [c for c, _ in requests],
-                         "request_hash": [h for _, h in requests]})  # fmt: skip
-        with self.store.arrow_view("held", held), self.store.transaction() as con:
+        with self.store.transaction() as con:
             con.execute(
                 "INSERT OR REPLACE INTO llm_batches (batch_id, provider, base_url, state, requests, input_file_id, "
                 "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [state.batch_id, self.protocol, self.base_url, state.status, len(requests),
                  state.files.get("input_file_id"), now, now],
             )  # fmt: skip
-            con.execute("INSERT OR REPLACE INTO llm_batch_requests SELECT batch_id, custom_id, request_hash FROM held")
+            con.executemany(
+                "INSERT OR REPLACE INTO llm_batch_requests VALUES (?, ?, ?)",
+                [(state.batch_id, custom_id, key) for custom_id, key in requests],
+            )
 
     async def updated(self, state: BatchState, downloaded: bool = False) -> None:
         if self.store is None:

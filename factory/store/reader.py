@@ -1,0 +1,221 @@
+"""DuckDB's view of the SQLite store: the queries keep DuckDB's dialect.
+
+The store of record is a SQLite file (db.py says why). Queries are written in DuckDB's SQL (list
+functions, QUALIFY, `::` casts...), so each store has an in-memory DuckDB database in which every
+stored table is a copy of its rows (read through Arrow), with the columns cast back to the types
+the schema declares (SQLite keeps timestamps as text, booleans as integers, lists as JSON text).
+
+A copy is taken when a query names the table and the table changed since the last copy: this
+connection's own writes mark the tables they name, another process's commit (PRAGMA data_version)
+marks every table. So a reader in a loop pays for a table once per change, not per query.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from .duck import Catalog, table_names
+
+# DuckDB-only views over the tables (SQLite has no list aggregates), and the tables each reads.
+VIEWS = {
+    "curation": (
+        """
+        CREATE OR REPLACE VIEW curation AS
+            SELECT trajectory_id, bool_and(keep) AS keep, product(weight) AS weight, max(split) AS split,
+                   list(filter ORDER BY filter) FILTER (WHERE NOT keep) AS dropped_by,
+                   list(reason ORDER BY filter) FILTER (WHERE NOT keep) AS drop_reasons
+            FROM filter_verdicts GROUP BY trajectory_id
+        """,
+        ("filter_verdicts",),
+    ),
+}
+WRITTEN_TABLE = re.compile(
+    r"^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:\w+\.)?\"?(\w+)", re.I
+)
+PARAMETER = re.compile(r"\?|\$\w+")
+ALL = "*"  # a write whose table is not known (DDL): every copy is stale
+DEFINED = re.compile(
+    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?(?:VIEW|TABLE|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?(\w+)",
+    re.I,
+)
+
+
+def written_table(sql: str) -> str:
+    match = WRITTEN_TABLE.match(sql)
+    return match.group(1).lower() if match else ALL
+
+
+def column_kind(declared: str) -> tuple[pa.DataType, str]:
+    """(the Arrow type SQLite's values load as, the DuckDB type the view casts them to)."""
+    declared = declared.upper()
+    if "LIST" in declared:
+        return pa.string(), "VARCHAR[]"  # stored as a JSON array
+    if "JSON" in declared:
+        return pa.string(), "JSON"
+    if "TIMESTAMP" in declared:
+        return pa.string(), "TIMESTAMP"
+    if "BOOL" in declared:
+        return pa.int64(), "BOOLEAN"
+    if "INT" in declared:
+        return pa.int64(), "INTEGER" if declared == "INTEGER" else ""
+    if "DOUB" in declared or "REAL" in declared or "FLOA" in declared:
+        return pa.float64(), ""
+    return pa.string(), ""
+
+
+def _cast(name: str, duck_type: str) -> str:
+    """The column in its declared type; a stored value that is not one (written by another program) reads NULL."""
+    quoted = f'"{name}"'
+    if duck_type == "VARCHAR[]":
+        return f"TRY_CAST(TRY_CAST({quoted} AS JSON) AS VARCHAR[]) AS {quoted}"
+    return f"TRY_CAST({quoted} AS {duck_type}) AS {quoted}" if duck_type else quoted
+
+
+def _array(values: Any, kind: pa.DataType) -> pa.Array:
+    """A column's values as Arrow; SQLite keeps any value in any column, so one that does not fit the
+    declared type (written by hand, or by another program) reads as NULL rather than failing the query."""
+    try:
+        return pa.array(values, kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.array([_fitting(value, kind) for value in values], kind)
+
+
+def _fitting(value: Any, kind: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_string(kind):
+        return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+    want = int if pa.types.is_integer(kind) else float
+    try:
+        number = want(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if want is float or -(2**63) <= number < 2**63 else None
+
+
+class Reader:
+    """The DuckDB connection a store's queries run in."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+        self.catalog: Catalog | None = None  # made on the first query (duck.py)
+        self.columns: dict[str, list[tuple[str, str]]] = {}
+        self.loaded: set[str] = set()  # tables whose copy is current
+        self.defined: dict[str, set[str]] = {}  # a view (or table) made in DuckDB -> the names it reads
+        self.data_version = self._data_version()
+
+    def _catalog(self) -> Catalog:
+        if self.catalog is None:
+            self.catalog = Catalog()
+        return self.catalog
+
+    @property
+    def duck(self) -> duckdb.DuckDBPyConnection:
+        return self._catalog().con
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        return self._catalog().cursor()
+
+    def isolate(self) -> None:
+        """From here on the store's DuckDB is an instance of its own (its settings touch no other store)."""
+        if self.catalog is not None and self.catalog.private:
+            return
+        self.close()
+        self.catalog = Catalog(private=True)
+        self.loaded.clear()
+        self.defined.clear()
+
+    def _data_version(self) -> int:
+        return self.db.execute("PRAGMA data_version").fetchone()[0]
+
+    def wrote(self, sql: str) -> None:
+        """This connection changed what `sql` names."""
+        table = written_table(sql)
+        if table == ALL:
+            self.loaded.clear()
+            self.columns.clear()
+        else:
+            self.loaded.discard(table)
+
+    def prepare(self, sql: str) -> None:
+        """Bring the copies of the tables `sql` reads up to date."""
+        version = self._data_version()
+        if version != self.data_version:
+            self.data_version = version
+            self.loaded.clear()
+            self.columns.clear()
+        for name in self._tables_read(sql):
+            if name not in self.loaded:
+                self._load(name)
+
+    def _tables_read(self, sql: str) -> set[str]:
+        try:  # the parser refuses parameters: any value stands in for them when only names are wanted
+            names = table_names(PARAMETER.sub("NULL", sql))
+        except duckdb.Error:
+            names = set(self._stored_tables())  # not parsed here: every copy is brought up to date
+        uses = {**{view: set(tables) for view, (_, tables) in VIEWS.items()}, **self.defined}
+        todo = list(names)
+        while todo:  # a view's tables, and theirs
+            for name in uses.get(todo.pop(), ()):
+                if name not in names:
+                    names.add(name)
+                    todo.append(name)
+        return names
+
+    def _stored_tables(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+
+    def _table_columns(self, name: str) -> list[tuple[str, str]]:
+        if name not in self.columns:
+            rows = self.db.execute(f'PRAGMA table_info("{name}")').fetchall()
+            self.columns[name] = [(row[1], row[2] or "") for row in rows]
+        return self.columns[name]
+
+    def _load(self, name: str) -> None:
+        columns = self._table_columns(name)
+        if not columns:
+            return  # not a stored table: a view, an Arrow view or a typo DuckDB will name
+        rows = self.db.execute(f'SELECT * FROM "{name}"').fetchall()
+        kinds = [column_kind(declared) for _, declared in columns]
+        values = list(zip(*rows)) if rows else [[] for _ in columns]
+        arrays = [_array(column, kind[0]) for column, kind in zip(values, kinds)]
+        select = ", ".join(_cast(column, kind[1]) for (column, _), kind in zip(columns, kinds))
+        # A table, not a view over the Arrow data: an Arrow object is seen by one connection only, and
+        # streamed reads run on a cursor of their own (db.arrow_batches).
+        self.duck.register("_loading", pa.Table.from_arrays(arrays, names=[c for c, _ in columns]))
+        try:
+            self.duck.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT {select} FROM _loading')
+        finally:
+            self.duck.unregister("_loading")
+        self.loaded.add(name)
+        for create, tables in VIEWS.values():
+            if name in tables:
+                self.duck.execute(create)
+
+    def define(self, sql: str, params: list[Any] | None = None) -> None:
+        """A statement for DuckDB's side alone (a setting, a view or temp table over the copies): a view
+        remembers the tables it reads, so a query naming the view refreshes them."""
+        written = written_table(sql)
+        if written != ALL and written in self._stored_tables():  # a copy would change, and nothing in the file
+            raise ValueError(f"write a stored table with Store.execute: {sql.strip()[:80]}")
+        self.prepare(sql)
+        self.duck.execute(sql, params or [])
+        match = DEFINED.match(sql)
+        if match:
+            self.defined[match.group(1).lower()] = self._tables_read(sql) - {match.group(1).lower()}
+
+    def query(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
+        if WRITTEN_TABLE.match(sql):  # it would change a copy, and nothing in the file
+            raise ValueError(f"a query only reads the store; write with Store.execute: {sql.strip()[:80]}")
+        self.prepare(sql)
+        return self.duck.execute(sql, params or [])
+
+    def close(self) -> None:
+        if self.catalog is not None:
+            self.catalog.close()
+            self.catalog = None

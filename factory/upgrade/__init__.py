@@ -1,0 +1,1 @@
+"""Bringing run folders of older factory versions up to date (`factory store convert`)."""
