@@ -92,7 +92,7 @@ class CallLog:
     def attempt(self, key: str, number: int) -> None:
         """An HTTP attempt is about to be sent: committed now, so it is counted even if no answer comes."""
         run_id, fixed = self._started.get(key, (None, None))
-        self._write(self.store.execute, PENDING_SQL, [key, run_id, fixed, utcnow()])
+        self._write(self.store.commit, ("llm_pending",), [(PENDING_SQL, [key, run_id, fixed, utcnow()])])
 
     def record(self, row: dict[str, Any]) -> None:
         """Commit a finished call's row (raises StoreWriteError)."""

@@ -52,9 +52,9 @@ DONE_SQL = "DELETE FROM llm_pending WHERE request_hash = ?"
 
 def write_answer(store: Store, row: dict[str, Any]) -> None:
     """A finished call's row, and its attempts leave llm_pending: one transaction."""
-    with store.transaction() as con:
-        con.execute(UPSERT_SQL, [row.get(c) for c in COLUMNS])
-        con.execute(DONE_SQL, [row["request_hash"]])
+    store.commit(
+        ("llm_calls", "llm_pending"), [(UPSERT_SQL, [row.get(c) for c in COLUMNS]), (DONE_SQL, [row["request_hash"]])]
+    )
 
 
 def lost_calls(store: Store) -> list[tuple[str, dict[str, Any], int]]:

@@ -11,6 +11,7 @@ instance's (Catalog.private).
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import threading
 
@@ -29,11 +30,29 @@ def _instance() -> duckdb.DuckDBPyConnection:
 
 
 def table_names(sql: str) -> set[str]:
-    """The tables and views `sql` names, parsed on a connection with none (one that had a view by a
-    name would leave it out)."""
+    """The tables and views `sql` names (CTE names too). A SELECT is parsed into DuckDB's syntax tree
+    (json_serialize_sql: parsing only; get_table_names also binds, and fails on a USING join of tables
+    it does not have); other statements through get_table_names, on a connection with no tables (one
+    that had a view by a name would leave it out). duckdb.Error when neither can."""
     with _LOCK:
         _instance()
-        return {name.lower() for name in _PROCESS["parser"].get_table_names(sql)}  # type: ignore[attr-defined]
+        parser = _PROCESS["parser"]
+        tree = json.loads(parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])  # type: ignore[attr-defined]
+        if not tree.get("error"):
+            return _base_tables(tree, set())
+        return {name.lower() for name in parser.get_table_names(sql)}  # type: ignore[attr-defined]
+
+
+def _base_tables(node: object, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        if node.get("type") == "BASE_TABLE" and isinstance(node.get("table_name"), str):
+            found.add(node["table_name"].lower())
+        for value in node.values():
+            _base_tables(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _base_tables(value, found)
+    return found
 
 
 class Catalog:
