@@ -316,7 +316,7 @@ class Store:
                 raise
             self.db.execute("COMMIT")
             for table in tables:
-                self.reader.loaded.pop(table, None)
+                self.reader.stale(table)
 
     def upsert(self, table: str, values: dict[str, Any]) -> None:
         """Insert one row by column name, replacing the row with the same key."""

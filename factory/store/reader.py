@@ -8,8 +8,10 @@ the schema declares (SQLite keeps timestamps as text, booleans as integers, list
 A copy is taken when a query names the table and the table changed since the last copy: this
 connection's own writes mark the tables they name, another process's commit (PRAGMA data_version)
 marks every table. So a reader in a loop pays for a table once per change, not per query. A copy
-holds the columns the query (and the views it names) mentions, unless it selects `*`: a summary of
-the call log does not copy every prompt and answer (100k calls: 0.77 s -> see store_live.py).
+leaves out the bulky text columns (BULKY) that the query and the views it names do not mention (all
+are copied for `*`): a summary of the call log does not copy every prompt and answer. The columns
+fetched are kept as Arrow arrays with the rows' rowids, so a later query that needs a bulky column
+fetches that one alone.
 """
 
 from __future__ import annotations
@@ -39,6 +41,15 @@ VIEWS = {
 WRITTEN_TABLE = re.compile(
     r"^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:\w+\.)?\"?(\w+)", re.I
 )
+# The text columns that hold most of a table's bytes: copied only for a query that mentions them.
+BULKY = {
+    "llm_calls": ("params", "messages", "response_schema", "response", "parsed", "error"),
+    "trajectories": ("steps", "turns", "conversations", "stats", "prompt", "completion", "check_detail", "tools"),
+    "coa_traces": ("agents", "events", "steps", "question", "final_answer"),
+    "scripts": ("script", "problems"),
+    "rollouts": ("completion", "detail"),
+    "preference_pairs": ("prompt", "chosen", "rejected", "evidence"),
+}
 # Every column: SELECT *, t.*, COLUMNS(*), or a table described.
 STAR = re.compile(r"(?:SELECT|DISTINCT|,|\.|\()\s*\*|^\s*(?:DESCRIBE|SHOW|SUMMARIZE)\b", re.I)
 COUNT_STAR = re.compile(r"\bcount\s*\(\s*\*\s*\)", re.I)
@@ -110,6 +121,7 @@ class Reader:
         self.db = db
         self.catalog: Catalog | None = None  # made on the first query (duck.py)
         self.columns: dict[str, list[tuple[str, str]]] = {}
+        self.arrays: dict[str, dict[str, pa.Array]] = {}  # columns fetched since the table last changed
         self.loaded: dict[str, set[str] | None] = {}  # a current copy's columns (None: all of them)
         self.view_sql: dict[str, str] = {}  # a view made in DuckDB -> its SQL (the columns it reads)
         self.defined: dict[str, set[str]] = {}  # a view (or table) made in DuckDB -> the names it reads
@@ -133,7 +145,7 @@ class Reader:
             return
         self.close()
         self.catalog = Catalog(private=True)
-        self.loaded.clear()
+        self.loaded.clear()  # the arrays fetched stay good: only the DuckDB side is new
         self.defined.clear()
         self.view_sql.clear()
 
@@ -143,19 +155,24 @@ class Reader:
     def wrote(self, sql: str) -> None:
         """This connection changed what `sql` names."""
         table = written_table(sql)
-        if table == ALL:
+        self.stale(None if table == ALL else table)
+
+    def stale(self, table: str | None = None) -> None:
+        """The copies of `table` (None: of every table) no longer hold what the file does."""
+        if table is None:
             self.loaded.clear()
             self.columns.clear()
+            self.arrays.clear()
         else:
             self.loaded.pop(table, None)
+            self.arrays.pop(table, None)
 
     def prepare(self, sql: str) -> None:
         """Bring the copies of the tables `sql` reads up to date."""
         version = self._data_version()
         if version != self.data_version:
             self.data_version = version
-            self.loaded.clear()
-            self.columns.clear()
+            self.stale()
         names = self._tables_read(sql)
         text = " ".join([sql, *(VIEWS[n][0] for n in names if n in VIEWS), *(self.view_sql.get(n, "") for n in names)])
         for name in names:
@@ -168,12 +185,12 @@ class Reader:
             self.duck.execute(VIEWS[view][0])
 
     def _wanted(self, name: str, text: str) -> set[str] | None:
-        """The columns of `name` that `text` mentions, or None for all of them."""
+        """The columns of `name` to copy for `text`: all (None) when it selects `*`, else all but the bulky
+        ones it does not mention (so the next query seldom needs one more: each fetch costs a pass)."""
         if STAR.search(COUNT_STAR.sub("", text)):
             return None
-        columns = [column for column, _ in self._table_columns(name)]
-        named = {c for c in columns if re.search(rf"\b{re.escape(c)}\b", text, re.I)}
-        return named | set(columns[:1])  # a table needs a column: its first, the key
+        columns = {column for column, _ in self._table_columns(name)}
+        return columns - {c for c in BULKY.get(name, ()) if not re.search(rf"\b{c}\b", text, re.I)}
 
     def _tables_read(self, sql: str) -> set[str]:
         try:  # the parser refuses parameters: any value stands in for them when only names are wanted
@@ -189,6 +206,25 @@ class Reader:
                     todo.append(name)
         return names
 
+    def _fetch(self, name: str, columns: list[tuple[str, str]]) -> dict[str, pa.Array]:
+        """The columns' values, from the arrays fetched before and the missing ones now; all of them again
+        when the rows are no longer those (a write between: their rowids differ)."""
+        have = self.arrays.setdefault(name, {})
+        missing = [(c, d) for c, d in columns if c not in have]
+        if not missing:
+            return have
+        names = ", ".join(["rowid", *(f'"{c}"' for c, _ in missing)])
+        rows = self.db.execute(f'SELECT {names} FROM "{name}" ORDER BY rowid').fetchall()
+        values = list(zip(*rows)) if rows else [[] for _ in range(len(missing) + 1)]
+        rowids = pa.array(values[0], pa.int64())
+        if "rowid" in have and not have["rowid"].equals(rowids):
+            self.arrays.pop(name)
+            return self._fetch(name, columns)
+        have["rowid"] = rowids
+        for (column, declared), column_values in zip(missing, values[1:]):
+            have[column] = _array(column_values, column_kind(declared)[0])
+        return have
+
     def _stored_tables(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
 
@@ -202,15 +238,12 @@ class Reader:
         columns = [(c, d) for c, d in self._table_columns(name) if wanted is None or c in wanted]
         if not columns:
             return  # not a stored table: a view, an Arrow view or a typo DuckDB will name
-        names = ", ".join(f'"{column}"' for column, _ in columns)
-        rows = self.db.execute(f'SELECT {names} FROM "{name}"').fetchall()
-        kinds = [column_kind(declared) for _, declared in columns]
-        values = list(zip(*rows)) if rows else [[] for _ in columns]
-        arrays = [_array(column, kind[0]) for column, kind in zip(values, kinds)]
-        select = ", ".join(_cast(column, kind[1]) for (column, _), kind in zip(columns, kinds))
+        arrays = self._fetch(name, columns)
+        select = ", ".join(_cast(column, column_kind(declared)[1]) for column, declared in columns)
         # A table, not a view over the Arrow data: an Arrow object is seen by one connection only, and
         # streamed reads run on a cursor of their own (db.arrow_batches).
-        self.duck.register("_loading", pa.Table.from_arrays(arrays, names=[c for c, _ in columns]))
+        table = pa.Table.from_arrays([arrays[c] for c, _ in columns], names=[c for c, _ in columns])
+        self.duck.register("_loading", table)
         try:
             self.duck.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT {select} FROM _loading')
         finally:

@@ -61,6 +61,7 @@ class BatchTransport:
         self._arrived = asyncio.Event()
         self._collector: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._recording: set[asyncio.Task] = set()  # downloaded, writing so in the ledger: let them finish
         self._load_lock = asyncio.Lock()
 
     async def chat(
@@ -195,6 +196,7 @@ class BatchTransport:
                 await self.ledger.updated(state)
         results = await self._retrying(self.api.results, state, f"read the results of batch {state.batch_id}")
         followed.finish(state, results)
+        self._recording.add(asyncio.current_task())  # close() waits for this write instead of cancelling it
         await self.ledger.updated(state, downloaded=True)
 
     async def _poll(self, batch_id: str) -> BatchState:
@@ -235,6 +237,8 @@ class BatchTransport:
         for future in self._waiting():
             future.cancel()
         for task in list(self._tasks):
-            task.cancel()
+            if task not in self._recording:
+                task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._recording.clear()
         await self.api.close()
