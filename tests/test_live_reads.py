@@ -96,7 +96,7 @@ def test_readers_see_a_running_smoke_in_its_store(server, tmp_path):
     assert proc.returncode == 1  # the refused topic's calls failed, as a plain run reports
     assert watch.returncode == 0, watch_err
     assert first_line == "a run is writing this store; its latest runs:\n"
-    final = watched.split("\n\n")[-1]
+    final = [block.strip() for block in watched.split("\n\n") if block.strip()][-1]
     assert final.startswith("its latest runs:\n") and " smoke: done (" in final
     summary = json.loads(factory_cli("calls", str(run_dir), "--json").stdout)
     assert summary["calls"] == 600 and summary["pending"] is None
