@@ -106,3 +106,13 @@ def test_an_old_duckdb_run_folder_is_refused_with_the_command_that_converts_it(t
 def test_read_only_open_of_a_missing_store_is_a_clear_error(tmp_path):
     with pytest.raises(FactoryError, match="no run store"):
         Store.open(tmp_path / "nothing", read_only=True)
+
+
+def test_a_copy_holds_the_columns_asked_and_takes_a_bulky_one_on_when_a_query_names_it(tmp_path):
+    store = Store(tmp_path / "f.sqlite")
+    store.insert_rows("trajectories", {"trajectory_id": ["a", "b"], "turns": ["[1]", "[2]"], "n_turns": [1, 2]})
+    assert store.query("SELECT sum(n_turns) FROM trajectories") == [(3,)]
+    assert "turns" not in store.reader.loaded["trajectories"]  # not copied for a sum
+    assert store.query("SELECT trajectory_id, turns FROM trajectories ORDER BY 1") == [("a", "[1]"), ("b", "[2]")]
+    columns = [row[0] for row in store.query("DESCRIBE trajectories")]
+    assert columns == [row[1] for row in store.lookup("PRAGMA table_info(trajectories)")]  # the table's own order

@@ -9,9 +9,8 @@ A copy is taken when a query names the table and the table changed since the las
 connection's own writes mark the tables they name, another process's commit (PRAGMA data_version)
 marks every table. So a reader in a loop pays for a table once per change, not per query. A copy
 leaves out the bulky text columns (BULKY) that the query and the views it names do not mention (all
-are copied for `*`): a summary of the call log does not copy every prompt and answer. The columns
-fetched are kept as Arrow arrays with the rows' rowids, so a later query that needs a bulky column
-fetches that one alone.
+are copied for `*`): a summary of the call log does not copy every prompt and answer. A later query
+that needs a bulky column fetches that one alone and joins it on (copies.py).
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ import sqlite3
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
+from .copies import copy_rows, widen
 from .duck import Catalog, table_names
 
 # DuckDB-only views over the tables (SQLite has no list aggregates), and the tables each reads.
@@ -66,54 +65,6 @@ def written_table(sql: str) -> str:
     return match.group(1).lower() if match else ALL
 
 
-def column_kind(declared: str) -> tuple[pa.DataType, str]:
-    """(the Arrow type SQLite's values load as, the DuckDB type the view casts them to)."""
-    declared = declared.upper()
-    if "LIST" in declared:
-        return pa.string(), "VARCHAR[]"  # stored as a JSON array
-    if "JSON" in declared:
-        return pa.string(), "JSON"
-    if "TIMESTAMP" in declared:
-        return pa.string(), "TIMESTAMP"
-    if "BOOL" in declared:
-        return pa.int64(), "BOOLEAN"
-    if "INT" in declared:
-        return pa.int64(), "INTEGER" if declared == "INTEGER" else ""
-    if "DOUB" in declared or "REAL" in declared or "FLOA" in declared:
-        return pa.float64(), ""
-    return pa.string(), ""
-
-
-def _cast(name: str, duck_type: str) -> str:
-    """The column in its declared type; a stored value that is not one (written by another program) reads NULL."""
-    quoted = f'"{name}"'
-    if duck_type == "VARCHAR[]":
-        return f"TRY_CAST(TRY_CAST({quoted} AS JSON) AS VARCHAR[]) AS {quoted}"
-    return f"TRY_CAST({quoted} AS {duck_type}) AS {quoted}" if duck_type else quoted
-
-
-def _array(values: Any, kind: pa.DataType) -> pa.Array:
-    """A column's values as Arrow; SQLite keeps any value in any column, so one that does not fit the
-    declared type (written by hand, or by another program) reads as NULL rather than failing the query."""
-    try:
-        return pa.array(values, kind)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        return pa.array([_fitting(value, kind) for value in values], kind)
-
-
-def _fitting(value: Any, kind: pa.DataType) -> Any:
-    if value is None:
-        return None
-    if pa.types.is_string(kind):
-        return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-    want = int if pa.types.is_integer(kind) else float
-    try:
-        number = want(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if want is float or -(2**63) <= number < 2**63 else None
-
-
 class Reader:
     """The DuckDB connection a store's queries run in."""
 
@@ -121,7 +72,6 @@ class Reader:
         self.db = db
         self.catalog: Catalog | None = None  # made on the first query (duck.py)
         self.columns: dict[str, list[tuple[str, str]]] = {}
-        self.arrays: dict[str, dict[str, pa.Array]] = {}  # columns fetched since the table last changed
         self.loaded: dict[str, set[str] | None] = {}  # a current copy's columns (None: all of them)
         self.view_sql: dict[str, str] = {}  # a view made in DuckDB -> its SQL (the columns it reads)
         self.defined: dict[str, set[str]] = {}  # a view (or table) made in DuckDB -> the names it reads
@@ -145,7 +95,7 @@ class Reader:
             return
         self.close()
         self.catalog = Catalog(private=True)
-        self.loaded.clear()  # the arrays fetched stay good: only the DuckDB side is new
+        self.loaded.clear()
         self.defined.clear()
         self.view_sql.clear()
 
@@ -162,10 +112,8 @@ class Reader:
         if table is None:
             self.loaded.clear()
             self.columns.clear()
-            self.arrays.clear()
         else:
             self.loaded.pop(table, None)
-            self.arrays.pop(table, None)
 
     def prepare(self, sql: str) -> None:
         """Bring the copies of the tables `sql` reads up to date."""
@@ -206,25 +154,6 @@ class Reader:
                     todo.append(name)
         return names
 
-    def _fetch(self, name: str, columns: list[tuple[str, str]]) -> dict[str, pa.Array]:
-        """The columns' values, from the arrays fetched before and the missing ones now; all of them again
-        when the rows are no longer those (a write between: their rowids differ)."""
-        have = self.arrays.setdefault(name, {})
-        missing = [(c, d) for c, d in columns if c not in have]
-        if not missing:
-            return have
-        names = ", ".join(["rowid", *(f'"{c}"' for c, _ in missing)])
-        rows = self.db.execute(f'SELECT {names} FROM "{name}" ORDER BY rowid').fetchall()
-        values = list(zip(*rows)) if rows else [[] for _ in range(len(missing) + 1)]
-        rowids = pa.array(values[0], pa.int64())
-        if "rowid" in have and not have["rowid"].equals(rowids):
-            self.arrays.pop(name)
-            return self._fetch(name, columns)
-        have["rowid"] = rowids
-        for (column, declared), column_values in zip(missing, values[1:]):
-            have[column] = _array(column_values, column_kind(declared)[0])
-        return have
-
     def _stored_tables(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
 
@@ -235,20 +164,21 @@ class Reader:
         return self.columns[name]
 
     def _load(self, name: str, wanted: set[str] | None) -> None:
-        columns = [(c, d) for c, d in self._table_columns(name) if wanted is None or c in wanted]
-        if not columns:
+        """Copy the `wanted` columns (None: all) of `name` into DuckDB as the view `name` over `_copy_<name>`
+        (a view: the copy also holds each row's rowid, and columns joined on later go at its end)."""
+        declared = self._table_columns(name)
+        if not declared:
             return  # not a stored table: a view, an Arrow view or a typo DuckDB will name
-        arrays = self._fetch(name, columns)
-        select = ", ".join(_cast(column, column_kind(declared)[1]) for column, declared in columns)
-        # A table, not a view over the Arrow data: an Arrow object is seen by one connection only, and
-        # streamed reads run on a cursor of their own (db.arrow_batches).
-        table = pa.Table.from_arrays([arrays[c] for c, _ in columns], names=[c for c, _ in columns])
-        self.duck.register("_loading", table)
-        try:
-            self.duck.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT {select} FROM _loading')
-        finally:
-            self.duck.unregister("_loading")
-        self.loaded[name] = wanted
+        copy, held = f"_copy_{name}", self.loaded.get(name) or set()
+        missing = [(c, d) for c, d in declared if (wanted is None or c in wanted) and c not in held]
+        if name not in self.loaded or not widen(self.db, self.duck, name, missing, copy):
+            held = set()  # no copy, or its rows are no longer those: copy anew
+            missing = [(c, d) for c, d in declared if wanted is None or c in wanted]
+            copy_rows(self.db, self.duck, name, missing, copy)
+        now = {c for c, _ in missing} | held
+        select = ", ".join(f'"{column}"' for column, _ in declared if column in now)  # the table's own order
+        self.duck.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {select} FROM "{copy}"')
+        self.loaded[name] = None if len(now) == len(declared) else now
 
     def define(self, sql: str, params: list[Any] | None = None) -> None:
         """A statement for DuckDB's side alone (a setting, a view or temp table over the copies): a view
