@@ -55,10 +55,10 @@ def open_store(folder: Path):
     from factory.store import Store
 
     store = Store.open(folder)
-    store.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-    store.execute(f"SET threads = {THREADS}")
-    store.execute("SET preserve_insertion_order = false")  # lets COPY and CREATE TABLE AS stream
-    store.execute("SET enable_progress_bar = false")
+    store.duck_execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # the DuckDB the queries run in (copies spill past it)
+    store.duck_execute(f"SET threads = {THREADS}")
+    store.duck_execute("SET preserve_insertion_order = false")  # lets COPY and CREATE TABLE AS stream
+    store.duck_execute("SET enable_progress_bar = false")
     return store
 
 
@@ -84,6 +84,7 @@ def child_filter(folder: Path, n: int) -> dict:
         started = time.perf_counter()
         rerun = run_filters(store, config=config)  # nothing changed: nothing is judged again
         rerun_s = time.perf_counter() - started
+    with open_store(folder) as store:  # the filters' store reads no host file from then on: a new one writes
         export_s, exported = export_parquet(store, folder / "export.parquet")
     print(format_funnel(report), file=sys.stderr)
     return {
@@ -99,7 +100,7 @@ def child_filter(folder: Path, n: int) -> dict:
 def export_parquet(store, path: Path) -> tuple[float, int]:
     """The kept rows with their weight and split, as the exporter would write them."""
     started = time.perf_counter()
-    store.execute(f"""COPY (
+    store.duck_execute(f"""COPY (
         SELECT t.trajectory_id, t.source, t.task_id, t.persona_id, t.conversations, t.turns, t.prompt, t.completion,
                t.observation_spans, coalesce(c.weight, 1.0) AS weight, c.split
         FROM trajectories t LEFT JOIN curation c USING (trajectory_id) WHERE coalesce(c.keep, true)

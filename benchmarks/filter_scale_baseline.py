@@ -209,9 +209,10 @@ def write_verdicts(store, verdicts: dict[str, list]) -> None:
     table = pa.table({"trajectory_id": ids, "filter": names, "keep": keeps, "weight": weights, "split": splits})
     # Into the same table as the SQL filters (under other filter names), replacing the same way: the same
     # output, the same write cost.
-    with store.arrow_view("baseline_batch", table), store.transaction() as con:
-        con.execute("DELETE FROM filter_verdicts WHERE filter LIKE 'python:%'")
-        con.execute(
-            "INSERT INTO filter_verdicts (trajectory_id, filter, keep, weight, split, created_at) "
-            "SELECT trajectory_id, 'python:' || filter, keep, weight, split, now() FROM baseline_batch"
+    store.execute("DELETE FROM filter_verdicts WHERE filter LIKE 'python:%'")
+    with store.arrow_view("baseline_batch", table):
+        store.insert_query(
+            "filter_verdicts",
+            "SELECT trajectory_id, 'python:' || filter AS filter, keep, weight, split, now() AS created_at "
+            "FROM baseline_batch",
         )

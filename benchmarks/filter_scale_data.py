@@ -161,15 +161,27 @@ FROM gen, range(8) r(s) WHERE i % 10 = 0 AND q = i
 
 
 def generate(store, n: int) -> dict:
-    """n trajectories (60% coa, 10% import, 30% refine) with traces, scripts and pass-rate rollouts."""
+    """n trajectories (60% coa, 10% import, 30% refine) with traces, scripts and pass-rate rollouts.
+    Rows are made by DuckDB SQL in a scratch database shaped like the store's tables, then written into
+    the store chunk by chunk."""
+    import duckdb
+
     vocab, sentences = word_lists()
     statements = [GEN_ROWS, GEN_COA, *GEN_REFINE.split(";\n"), *GEN_TRACES_ROLLOUTS.split(";\n")]
+    scratch, tables = duckdb.connect(), ("trajectories", "scripts", "coa_traces", "rollouts")
+    for table in tables:
+        scratch.register("_shape", store.query_arrow(f"SELECT * FROM {table} LIMIT 0"))
+        scratch.execute(f"CREATE TABLE {table} AS SELECT * FROM _shape")
+        scratch.unregister("_shape")
     for start in range(0, n, CHUNK):  # chunks keep the generator's memory flat
         values = {"start": start, "stop": min(n, start + CHUNK), "vocab": vocab, "sentences": sentences}
-        with store.transaction() as con:
-            for statement in statements:
-                con.execute(statement, {k: v for k, v in values.items() if f"${k}" in statement})
-    store.execute("CHECKPOINT")
+        for statement in statements:
+            scratch.execute(statement, {k: v for k, v in values.items() if f"${k}" in statement})
+        for table in tables:
+            rows = scratch.sql(f"SELECT * FROM {table}").to_arrow_table()
+            store.insert_rows(table, {name: rows.column(name) for name in rows.column_names})
+            scratch.execute(f"DELETE FROM {table}")
+    scratch.close()
     (avg_bytes,) = store.query(
         "SELECT avg(length(coalesce(turns, '')) + length(coalesce(conversations, '')) + "
         "length(coalesce(completion, '')) + length(coalesce(prompt, '')) + length(stats)) "

@@ -26,12 +26,12 @@ from pathlib import Path
 
 from ..errors import FactoryError
 from ..store import Store, utcnow
-from ..store.db import STORE_FILENAME
+from ..store.db import STORE_FILENAME, sql_value
 from .compile import check_user_sql, compile_filter
 from .config import FilterConfig, PassRateFilter, load_filter_config
 from .funnel import FilterFunnel, build_funnel
 from .passrate import rollout_gaps
-from .sql import BASE_VIEW_SQL, ID_SET_SQL, ROWS, Compiled, pending, quote
+from .sql import BASE_VIEW_SQL, ROWS, Compiled, pending, quote
 
 
 @dataclass
@@ -67,9 +67,12 @@ def shut_host_files(store: Store) -> None:
     (an in-memory database over copies of the tables): from here on that DuckDB reads and writes no file
     (`read_text('/etc/shadow')`, COPY, ATTACH are refused) until the store closes (DuckDB cannot turn it
     back on). Filters need no file: they read the store's tables; verdicts are written by the runner."""
+    if store.reader.hardened:
+        return  # a second run of filters on this store: already so, and locked
     store.reader.isolate()  # DuckDB's settings are its instance's: these must touch no other store
     store.duck_execute("SET enable_external_access = false")
     store.duck_execute("SET lock_configuration = true")
+    store.reader.hardened = True
 
 
 def open_target(target: Store | str | Path) -> tuple[Store, bool]:
@@ -115,6 +118,7 @@ def apply_filter(store: Store, item: Compiled, position: int, now: datetime, row
     verdicts, judge = None, []
     if mode != "unchanged":
         verdicts, judge = judged_verdicts(store, item, mode == "incremental")
+    config_hash, stamp = spec.config_hash(), sql_value(now)  # once, not per verdict
     with store.transaction() as con:
         if verdicts is not None:
             # filter_verdicts has no unique key (SQLite would check it per row): the verdicts about to be
@@ -132,7 +136,7 @@ def apply_filter(store: Store, item: Compiled, position: int, now: datetime, row
             con.executemany(
                 "INSERT INTO filter_verdicts (trajectory_id, filter, keep, reason, weight, split, config_hash, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(*row, spec.config_hash(), now) for row in verdicts],
+                [(*row, config_hash, stamp) for row in verdicts],
             )
         con.execute(
             "INSERT OR REPLACE INTO filter_configs VALUES (?, ?, ?, ?, ?, ?)",
@@ -167,14 +171,16 @@ def judged_verdicts(store: Store, item: Compiled, incremental: bool) -> tuple[li
 
 
 def decide_mode(store: Store, item: Compiled, rows: tuple) -> str:
+    """Read from SQLite directly: the verdicts table changes with every filter, and a DuckDB copy of it
+    would be taken again for each (its time grew with the square of the filters)."""
     spec = item.spec
-    found = store.query("SELECT config_hash, updated_at FROM filter_configs WHERE filter = ?", [spec.name])
+    found = store.lookup("SELECT config_hash, updated_at FROM filter_configs WHERE filter = ?", [spec.name])
     if not found:
         return "new"
     config_hash, updated_at = found[0]
     if config_hash != spec.config_hash():
         return "changed"
-    if item.reads_rollouts and store.query("SELECT max(created_at) > ? FROM rollouts", [updated_at])[0][0]:
+    if item.reads_rollouts and store.lookup("SELECT max(created_at) > ? FROM rollouts", [updated_at])[0][0]:
         return "new rollouts"
     if in_sync(store, spec.name, rows):
         return "unchanged"
@@ -182,21 +188,27 @@ def decide_mode(store: Store, item: Compiled, rows: tuple) -> str:
 
 
 def rows_fingerprint(store: Store) -> tuple:
-    """(count, sum of id hashes, latest created_at) of trajectories: cheap to compare on every run."""
-    return store.query(f"SELECT {ID_SET_SQL}, max(created_at) FROM trajectories")[0]
+    """(count, latest created_at) of trajectories: cheap to compare on every run."""
+    return store.lookup("SELECT count(*), max(created_at) FROM trajectories")[0]
 
 
 def in_sync(store: Store, name: str, rows: tuple) -> bool:
     """Does the filter hold one verdict per current trajectory, none older than its row?
 
-    Judged from aggregates (a 1M-row anti-join per filter would cost seconds on a run with nothing to
-    do): the same count and id-hash sum say the same rows; no row written after the filter's last
-    verdicts says none was rewritten since (every run leaves each verdict no older than its row, so
-    a later write is the only way to be out of date). When unsure, the caller looks row by row.
+    The same count and no verdict whose trajectory is gone say the same rows (the runner keeps one
+    verdict per trajectory and filter; the check is an index lookup per verdict); no row written after
+    the filter's last verdicts says none was rewritten since (every run leaves each verdict no older
+    than its row, so a later write is the only way to be out of date). Timestamps are ISO text in the
+    file: compared as text, in time order. When unsure, the caller looks row by row.
     """
-    count, id_sum, last_run = store.query(
-        f"SELECT {ID_SET_SQL}, max(created_at) FROM filter_verdicts WHERE filter = ?", [name]
-    )[0]
-    newest_row = rows[2]
+    count, last_run = store.lookup("SELECT count(*), max(created_at) FROM filter_verdicts WHERE filter = ?", [name])[0]
+    newest_row = rows[1]
     rewritten = newest_row is not None and (last_run is None or newest_row > last_run)
-    return (count, id_sum) == rows[:2] and not rewritten
+    if count != rows[0] or rewritten:
+        return False
+    (orphans,) = store.lookup(
+        "SELECT count(*) FROM filter_verdicts v WHERE filter = ? AND NOT EXISTS "
+        "(SELECT 1 FROM trajectories t WHERE t.trajectory_id = v.trajectory_id)",
+        [name],
+    )[0]
+    return orphans == 0

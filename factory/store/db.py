@@ -340,9 +340,8 @@ class Store:
 
     def query_arrow(self, sql: str, params: list[Any] | None = None) -> pa.Table:
         with self._lock, self._errors_named():
-            relation = self.reader.query(sql, params)
-            fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table  # DuckDB 2 / 1.x
-            return fetch()
+            self.reader.prepare(sql)
+            return self.duck.sql(sql, params=params or None).to_arrow_table()
 
     @contextmanager
     def arrow_view(self, name: str, table: Any) -> Iterator[None]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import tempfile
 import threading
 
 import duckdb
@@ -24,7 +25,9 @@ _NUMBERS = itertools.count()
 
 def _instance() -> duckdb.DuckDBPyConnection:
     if _PROCESS["pid"] != os.getpid():  # a forked child must not touch its parent's instance
-        instance = duckdb.connect()
+        # Copies bigger than DuckDB's memory limit spill here (by default `.tmp` in the working folder).
+        spill = os.path.join(tempfile.gettempdir(), f"factory-duckdb-{os.getpid()}")
+        instance = duckdb.connect(config={"temp_directory": spill})
         _PROCESS.update(pid=os.getpid(), instance=instance, parser=instance.cursor())
     return _PROCESS["instance"]  # type: ignore[return-value]
 

@@ -71,6 +71,7 @@ class Reader:
     def __init__(self, db: sqlite3.Connection):
         self.db = db
         self.catalog: Catalog | None = None  # made on the first query (duck.py)
+        self.hardened = False  # filters/runner.py: this DuckDB reads no host file, its settings locked
         self.columns: dict[str, list[tuple[str, str]]] = {}
         self.loaded: dict[str, set[str] | None] = {}  # a current copy's columns (None: all of them)
         self.view_sql: dict[str, str] = {}  # a view made in DuckDB -> its SQL (the columns it reads)
@@ -117,6 +118,11 @@ class Reader:
 
     def prepare(self, sql: str) -> None:
         """Bring the copies of the tables `sql` reads up to date."""
+        if WRITTEN_TABLE.match(sql):  # it would change a copy, and nothing in the file
+            raise ValueError(f"a query only reads the store; write with Store.execute: {sql.strip()[:80]}")
+        self._refresh(sql)
+
+    def _refresh(self, sql: str) -> None:
         version = self._data_version()
         if version != self.data_version:
             self.data_version = version
@@ -144,7 +150,10 @@ class Reader:
         try:  # the parser refuses parameters: any value stands in for them when only names are wanted
             names = table_names(PARAMETER.sub("NULL", sql))
         except duckdb.Error:
-            names = {*self._stored_tables(), *VIEWS, *self.defined}  # not parsed: every copy is brought up to date
+            # Not parsed (a lambda, a statement DuckDB cannot serialise): every table or view whose name
+            # stands in the text as a word (a superset of those it reads).
+            known = {*(t.lower() for t in self._stored_tables()), *VIEWS, *self.defined}
+            names = {name for name in known if re.search(rf"\b{re.escape(name)}\b", sql, re.I)}
         uses = {**{view: set(tables) for view, (_, tables) in VIEWS.items()}, **self.defined}
         todo = list(names)
         while todo:  # a view's tables, and theirs
@@ -186,7 +195,7 @@ class Reader:
         written = written_table(sql)
         if written != ALL and written in self._stored_tables():  # a copy would change, and nothing in the file
             raise ValueError(f"write a stored table with Store.execute: {sql.strip()[:80]}")
-        self.prepare(sql)
+        self._refresh(sql)
         self.duck.execute(sql, params or [])
         match = DEFINED.match(sql)
         if match:
@@ -194,8 +203,6 @@ class Reader:
             self.view_sql[match.group(1).lower()] = sql
 
     def query(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
-        if WRITTEN_TABLE.match(sql):  # it would change a copy, and nothing in the file
-            raise ValueError(f"a query only reads the store; write with Store.execute: {sql.strip()[:80]}")
         self.prepare(sql)
         return self.duck.execute(sql, params or [])
 
