@@ -53,10 +53,7 @@ def copy_rows(db: sqlite3.Connection, duck: duckdb.DuckDBPyConnection, table: st
     verb = f'CREATE OR REPLACE TABLE "{target}" AS'
     while True:
         rows = cursor.fetchmany(CHUNK_ROWS)
-        values = list(zip(*rows)) if rows else [[] for _ in schema]
-        chunk = pa.Table.from_arrays(
-            [_array(v, kind) for v, (_, kind) in zip(values, schema)], names=[n for n, _ in schema]
-        )
+        chunk = pa.Table.from_arrays(_columns(rows, schema), names=[n for n, _ in schema])
         duck.register("_chunk", chunk)
         try:
             duck.execute(f"{verb} SELECT {select} FROM _chunk")
@@ -86,6 +83,16 @@ def widen(db: sqlite3.Connection, duck: duckdb.DuckDBPyConnection, table: str, c
         return True
     finally:
         duck.execute("DROP TABLE IF EXISTS _widen")
+
+
+def _columns(rows: list[tuple], schema: list[tuple[str, pa.DataType]]) -> list[pa.Array]:
+    """Rows as Arrow columns: read as one struct array (the tuples are taken apart in C++, ~6x faster than
+    a transpose in Python), or column by column where a value does not fit its type."""
+    try:
+        return pa.array(rows, type=pa.struct(schema)).flatten()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        values = list(zip(*rows)) if rows else [[] for _ in schema]
+        return [_array(column, kind) for column, (_, kind) in zip(values, schema)]
 
 
 def _array(values: Any, kind: pa.DataType) -> pa.Array:
