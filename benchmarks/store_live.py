@@ -17,6 +17,7 @@ Figures are printed and written to benchmarks/results/store_live.json.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -70,7 +71,7 @@ def one_batch(base_url: str, requests: int, with_reader: bool) -> tuple[float, d
     looks = None
     if reader is not None:
         (run_dir / "stop").touch()
-        looks = __import__("json").loads(reader.communicate(timeout=120)[0])
+        looks = json.loads(reader.communicate(timeout=120)[0])
     shutil.rmtree(run_dir, ignore_errors=True)
     return seconds, looks
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from ..errors import FactoryError
 from ..store import Store, utcnow
-from ..store.db import STORE_FILENAME, sql_value
+from ..store.db import STORE_FILENAME
+from ..store.values import sql_value
 from .compile import check_user_sql, compile_filter
 from .config import FilterConfig, PassRateFilter, load_filter_config
 from .funnel import FilterFunnel, build_funnel

@@ -20,8 +20,8 @@ import orjson
 
 from ..errors import FactoryError, StoreWriteError
 from ..store import Store, utcnow
-from ..store.db import sql_value
 from ..store.errors import write_cause
+from ..store.values import sql_value
 from .rows import PENDING_SQL, settle_lost_calls, write_answer
 
 CACHED_COLUMNS = ("response", "parsed", "finish_reason", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")
@@ -51,7 +51,7 @@ class CallLog:
         self.users = 0
         self.failure: StoreWriteError | None = None  # the first write that failed: every client stops
         self._started: dict[str, tuple[Any, str]] = {}  # key -> (run_id, fixed columns as JSON) until answered
-        store.keep_reserve()  # disk set aside for the answers on the wire when the disk fills (db.py)
+        store.reserve.keep()  # disk set aside for the answers on the wire when the disk fills (reserve.py)
         self.lost_attempts = self._write(settle_lost_calls, store)
         self.ok_keys: set[str] = {r[0] for r in store.lookup("SELECT request_hash FROM llm_calls WHERE status = 'ok'")}
         self.spent_usd = float(store.lookup("SELECT coalesce(sum(cost_usd), 0) FROM llm_calls")[0][0])
@@ -68,12 +68,12 @@ class CallLog:
     def _write(self, write, *args: Any) -> Any:
         """Do the write; StoreWriteError if it failed. A write the full disk refused is tried once more
         in the space its failure freed (the store's reserve): kept, though the batch still stops."""
-        had_reserve = self.store.has_reserve
+        had_reserve = self.store.reserve.held
         try:
             return write(*args)
         except (sqlite3.Error, OSError, FactoryError) as exc:  # FactoryError: the store named it
             failure = self.write_error(exc)
-        if had_reserve and not self.store.has_reserve:  # this failure freed the reserve
+        if had_reserve and not self.store.reserve.held:  # this failure freed the reserve
             with contextlib.suppress(sqlite3.Error, OSError, FactoryError):
                 write(*args)
         raise failure

@@ -10,13 +10,11 @@ run in SQLite's.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from contextlib import contextmanager
-from datetime import date, datetime, timezone
-from decimal import Decimal
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -27,9 +25,11 @@ from ..errors import FactoryError
 from ..paths import make_folder
 from .check import forget_clean, known_clean, quick_check, stamp_clean
 from .errors import classify, damaged, is_damage, is_write_failure, unwritable
-from .migrations import MIGRATIONS
+from .migrations import MIGRATIONS, migration_statements
 from .reader import Reader
+from .reserve import DiskReserve
 from .runlocks import RunLocks
+from .values import sql_params, sql_value
 
 STORE_FILENAME = "factory.sqlite"
 OLD_STORE_FILENAME = "factory.duckdb"  # factory <= 0.37: convert with `factory store convert`
@@ -37,39 +37,13 @@ PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
 # A commit writes whole pages to the WAL: 16 KiB pages packed 2 KB rows tighter, but a commit per answer
 # cost 15-70% more CPU with them (an attempt row and an answer row, 3,000 times, measured side by side).
 PAGE_SIZE = 4096
-RESERVE_BYTES = 16 << 20  # ~8,000 answers of 2 KB: what a batch has on the wire when the disk fills
 BUSY_TIMEOUT_S = 30.0  # another writer's transaction is waited for, not refused
 # What reading or writing a store can raise besides FactoryError: DuckDB's (queries), SQLite's (writes).
 STORE_ERRORS = (duckdb.Error, sqlite3.Error, FactoryError)
 
 
-PLAIN = frozenset((str, int, float, bool, bytes))
-
-
 def utcnow() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def sql_value(value: Any) -> Any:
-    """A Python value as SQLite stores it: timestamps as ISO text (DuckDB casts them back), lists and
-    dicts as JSON text, numpy scalars as Python numbers."""
-    if value is None or type(value) in PLAIN:  # most values: nothing to do (and a commit per answer pays this)
-        return value
-    if isinstance(value, datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    if isinstance(value, Decimal):  # DuckDB's type for a decimal literal such as 1.0
-        return float(value)
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        return value.item()
-    return value
-
-
-def sql_params(params: Iterable[Any] | None) -> list[Any]:
-    return [sql_value(v) for v in params or ()]
 
 
 class Writer:
@@ -103,7 +77,7 @@ class Store:
             make_folder(self.path.parent)
         self._lock = threading.RLock()  # one connection, used from the event loop and worker threads
         self._depth = 0  # open transactions of this store (nested ones are savepoints)
-        self._reserve: Path | None = None  # keep_reserve()
+        self.reserve = DiskReserve(self.path.with_name(f".{self.path.name}.reserve"), self.read_only or self.in_memory)
         self.db = self._connect()
         self.reader = Reader(self.db)
         self.run_locks = RunLocks(self.path if self.in_memory else self.path.resolve())  # a shard links the store
@@ -126,35 +100,6 @@ class Store:
         except sqlite3.Error as exc:
             raise classify(self.path, exc) from None
         return db
-
-    def keep_reserve(self) -> None:
-        """Set RESERVE_BYTES of disk aside beside the store (the call log does, for the answers of a batch):
-        when a write meets a full disk the reserve is freed, so the answers already on the wire can
-        still be written while the batch stops. Best effort: a disk too full for it has no reserve."""
-        if self.in_memory or self.read_only or self._reserve is not None:
-            return
-        path = self.path.with_name(f".{self.path.name}.reserve")
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                os.posix_fallocate(fd, 0, RESERVE_BYTES)
-            finally:
-                os.close(fd)
-            self._reserve = path
-        except OSError:
-            _unlink(path)
-
-    @property
-    def has_reserve(self) -> bool:
-        return self._reserve is not None
-
-    def release_reserve(self) -> bool:
-        """Free the reserve; True if there was one (a write that failed may then be tried again)."""
-        path, self._reserve = self._reserve, None
-        if path is None:
-            return False
-        _unlink(path)
-        return True
 
     def _check_before_writing(self, db: sqlite3.Connection) -> None:
         """Refuse a damaged file before writing to it (check.py), unless a clean close left it as it is."""
@@ -281,7 +226,7 @@ class Store:
         except sqlite3.Error as exc:
             if is_write_failure(exc):
                 failure = unwritable(self.path, exc)  # its cause read before the reserve is freed
-                self.release_reserve()  # room for what is already paid for, while the batch stops
+                self.reserve.release()  # room for what is already paid for, while the batch stops
                 raise failure from None
             if is_damage(exc):
                 self.damage_seen = True
@@ -358,7 +303,7 @@ class Store:
             self.reader.close()
             self.db.close()  # the last connection to close checkpoints the WAL into the file
             self.run_locks.close()
-            self.release_reserve()
+            self.reserve.release()
         if not (self.read_only or self.in_memory or self.damage_seen):
             stamp_clean(self.path)
 
@@ -367,12 +312,6 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def migration_statements(sql: str) -> list[str]:
-    """A migration's statements: comments dropped, split at ';' (no string in a migration holds one)."""
-    code = "\n".join(line.split("--")[0] for line in sql.splitlines())
-    return [statement for statement in code.split(";") if statement.strip()]
 
 
 def refuse_old_store(path: Path) -> None:

@@ -112,3 +112,9 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
 ]
+
+
+def migration_statements(sql: str) -> list[str]:
+    """A migration's statements: comments dropped, split at ';' (no string in a migration holds one)."""
+    code = "\n".join(line.split("--")[0] for line in sql.splitlines())
+    return [statement for statement in code.split(";") if statement.strip()]
