@@ -44,13 +44,20 @@ def cast(name: str, declared: str) -> str:
 
 
 def copy_rows(db: sqlite3.Connection, duck: duckdb.DuckDBPyConnection, table: str, columns: list[tuple[str, str]],
-              target: str) -> None:  # fmt: skip
-    """CREATE OR REPLACE the DuckDB table `target`: _rowid and `columns` (name, declared type) of `table`."""
+              target: str, only: list[tuple[str, list[Any]]] | None = None) -> None:  # fmt: skip
+    """CREATE OR REPLACE the DuckDB table `target`: _rowid and `columns` (name, declared type) of `table`.
+    With `only` (WHERE clauses and their parameters, in SQLite's SQL), the rows they select are appended
+    to `target` instead (columns matched by name: a widened copy holds them in another order)."""
     names = ", ".join(["rowid", *(f'"{c}"' for c, _ in columns)])
     select = ", ".join(['"rowid" AS _rowid', *(cast(c, d) for c, d in columns)])
     schema = [("rowid", pa.int64()), *((c, column_kind(d)[0]) for c, d in columns)]
-    cursor = db.execute(f'SELECT {names} FROM "{table}" ORDER BY rowid')
-    verb = f'CREATE OR REPLACE TABLE "{target}" AS'
+    if only is None:
+        cursor = db.execute(f'SELECT {names} FROM "{table}" ORDER BY rowid')
+        verb = f'CREATE OR REPLACE TABLE "{target}" AS'
+    else:
+        parts = " UNION ALL ".join(f'SELECT {names} FROM "{table}" WHERE {where}' for where, _ in only)
+        cursor = db.execute(parts, [value for _, params in only for value in params])
+        verb = f'INSERT INTO "{target}" BY NAME'
     while True:
         rows = cursor.fetchmany(CHUNK_ROWS)
         chunk = pa.Table.from_arrays(_columns(rows, schema), names=[n for n, _ in schema])
@@ -59,7 +66,7 @@ def copy_rows(db: sqlite3.Connection, duck: duckdb.DuckDBPyConnection, table: st
             duck.execute(f"{verb} SELECT {select} FROM _chunk")
         finally:
             duck.unregister("_chunk")
-        verb = f'INSERT INTO "{target}"'
+        verb = f'INSERT INTO "{target}" BY NAME'
         if len(rows) < CHUNK_ROWS:
             return
 

@@ -33,7 +33,8 @@ from .values import sql_params, sql_value
 
 STORE_FILENAME = "factory.sqlite"
 OLD_STORE_FILENAME = "factory.duckdb"  # factory <= 0.37: convert with `factory store convert`
-PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
+# recursive_triggers: INSERT OR REPLACE's deletes reach the change log's triggers (changes.py).
+PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA recursive_triggers=ON")
 # A commit writes whole pages to the WAL: 16 KiB pages packed 2 KB rows tighter, but a commit per answer
 # cost 15-70% more CPU with them (an attempt row and an answer row, 3,000 times, measured side by side).
 PAGE_SIZE = 4096
@@ -261,7 +262,7 @@ class Store:
                 raise
             self.db.execute("COMMIT")
             for table in tables:
-                self.reader.stale(table)
+                self.reader.changed(table)
 
     def upsert(self, table: str, values: dict[str, Any]) -> None:
         """Insert one row by column name, replacing the row with the same key."""

@@ -11,10 +11,15 @@ the JSON ones: a bare JSON number must stay text).
 
 `0001_tables` is the schema that the DuckDB store of factory <= 0.37 reached through its
 migrations 0001-0014 (`factory store convert` copies such a store's rows into it); views that
-need DuckDB's aggregates (`curation`) live in reader.py.
+need DuckDB's aggregates (`curation`) live in reader.py. `0002_change_log` adds the triggers that
+let a copy catch up (changes.py).
 """
 
 from __future__ import annotations
+
+import sqlite3
+
+from .changes import change_log_migration
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -111,10 +116,18 @@ MIGRATIONS: list[tuple[str, str]] = [
         )
         """,
     ),
+    ("0002_change_log", change_log_migration()),  # store/changes.py: copies catch up instead of starting over
 ]
 
 
 def migration_statements(sql: str) -> list[str]:
-    """A migration's statements: comments dropped, split at ';' (no string in a migration holds one)."""
+    """A migration's statements: comments dropped, split at each ';' that ends a whole statement (a
+    trigger's body holds some that do not; no string in a migration holds one)."""
     code = "\n".join(line.split("--")[0] for line in sql.splitlines())
-    return [statement for statement in code.split(";") if statement.strip()]
+    statements, pending = [], ""
+    for piece in code.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            statements.append(pending[:-1])
+            pending = ""
+    return [statement for statement in [*statements, pending[:-1]] if statement.strip()]

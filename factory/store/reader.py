@@ -5,9 +5,11 @@ functions, QUALIFY, `::` casts...), so each store has an in-memory DuckDB databa
 stored table is a copy of its rows (read through Arrow), with the columns cast back to the types
 the schema declares (SQLite keeps timestamps as text, booleans as integers, lists as JSON text).
 
-A copy is taken when a query names the table and the table changed since the last copy: this
-connection's own writes mark the tables they name, another process's commit (PRAGMA data_version)
-marks every table. So a reader in a loop pays for a table once per change, not per query. A copy
+A copy is taken when a query first names the table. When the table changed since (this connection's
+own writes mark the tables they name, another process's commit, PRAGMA data_version, marks every
+table), the copy of a big table catches up by the rows added, updated or deleted since (changes.py:
+a trigger-kept change log); a small table's is taken again. So a reader in a loop pays for a row
+once per change, not per query. A change of schema (PRAGMA schema_version) drops every copy. A copy
 leaves out the bulky text columns (BULKY) that the query and the views it names do not mention (all
 are copied for `*`): a summary of the call log does not copy every prompt and answer. A later query
 that needs a bulky column fetches that one alone and joins it on (copies.py).
@@ -17,10 +19,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import duckdb
 
+from .changes import Mark, catch_up, mark_now, tracked_tables
 from .copies import copy_rows, widen
 from .duck import Catalog, table_names
 
@@ -76,7 +80,11 @@ class Reader:
         self.loaded: dict[str, set[str] | None] = {}  # a current copy's columns (None: all of them)
         self.view_sql: dict[str, str] = {}  # a view made in DuckDB -> its SQL (the columns it reads)
         self.defined: dict[str, set[str]] = {}  # a view (or table) made in DuckDB -> the names it reads
+        self.marks: dict[str, Mark] = {}  # a tracked table's copy -> where it stands (changes.py)
+        self.behind: set[str] = set()  # tracked copies that must catch up before the next read
+        self.tracked: set[str] | None = None  # the tables the file logs changes of (read once per schema)
         self.data_version = self._data_version()
+        self.schema_version = self._schema_version()
 
     def _catalog(self) -> Catalog:
         if self.catalog is None:
@@ -97,24 +105,46 @@ class Reader:
         self.close()
         self.catalog = Catalog(private=True)
         self.loaded.clear()
+        self.marks.clear()
+        self.behind.clear()
         self.defined.clear()
         self.view_sql.clear()
 
     def _data_version(self) -> int:
         return self.db.execute("PRAGMA data_version").fetchone()[0]
 
+    def _schema_version(self) -> int:
+        return self.db.execute("PRAGMA schema_version").fetchone()[0]
+
     def wrote(self, sql: str) -> None:
-        """This connection changed what `sql` names."""
+        """This connection changed what `sql` names (a DDL statement or a rollback: anything)."""
         table = written_table(sql)
-        self.stale(None if table == ALL else table)
+        if table == ALL:
+            self.stale()
+        else:
+            self.changed(table)
+
+    def changed(self, table: str) -> None:
+        """Rows of `table` changed: its copy catches up (a tracked table) or is taken again."""
+        if table in self.marks:
+            self.behind.add(table)
+        else:
+            self.loaded.pop(table, None)
 
     def stale(self, table: str | None = None) -> None:
-        """The copies of `table` (None: of every table) no longer hold what the file does."""
+        """The copies of `table` (None: of every table) no longer hold what the file does, and cannot
+        catch up: a rollback took back rows they may hold (and the change log entries with them)."""
         if table is None:
             self.loaded.clear()
             self.columns.clear()
+            self.marks.clear()
+            self.behind.clear()
+            self.tracked = None
+            self.schema_version = self._schema_version()  # this connection's own DDL is no news later
         else:
             self.loaded.pop(table, None)
+            self.marks.pop(table, None)
+            self.behind.discard(table)
 
     def prepare(self, sql: str) -> None:
         """Bring the copies of the tables `sql` reads up to date."""
@@ -123,20 +153,59 @@ class Reader:
         self._refresh(sql)
 
     def _refresh(self, sql: str) -> None:
-        version = self._data_version()
-        if version != self.data_version:
-            self.data_version = version
-            self.stale()
+        self._note_other_writers()
         names = self._tables_read(sql)
         text = " ".join([sql, *(VIEWS[n][0] for n in names if n in VIEWS), *(self.view_sql.get(n, "") for n in names)])
-        for name in names:
-            columns = self._wanted(name, text)
-            if name not in self.loaded:
-                self._load(name, columns)
-            elif self.loaded[name] is not None and (columns is None or not columns <= self.loaded[name]):
-                self._load(name, None if columns is None else columns | self.loaded[name])
+        with self._read_transaction():  # every copy and mark of this query from one state of the file
+            for name in names:
+                if name in self.behind:
+                    self._catch_up(name)
+                columns = self._wanted(name, text)
+                if name not in self.loaded:
+                    self._load(name, columns)
+                elif self.loaded[name] is not None and (columns is None or not columns <= self.loaded[name]):
+                    self._load(name, None if columns is None else columns | self.loaded[name])
         for view in names & VIEWS.keys():  # made over the copies as they now are
             self.duck.execute(VIEWS[view][0])
+
+    def _note_other_writers(self) -> None:
+        version = self._data_version()
+        if version == self.data_version:
+            return
+        self.data_version = version
+        schema = self._schema_version()
+        if schema != self.schema_version:
+            self.schema_version = schema
+            self.stale()
+        else:
+            for table in list(self.loaded):
+                self.changed(table)
+
+    @contextmanager
+    def _read_transaction(self) -> Iterator[None]:
+        if self.db.in_transaction:  # a write transaction or Store.snapshot: already one view of the file
+            yield
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
+
+    def _catch_up(self, name: str) -> None:
+        self.behind.discard(name)
+        declared, held = self._table_columns(name), self.loaded[name]
+        columns = [(c, d) for c, d in declared if held is None or c in held]
+        mark = catch_up(self.db, self.duck, name, columns, f"_copy_{name}", self.marks[name])
+        if mark is None:
+            self.stale(name)
+        else:
+            self.marks[name] = mark
+
+    def _is_tracked(self, name: str) -> bool:
+        if self.tracked is None:
+            self.tracked = tracked_tables(self.db)
+        return name in self.tracked
 
     def _wanted(self, name: str, text: str) -> set[str] | None:
         """The columns of `name` to copy for `text`: all (None) when it selects `*`, else all but the bulky
@@ -184,6 +253,8 @@ class Reader:
             held = set()  # no copy, or its rows are no longer those: copy anew
             missing = [(c, d) for c, d in declared if wanted is None or c in wanted]
             copy_rows(self.db, self.duck, name, missing, copy)
+            if self._is_tracked(name):
+                self.marks[name] = mark_now(self.db, name)
         now = {c for c, _ in missing} | held
         select = ", ".join(f'"{column}"' for column, _ in declared if column in now)  # the table's own order
         self.duck.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {select} FROM "{copy}"')

@@ -1,0 +1,95 @@
+"""The change log: which rows of the big tables were updated or deleted, so a copy catches up.
+
+A copy of a table in DuckDB (reader.py) used to be taken again whole whenever the table changed:
+after each filter's verdicts the 800k-row verdict table, after another process's commit the 1 GB of
+trajectories. Rows are mostly appended, so a copy can instead be brought up to date by the rows it
+lacks: those past the highest rowid it holds, and those updated or deleted since it was taken. SQLite
+keeps no such record, so triggers write one (`_changes`, a row per updated or deleted row, a
+sequence number that never repeats: AUTOINCREMENT). Inserts are not logged: a new row has a rowid
+past the copy's highest, or reuses a deleted row's, which the log names.
+
+`INSERT OR REPLACE` deletes the old row without firing delete triggers unless `recursive_triggers`
+is on: every store connection turns it on (db.py). A program that writes without it (or drops a
+trigger) is caught by the row count the catch-up compares, and the copy is taken whole again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import NamedTuple
+
+import duckdb
+import pyarrow as pa
+
+from .copies import copy_rows
+
+# The tables that grow with a run (rows per answer, trajectory, verdict); the small ones are copied whole.
+TRACKED = (
+    "llm_calls", "scripts", "trajectories", "verdicts", "coa_traces", "filter_verdicts", "rollouts",
+    "preference_pairs",
+)  # fmt: skip
+TRIGGER_PREFIX = "_changed_"
+
+
+def change_log_migration() -> str:
+    """The migration that adds the log and its triggers (a rowid updated in place is logged both ways)."""
+    statements = [
+        "CREATE TABLE _changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl VARCHAR NOT NULL, row_id INTEGER NOT NULL)",
+        "CREATE INDEX _changes_by_table ON _changes (tbl, seq)",
+    ]
+    for table in TRACKED:
+        log = f"INSERT INTO _changes (tbl, row_id) VALUES ('{table}', OLD.rowid)"
+        statements += [
+            f"CREATE TRIGGER {TRIGGER_PREFIX}{table}_d AFTER DELETE ON {table} BEGIN {log}; END",
+            f"CREATE TRIGGER {TRIGGER_PREFIX}{table}_u AFTER UPDATE ON {table} BEGIN {log}; "
+            f"INSERT INTO _changes (tbl, row_id) SELECT '{table}', NEW.rowid WHERE NEW.rowid IS NOT OLD.rowid; END",
+        ]
+    return ";\n".join(statements)
+
+
+def tracked_tables(db: sqlite3.Connection) -> set[str]:
+    """The tables whose updates and deletes this file logs (a store made before the log has none)."""
+    rows = db.execute(
+        "SELECT tbl_name FROM sqlite_master WHERE type = 'trigger' AND name LIKE ? ESCAPE '\\'",
+        [TRIGGER_PREFIX.replace("_", "\\_") + "%\\_d"],
+    ).fetchall()
+    return {row[0].lower() for row in rows}
+
+
+class Mark(NamedTuple):
+    """Where a copy stands: the last change it has seen, its highest rowid, how many rows it holds."""
+
+    seq: int
+    high: int
+    rows: int
+
+
+def mark_now(db: sqlite3.Connection, table: str) -> Mark:
+    seq = db.execute("SELECT coalesce(max(seq), 0) FROM _changes WHERE tbl = ?", [table]).fetchone()[0]
+    high, rows = db.execute(f'SELECT coalesce(max(rowid), 0), count(*) FROM "{table}"').fetchone()
+    return Mark(seq, high, rows)
+
+
+def catch_up(db: sqlite3.Connection, duck: duckdb.DuckDBPyConnection, table: str, columns: list[tuple[str, str]],
+             copy: str, mark: Mark) -> Mark | None:  # fmt: skip
+    """Bring the DuckDB copy `copy` (taken at `mark`, holding `columns`) up to the file's rows; the new
+    mark, or None when the copy must be taken whole (more changed than a fresh copy costs, or the count
+    is off: a change the log missed). Run it inside one read transaction (reader.py)."""
+    now = mark_now(db, table)
+    if now == mark:
+        return mark
+    changed = [r for (r,) in db.execute("SELECT DISTINCT row_id FROM _changes WHERE tbl = ? AND seq > ?",
+                                        [table, mark.seq])]  # fmt: skip
+    if len(changed) + max(now.high - mark.high, 0) > now.rows // 2:
+        return None  # a fresh copy reads at most twice as many rows, and writes no deletes
+    if changed:
+        duck.register("_changed", pa.table({"_rowid": pa.array(changed, pa.int64())}))
+        try:
+            duck.execute(f'DELETE FROM "{copy}" WHERE _rowid IN (SELECT _rowid FROM _changed)')
+        finally:
+            duck.unregister("_changed")
+    changed_rows = "rowid <= ? AND rowid IN (SELECT row_id FROM _changes WHERE tbl = ? AND seq > ?)"
+    copy_rows(db, duck, table, columns, copy, only=[("rowid > ?", [mark.high]),
+                                                     (changed_rows, [mark.high, table, mark.seq])])  # fmt: skip
+    held = duck.execute(f'SELECT count(*) FROM "{copy}"').fetchall()[0][0]  # fetchone leaves the result open
+    return now if held == now.rows else None
