@@ -19,7 +19,7 @@ from ..store import Store
 from ..store.errors import first_line
 
 NATURAL_KEYS = {"filter_verdicts": ("trajectory_id", "filter")}
-NOT_MERGED = {"migrations", "_changes"}  # each store records its own schema history and row changes
+NOT_MERGED = {"migrations", "_changes", "_store"}  # each store records its own schema history and row changes
 ALIAS = "shard_store"
 
 

@@ -32,10 +32,14 @@ TRIGGER_PREFIX = "_changed_"
 
 
 def change_log_migration() -> str:
-    """The migration that adds the log and its triggers (a rowid updated in place is logged both ways)."""
+    """The migration that adds the log and its triggers (a rowid updated in place is logged both ways),
+    and the store's identity: copies saved as files (bases.py) belong to this file, not to one that
+    replaces it in the same folder."""
     statements = [
         "CREATE TABLE _changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl VARCHAR NOT NULL, row_id INTEGER NOT NULL)",
         "CREATE INDEX _changes_by_table ON _changes (tbl, seq)",
+        "CREATE TABLE _store (store_id VARCHAR NOT NULL)",
+        "INSERT INTO _store VALUES (lower(hex(randomblob(8))))",
     ]
     for table in TRACKED:
         log = f"INSERT INTO _changes (tbl, row_id) VALUES ('{table}', OLD.rowid)"
@@ -70,26 +74,39 @@ def mark_now(db: sqlite3.Connection, table: str) -> Mark:
     return Mark(seq, high, rows)
 
 
+def changed_since(db: sqlite3.Connection, table: str, mark: Mark) -> list[int]:
+    """The rowids updated or deleted since `mark` (a deleted row's rowid may hold a new row now)."""
+    sql = "SELECT DISTINCT row_id FROM _changes WHERE tbl = ? AND seq > ?"
+    return [row for (row,) in db.execute(sql, [table, mark.seq])]
+
+
+def worth_catching_up(changed: list[int], mark: Mark, now: Mark) -> bool:
+    """Fewer rows to fetch than half the table: a fresh copy reads at most twice as many, and deletes none."""
+    return len(changed) + max(now.high - mark.high, 0) <= now.rows // 2
+
+
 def catch_up(db: sqlite3.Connection, duck: duckdb.DuckDBPyConnection, table: str, columns: list[tuple[str, str]],
-             copy: str, mark: Mark) -> Mark | None:  # fmt: skip
-    """Bring the DuckDB copy `copy` (taken at `mark`, holding `columns`) up to the file's rows; the new
-    mark, or None when the copy must be taken whole (more changed than a fresh copy costs, or the count
-    is off: a change the log missed). Run it inside one read transaction (reader.py)."""
+             copy: str, mark: Mark, gone: str | None = None) -> Mark | None:  # fmt: skip
+    """Bring the DuckDB table `copy` (taken at `mark`, holding `columns`) up to the file's rows: the rows
+    changed since are deleted from it (and added to the table `gone`, when the copy lies over a base that
+    cannot change: bases.py) and fetched again, with the rows past its highest rowid. The new mark, or
+    None when a fresh copy is cheaper. Run it inside one read transaction (reader.py); the caller
+    compares the row count it now shows with the mark's (a change the log missed)."""
     now = mark_now(db, table)
     if now == mark:
         return mark
-    changed = [r for (r,) in db.execute("SELECT DISTINCT row_id FROM _changes WHERE tbl = ? AND seq > ?",
-                                        [table, mark.seq])]  # fmt: skip
-    if len(changed) + max(now.high - mark.high, 0) > now.rows // 2:
-        return None  # a fresh copy reads at most twice as many rows, and writes no deletes
+    changed = changed_since(db, table, mark)
+    if not worth_catching_up(changed, mark, now):
+        return None
     if changed:
         duck.register("_changed", pa.table({"_rowid": pa.array(changed, pa.int64())}))
         try:
             duck.execute(f'DELETE FROM "{copy}" WHERE _rowid IN (SELECT _rowid FROM _changed)')
+            if gone:
+                duck.execute(f'INSERT INTO "{gone}" SELECT _rowid FROM _changed')
         finally:
             duck.unregister("_changed")
     changed_rows = "rowid <= ? AND rowid IN (SELECT row_id FROM _changes WHERE tbl = ? AND seq > ?)"
     copy_rows(db, duck, table, columns, copy, only=[("rowid > ?", [mark.high]),
                                                      (changed_rows, [mark.high, table, mark.seq])])  # fmt: skip
-    held = duck.execute(f'SELECT count(*) FROM "{copy}"').fetchall()[0][0]  # fetchone leaves the result open
-    return now if held == now.rows else None
+    return now

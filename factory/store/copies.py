@@ -60,7 +60,7 @@ def copy_rows(db: sqlite3.Connection, duck: duckdb.DuckDBPyConnection, table: st
         verb = f'INSERT INTO "{target}" BY NAME'
     while True:
         rows = cursor.fetchmany(CHUNK_ROWS)
-        chunk = pa.Table.from_arrays(_columns(rows, schema), names=[n for n, _ in schema])
+        chunk = pa.Table.from_arrays(arrow_columns(rows, schema), names=[n for n, _ in schema])
         duck.register("_chunk", chunk)
         try:
             duck.execute(f"{verb} SELECT {select} FROM _chunk")
@@ -92,7 +92,7 @@ def widen(db: sqlite3.Connection, duck: duckdb.DuckDBPyConnection, table: str, c
         duck.execute("DROP TABLE IF EXISTS _widen")
 
 
-def _columns(rows: list[tuple], schema: list[tuple[str, pa.DataType]]) -> list[pa.Array]:
+def arrow_columns(rows: list[tuple], schema: list[tuple[str, pa.DataType]]) -> list[pa.Array]:
     """Rows as Arrow columns: read as one struct array (the tuples are taken apart in C++, ~6x faster than
     a transpose in Python), or column by column where a value does not fit its type."""
     try:

@@ -80,7 +80,7 @@ class Store:
         self._depth = 0  # open transactions of this store (nested ones are savepoints)
         self.reserve = DiskReserve(self.path.with_name(f".{self.path.name}.reserve"), self.read_only or self.in_memory)
         self.db = self._connect()
-        self.reader = Reader(self.db)
+        self.reader = Reader(self.db, None if self.in_memory else self.path.resolve())
         self.run_locks = RunLocks(self.path if self.in_memory else self.path.resolve())  # a shard links the store
         if not read_only:
             self.migrate()
@@ -286,8 +286,7 @@ class Store:
 
     def query_arrow(self, sql: str, params: list[Any] | None = None) -> pa.Table:
         with self._lock, self._errors_named():
-            self.reader.prepare(sql)
-            return self.duck.sql(sql, params=params or None).to_arrow_table()
+            return self.reader.arrow_table(sql, params)
 
     @contextmanager
     def arrow_view(self, name: str, table: Any) -> Iterator[None]:

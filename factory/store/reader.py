@@ -20,12 +20,17 @@ from __future__ import annotations
 import re
 import sqlite3
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 import duckdb
+import pyarrow as pa
+import pyarrow.dataset as ds
 
-from .changes import Mark, catch_up, mark_now, tracked_tables
-from .copies import copy_rows, widen
+from .bases import BASE_MIN_ROWS, Base, find_base, room_for_a_base, store_id, write_base
+from .bases import FOLDER as BASES_FOLDER
+from .changes import Mark, catch_up, changed_since, mark_now, tracked_tables, worth_catching_up
+from .copies import cast, copy_rows, widen
 from .duck import Catalog, table_names
 
 # DuckDB-only views over the tables (SQLite has no list aggregates), and the tables each reads.
@@ -72,8 +77,12 @@ def written_table(sql: str) -> str:
 class Reader:
     """The DuckDB connection a store's queries run in."""
 
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: sqlite3.Connection, store_file: Path | None = None):
         self.db = db
+        self.store_file = store_file  # beside it, big tables' copies are saved (bases.py); None: in memory
+        self.bases: dict[str, tuple[Path, ds.Dataset]] = {}  # a copy read from a base -> its file, dataset
+        self.owner: str | None = None  # the store's id, which names its bases
+        self.may_save = False  # this query's copies come from a state other processes see (no write open)
         self.catalog: Catalog | None = None  # made on the first query (duck.py)
         self.hardened = False  # filters/runner.py: this DuckDB reads no host file, its settings locked
         self.columns: dict[str, list[tuple[str, str]]] = {}
@@ -96,7 +105,10 @@ class Reader:
         return self._catalog().con
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
-        return self._catalog().cursor()
+        cursor = self._catalog().cursor()
+        for name, (_, dataset) in self.bases.items():  # registered Arrow objects are a connection's own
+            cursor.register(f"_base_{name}", dataset)
+        return cursor
 
     def isolate(self) -> None:
         """From here on the store's DuckDB is an instance of its own (its settings touch no other store)."""
@@ -107,6 +119,7 @@ class Reader:
         self.loaded.clear()
         self.marks.clear()
         self.behind.clear()
+        self.bases.clear()
         self.defined.clear()
         self.view_sql.clear()
 
@@ -134,6 +147,8 @@ class Reader:
     def stale(self, table: str | None = None) -> None:
         """The copies of `table` (None: of every table) no longer hold what the file does, and cannot
         catch up: a rollback took back rows they may hold (and the change log entries with them)."""
+        for name in list(self.bases) if table is None else [table]:
+            self._close_base(name)
         if table is None:
             self.loaded.clear()
             self.columns.clear()
@@ -184,23 +199,90 @@ class Reader:
     @contextmanager
     def _read_transaction(self) -> Iterator[None]:
         if self.db.in_transaction:  # a write transaction or Store.snapshot: already one view of the file
-            yield
+            yield  # (no base is saved from it: a write transaction's rows may yet be rolled back)
             return
         self.db.execute("BEGIN")
+        self.may_save = True
         try:
             yield
         finally:
+            self.may_save = False
             self.db.execute("COMMIT")
 
-    def _catch_up(self, name: str) -> None:
+    def _catch_up(self, name: str) -> bool:
+        """Bring a tracked copy up to the file; False (the copy dropped) when it must be taken whole."""
         self.behind.discard(name)
         declared, held = self._table_columns(name), self.loaded[name]
         columns = [(c, d) for c, d in declared if held is None or c in held]
-        mark = catch_up(self.db, self.duck, name, columns, f"_copy_{name}", self.marks[name])
+        gone = f"_gone_{name}" if name in self.bases else None
+        mark = catch_up(self.db, self.duck, name, columns, f"_copy_{name}", self.marks[name], gone)
+        if mark is not None and mark != self.marks[name]:
+            shown = self.duck.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]  # fetchone leaves it open
+            mark = mark if shown == mark.rows else None  # a change the log missed
         if mark is None:
             self.stale(name)
-        else:
-            self.marks[name] = mark
+            return False
+        self.marks[name] = mark
+        return True
+
+    def _load_base(self, name: str) -> bool:
+        """Read a big tracked table from its base file, caught up (bases.py); False when there is none
+        and none can be saved (small table, a transaction open, a folder that takes no file)."""
+        if not (self.store_file and self.may_save and self._is_tracked(name)):
+            return False
+        self.owner = self.owner or store_id(self.db)
+        now = mark_now(self.db, name)
+        if self.owner is None or now.rows < BASE_MIN_ROWS:
+            return False
+        base = self._base_for(name, now, self.store_file, self.owner)
+        if base is None:
+            return False
+        self._open_base(name, base)
+        if self._catch_up(name):
+            return True
+        base.path.unlink(missing_ok=True)  # it does not hold what the log says it holds: no one reads it again
+        return False
+
+    def _base_for(self, name: str, now: Mark, store_file: Path, owner: str) -> Base | None:
+        """The newest saved base, when catching up from it is cheaper than saving a new one (written then)."""
+        declared, folder = self._table_columns(name), store_file.parent / BASES_FOLDER
+        base = find_base(folder, owner, name, declared)
+        if (
+            base
+            and base.mark.seq <= now.seq
+            and worth_catching_up(changed_since(self.db, name, base.mark), base.mark, now)
+        ):
+            return base
+        return write_base(self.db, folder, owner, name, declared, now) if room_for_a_base(store_file) else None
+
+    def _open_base(self, name: str, base: Base) -> None:
+        """The view `name`: the base's rows less those changed since (`_gone_<name>`), and `_copy_<name>`,
+        the rows fetched since (changed or new: the catch-up fills it), with the columns cast as declared."""
+        declared = self._table_columns(name)
+        dataset = ds.dataset([str(base.path)], format="parquet")  # registered: read with host files shut too
+        self.duck.register(f"_base_{name}", dataset)
+        self.bases[name] = (base.path, dataset)
+        casts = ", ".join(["_rowid", *(cast(column, kind) for column, kind in declared)])
+        columns = ", ".join(f'"{column}"' for column, _ in declared)
+        self.duck.execute(f'CREATE OR REPLACE TABLE "_copy_{name}" AS SELECT {casts} FROM "_base_{name}" LIMIT 0')
+        self.duck.execute(f'CREATE OR REPLACE TABLE "_gone_{name}" (_rowid BIGINT)')
+        self.duck.execute(
+            f'CREATE OR REPLACE VIEW "{name}" AS SELECT {columns} FROM (SELECT {casts} FROM "_base_{name}" '
+            f'WHERE _rowid NOT IN (SELECT _rowid FROM "_gone_{name}")) UNION ALL SELECT {columns} FROM "_copy_{name}"'
+        )
+        self.marks[name], self.loaded[name] = base.mark, None
+
+    def _close_base(self, name: str) -> None:
+        if self.bases.pop(name, None) is not None and self.catalog is not None:
+            self.duck.unregister(f"_base_{name}")
+
+    def lost_a_base(self) -> bool:
+        """A base this store reads was deleted (another process saved a newer one): its copies are dropped,
+        and the query can run again."""
+        lost = [name for name, (path, _) in self.bases.items() if not path.exists()]
+        for name in lost:
+            self.stale(name)
+        return bool(lost)
 
     def _is_tracked(self, name: str) -> bool:
         if self.tracked is None:
@@ -249,6 +331,8 @@ class Reader:
             return  # not a stored table: a view, an Arrow view or a typo DuckDB will name
         copy, held = f"_copy_{name}", self.loaded.get(name) or set()
         missing = [(c, d) for c, d in declared if (wanted is None or c in wanted) and c not in held]
+        if name not in self.loaded and self._load_base(name):
+            return
         if name not in self.loaded or not widen(self.db, self.duck, name, missing, copy):
             held = set()  # no copy, or its rows are no longer those: copy anew
             missing = [(c, d) for c, d in declared if wanted is None or c in wanted]
@@ -275,7 +359,23 @@ class Reader:
 
     def query(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
         self.prepare(sql)
+        try:
+            return self.duck.execute(sql, params or [])
+        except duckdb.Error:
+            if not self.lost_a_base():
+                raise
+        self.prepare(sql)
         return self.duck.execute(sql, params or [])
+
+    def arrow_table(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        self.prepare(sql)
+        try:
+            return self.duck.sql(sql, params=params or None).to_arrow_table()
+        except duckdb.Error:
+            if not self.lost_a_base():
+                raise
+        self.prepare(sql)
+        return self.duck.sql(sql, params=params or None).to_arrow_table()
 
     def close(self) -> None:
         if self.catalog is not None:

@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any, Iterable
 
 PLAIN = frozenset((str, int, float, bool, bytes))
+PLAIN_OR_NONE = PLAIN | {type(None)}
 
 
 def sql_value(value: Any) -> Any:
@@ -28,5 +29,8 @@ def sql_value(value: Any) -> Any:
     return value
 
 
-def sql_params(params: Iterable[Any] | None) -> list[Any]:
-    return [sql_value(v) for v in params or ()]
+def sql_params(params: Iterable[Any] | None) -> list[Any] | tuple[Any, ...]:
+    values = params if isinstance(params, (list, tuple)) else list(params or ())
+    if PLAIN_OR_NONE.issuperset(map(type, values)):  # checked in C: a bulk insert of plain rows pays ~nothing
+        return values
+    return [sql_value(v) for v in values]

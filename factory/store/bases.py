@@ -1,0 +1,156 @@
+"""Copies of the big tables saved as Parquet files beside the store, for every process to start from.
+
+A whole copy of 100k trajectories (~1 GB of text) costs ~6 s to read out of SQLite, and each process
+paid it again: `factory filter`, then `factory export`, then `factory show`. And held in DuckDB's
+memory, a copy that size spills past its memory limit. So a big table's whole copy is written once
+as a Parquet file (a base) in `RUN_DIR/copies/`, named by what it holds:
+
+    <store id>-<table>-<columns hash>-<last change seq>-<highest rowid>-<rows>.parquet
+
+and a query reads the base in place (DuckDB scans only the columns it needs), minus the rows changed
+since (a `gone` table of rowids), plus those rows and the new ones fetched from SQLite (the copy's
+catch-up, changes.py). A base never changes: a newer one replaces it when catching up from it would
+cost more than writing it again; the older files are then deleted, and a process still reading one
+takes its copies again (reader.py). The store id keeps a base from being read for another store file
+that later takes the folder; the columns hash, for a table whose columns a migration changed.
+Values are stored as SQLite holds them (text, integers, reals) and cast to the declared types when
+read, as the in-memory copies are (copies.py).
+
+A folder that cannot be written (read-only media, a full disk) means no base: the copy is held in
+memory as before. Bases are a cache and must not take the room a run's own writes need: none is
+written unless the disk keeps twice the store's size free besides (ROOM_MARGIN more).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+from typing import NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .changes import Mark
+from .copies import CHUNK_ROWS, arrow_columns, column_kind
+
+FOLDER = "copies"
+BASE_MIN_ROWS = 20_000  # smaller tables are copied into memory whole, in well under a second
+ROW_GROUP_ROWS = 5_000  # a scan for a few rows (a catch-up's anti-join) reads few groups
+ROOM_MARGIN = 256 * 2**20
+
+
+class Base(NamedTuple):
+    path: Path
+    mark: Mark
+
+
+def store_id(db: sqlite3.Connection) -> str | None:
+    try:
+        row = db.execute("SELECT store_id FROM _store").fetchone()
+    except sqlite3.OperationalError:  # a store made before the change log: no bases
+        return None
+    return row[0] if row else None
+
+
+def columns_key(columns: list[tuple[str, str]]) -> str:
+    return hashlib.sha256(repr(columns).encode()).hexdigest()[:12]
+
+
+def _prefix(owner: str, table: str, columns: list[tuple[str, str]]) -> str:
+    return f"{owner}-{table}-{columns_key(columns)}-"
+
+
+def find_base(folder: Path, owner: str, table: str, columns: list[tuple[str, str]]) -> Base | None:
+    """The newest base of `table` with these columns, if any."""
+    prefix, found = _prefix(owner, table, columns), []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".parquet"):
+            try:
+                mark = Mark(*(int(part) for part in name[len(prefix) : -len(".parquet")].split("-")))
+            except (TypeError, ValueError):
+                continue  # not one of ours
+            found.append(Base(folder / name, mark))
+    return max(found, key=lambda base: (base.mark.seq, base.mark.high), default=None)
+
+
+def arrow_schema(columns: list[tuple[str, str]]) -> pa.Schema:
+    return pa.schema([("_rowid", pa.int64()), *((name, column_kind(declared)[0]) for name, declared in columns)])
+
+
+def room_for_a_base(store_file: Path) -> bool:
+    """Twice the store's size free, and a margin: a base (compressed, smaller than its table) never
+    takes the room the run's own writes need."""
+    try:
+        used = sum(path.stat().st_size for path in store_file.parent.glob(f"{store_file.name}*"))
+        return shutil.disk_usage(store_file.parent).free > 2 * used + ROOM_MARGIN
+    except OSError:
+        return False
+
+
+def write_base(db: sqlite3.Connection, folder: Path, owner: str, table: str, columns: list[tuple[str, str]],
+               mark: Mark) -> Base | None:  # fmt: skip
+    """Write the table's rows (as of `mark`: call it in the read transaction that took the mark) as a
+    new base, then delete the older ones; None when the folder cannot take it."""
+    prefix = _prefix(owner, table, columns)
+    path = folder / f"{prefix}{mark.seq}-{mark.high}-{mark.rows}.parquet"
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        folder.mkdir(exist_ok=True)
+        _write_rows(db, table, columns, temporary)
+        os.replace(temporary, path)
+    except (OSError, pa.ArrowException):
+        _remove(temporary)
+        return None
+    for name in os.listdir(folder):
+        if name.startswith(prefix) and name != path.name and not name.startswith("."):
+            _remove(folder / name)
+    return Base(path, mark)
+
+
+def _write_rows(db: sqlite3.Connection, table: str, columns: list[tuple[str, str]], path: Path) -> None:
+    """Rows are read and turned into Arrow on this thread while a writer thread compresses the chunk
+    before (pyarrow releases the GIL there): on two cores, about the cost of reading alone."""
+    schema = arrow_schema(columns)
+    kinds = list(zip(schema.names, schema.types))
+    names = ", ".join(["rowid", *(f'"{name}"' for name, _ in columns)])
+    cursor = db.execute(f'SELECT {names} FROM "{table}" ORDER BY rowid')
+    chunks: queue.Queue = queue.Queue(maxsize=2)
+    failure: list[BaseException] = []
+
+    def write() -> None:
+        chunk = True
+        try:
+            with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+                while (chunk := chunks.get()) is not None:
+                    writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
+        except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, which raises it
+            failure.append(exc)
+            while chunk is not None:  # let the reading thread finish putting
+                chunk = chunks.get()
+
+    writer = threading.Thread(target=write, name="factory-base-writer", daemon=True)
+    writer.start()
+    try:
+        while rows := cursor.fetchmany(CHUNK_ROWS):
+            chunks.put(pa.Table.from_arrays(arrow_columns(rows, kinds), schema=schema))
+    finally:
+        chunks.put(None)
+        writer.join()
+    if failure:
+        raise failure[0]
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
