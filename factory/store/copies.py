@@ -93,13 +93,11 @@ def widen(db: sqlite3.Connection, duck: duckdb.DuckDBPyConnection, table: str, c
 
 
 def arrow_columns(rows: list[tuple], schema: list[tuple[str, pa.DataType]]) -> list[pa.Array]:
-    """Rows as Arrow columns: read as one struct array (the tuples are taken apart in C++, ~6x faster than
-    a transpose in Python), or column by column where a value does not fit its type."""
-    try:
-        return pa.array(rows, type=pa.struct(schema)).flatten()
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        values = list(zip(*rows)) if rows else [[] for _ in schema]
-        return [_array(column, kind) for column, (_, kind) in zip(values, schema)]
+    """Rows as Arrow columns: transposed (zip, in C), then each column converted on its own: 2x faster
+    than one struct array on rows of long text (100k trajectories: 1.1 s against 2.2 s), as fast on
+    short rows."""
+    values = list(zip(*rows)) if rows else [() for _ in schema]
+    return [_array(column, kind) for column, (_, kind) in zip(values, schema)]
 
 
 def _array(values: Any, kind: pa.DataType) -> pa.Array:
