@@ -35,8 +35,8 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .changes import Mark
-from .copies import CHUNK_ROWS, arrow_columns, column_kind
+from .changes import Mark, changed_since, worth_catching_up
+from .copies import CHUNK_ROWS, arrow_columns, cast, column_kind
 
 FOLDER = "copies"
 BASE_MIN_ROWS = 20_000  # smaller tables are copied into memory whole, in well under a second
@@ -80,6 +80,31 @@ def find_base(folder: Path, owner: str, table: str, columns: list[tuple[str, str
                 continue  # not one of ours
             found.append(Base(folder / name, mark))
     return max(found, key=lambda base: (base.mark.seq, base.mark.high), default=None)
+
+
+def usable_base(db: sqlite3.Connection, store_file: Path, owner: str, table: str, columns: list[tuple[str, str]],
+                now: Mark) -> Base | None:  # fmt: skip
+    """The newest saved base of `table`, when catching up from it (to `now`) is cheaper than saving a new
+    one; else a new one, saved now (None when the disk or the folder cannot take it)."""
+    folder = store_file.parent / FOLDER
+    base = find_base(folder, owner, table, columns)
+    if base and base.mark.seq <= now.seq and worth_catching_up(changed_since(db, table, base.mark), base.mark, now):
+        return base
+    return write_base(db, folder, owner, table, columns, now) if room_for_a_base(store_file) else None
+
+
+def base_view(name: str, columns: list[tuple[str, str]]) -> list[str]:
+    """DuckDB statements that make `name` the view a query reads: the base (registered as `_base_<name>`)
+    less the rows changed since (`_gone_<name>`), and `_copy_<name>`, the rows fetched since (changed or
+    new: the catch-up fills both), the columns cast to their declared types."""
+    casts = ", ".join(["_rowid", *(cast(column, kind) for column, kind in columns)])
+    names = ", ".join(f'"{column}"' for column, _ in columns)
+    return [
+        f'CREATE OR REPLACE TABLE "_copy_{name}" AS SELECT {casts} FROM "_base_{name}" LIMIT 0',
+        f'CREATE OR REPLACE TABLE "_gone_{name}" (_rowid BIGINT)',
+        f'CREATE OR REPLACE VIEW "{name}" AS SELECT {names} FROM (SELECT {casts} FROM "_base_{name}" '
+        f'WHERE _rowid NOT IN (SELECT _rowid FROM "_gone_{name}")) UNION ALL SELECT {names} FROM "_copy_{name}"',
+    ]
 
 
 def arrow_schema(columns: list[tuple[str, str]]) -> pa.Schema:

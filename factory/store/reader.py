@@ -9,7 +9,9 @@ A copy is taken when a query first names the table. When the table changed since
 own writes mark the tables they name, another process's commit, PRAGMA data_version, marks every
 table), the copy of a big table catches up by the rows added, updated or deleted since (changes.py:
 a trigger-kept change log); a small table's is taken again. So a reader in a loop pays for a row
-once per change, not per query. A change of schema (PRAGMA schema_version) drops every copy. A copy
+once per change, not per query. A change of schema (PRAGMA schema_version) drops every copy. A big
+tracked table's whole copy is saved as a Parquet base beside the store, which this and every later
+process reads in place and catches up the same way (bases.py). An in-memory copy
 leaves out the bulky text columns (BULKY) that the query and the views it names do not mention (all
 are copied for `*`): a summary of the call log does not copy every prompt and answer. A later query
 that needs a bulky column fetches that one alone and joins it on (copies.py).
@@ -27,10 +29,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from .bases import BASE_MIN_ROWS, Base, find_base, room_for_a_base, store_id, write_base
-from .bases import FOLDER as BASES_FOLDER
-from .changes import Mark, catch_up, changed_since, mark_now, tracked_tables, worth_catching_up
-from .copies import cast, copy_rows, widen
+from .bases import BASE_MIN_ROWS, Base, base_view, store_id, usable_base
+from .changes import Mark, catch_up, mark_now, tracked_tables
+from .copies import copy_rows, widen
 from .duck import Catalog, table_names
 
 # DuckDB-only views over the tables (SQLite has no list aggregates), and the tables each reads.
@@ -234,7 +235,7 @@ class Reader:
         now = mark_now(self.db, name)
         if self.owner is None or now.rows < BASE_MIN_ROWS:
             return False
-        base = self._base_for(name, now, self.store_file, self.owner)
+        base = usable_base(self.db, self.store_file, self.owner, name, self._table_columns(name), now)
         if base is None:
             return False
         self._open_base(name, base)
@@ -243,33 +244,13 @@ class Reader:
         base.path.unlink(missing_ok=True)  # it does not hold what the log says it holds: no one reads it again
         return False
 
-    def _base_for(self, name: str, now: Mark, store_file: Path, owner: str) -> Base | None:
-        """The newest saved base, when catching up from it is cheaper than saving a new one (written then)."""
-        declared, folder = self._table_columns(name), store_file.parent / BASES_FOLDER
-        base = find_base(folder, owner, name, declared)
-        if (
-            base
-            and base.mark.seq <= now.seq
-            and worth_catching_up(changed_since(self.db, name, base.mark), base.mark, now)
-        ):
-            return base
-        return write_base(self.db, folder, owner, name, declared, now) if room_for_a_base(store_file) else None
-
     def _open_base(self, name: str, base: Base) -> None:
-        """The view `name`: the base's rows less those changed since (`_gone_<name>`), and `_copy_<name>`,
-        the rows fetched since (changed or new: the catch-up fills it), with the columns cast as declared."""
-        declared = self._table_columns(name)
+        """`name` as the view over its base and the rows fetched since (bases.py, base_view)."""
         dataset = ds.dataset([str(base.path)], format="parquet")  # registered: read with host files shut too
         self.duck.register(f"_base_{name}", dataset)
         self.bases[name] = (base.path, dataset)
-        casts = ", ".join(["_rowid", *(cast(column, kind) for column, kind in declared)])
-        columns = ", ".join(f'"{column}"' for column, _ in declared)
-        self.duck.execute(f'CREATE OR REPLACE TABLE "_copy_{name}" AS SELECT {casts} FROM "_base_{name}" LIMIT 0')
-        self.duck.execute(f'CREATE OR REPLACE TABLE "_gone_{name}" (_rowid BIGINT)')
-        self.duck.execute(
-            f'CREATE OR REPLACE VIEW "{name}" AS SELECT {columns} FROM (SELECT {casts} FROM "_base_{name}" '
-            f'WHERE _rowid NOT IN (SELECT _rowid FROM "_gone_{name}")) UNION ALL SELECT {columns} FROM "_copy_{name}"'
-        )
+        for statement in base_view(name, self._table_columns(name)):
+            self.duck.execute(statement)
         self.marks[name], self.loaded[name] = base.mark, None
 
     def _close_base(self, name: str) -> None:
