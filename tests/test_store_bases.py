@@ -143,3 +143,20 @@ def test_no_base_when_the_disk_would_keep_less_than_twice_the_store_free(tmp_pat
     store = Store(tmp_path / "factory.sqlite")
     fill(store)
     assert seen(store) == in_file(store) and bases(tmp_path) == []
+
+
+def test_saving_a_base_deletes_older_ones_only(tmp_path):
+    """Two processes may save bases of one table at once: the one that finishes last keeps the newer."""
+    from factory.store.bases import find_base, store_id, write_base
+    from factory.store.changes import Mark
+
+    store = Store(tmp_path / "factory.sqlite")
+    fill(store)
+    columns = store.reader._table_columns("trajectories")
+    owner, folder = store_id(store.db), tmp_path / "copies"
+    newer = write_base(store.db, folder, owner, "trajectories", columns, Mark(7, ROWS, ROWS))
+    write_base(store.db, folder, owner, "trajectories", columns, Mark(3, ROWS, ROWS))  # finished later
+    assert newer.path.exists() and len(bases(tmp_path)) == 2
+    assert find_base(folder, owner, "trajectories", columns) == newer
+    newest = write_base(store.db, folder, owner, "trajectories", columns, Mark(9, ROWS, ROWS))
+    assert bases(tmp_path) == [newest.path.name]

@@ -67,11 +67,15 @@ def _prefix(owner: str, table: str, columns: list[tuple[str, str]]) -> str:
 
 def find_base(folder: Path, owner: str, table: str, columns: list[tuple[str, str]]) -> Base | None:
     """The newest base of `table` with these columns, if any."""
-    prefix, found = _prefix(owner, table, columns), []
+    return max(_bases(folder, _prefix(owner, table, columns)), key=lambda b: (b.mark.seq, b.mark.high), default=None)
+
+
+def _bases(folder: Path, prefix: str) -> list[Base]:
     try:
         names = os.listdir(folder)
     except OSError:
-        return None
+        return []
+    found = []
     for name in names:
         if name.startswith(prefix) and name.endswith(".parquet"):
             try:
@@ -79,7 +83,7 @@ def find_base(folder: Path, owner: str, table: str, columns: list[tuple[str, str
             except (TypeError, ValueError):
                 continue  # not one of ours
             found.append(Base(folder / name, mark))
-    return max(found, key=lambda base: (base.mark.seq, base.mark.high), default=None)
+    return found
 
 
 def usable_base(db: sqlite3.Connection, store_file: Path, owner: str, table: str, columns: list[tuple[str, str]],
@@ -135,9 +139,9 @@ def write_base(db: sqlite3.Connection, folder: Path, owner: str, table: str, col
     except (OSError, pa.ArrowException):
         _remove(temporary)
         return None
-    for name in os.listdir(folder):
-        if name.startswith(prefix) and name != path.name and not name.startswith("."):
-            _remove(folder / name)
+    for older in _bases(folder, prefix):  # a newer one, saved meanwhile by another process, stays
+        if (older.mark.seq, older.mark.high) < (mark.seq, mark.high):
+            _remove(older.path)
     return Base(path, mark)
 
 
