@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .changes import Mark, changed_since, worth_catching_up
@@ -42,6 +43,24 @@ FOLDER = "copies"
 BASE_MIN_ROWS = 20_000  # smaller tables are copied into memory whole, in well under a second
 ROW_GROUP_ROWS = 5_000  # a scan for a few rows (a catch-up's anti-join) reads few groups
 ROOM_MARGIN = 256 * 2**20
+SCAN_BATCH_ROWS = 2048  # rows of ~10 KB: 20 MB a batch
+
+
+class BoundedDataset(ds.FileSystemDataset):
+    """A base as DuckDB scans it, reading one batch ahead. pyarrow's scanner reads 16 batches ahead
+    by default, outside DuckDB's memory limit: an export of 300k trajectories peaked at 4.4 GiB that
+    way, 1.4 GiB this way, and ran faster (measured side by side on one file)."""
+
+    def scanner(self, *args, **kwargs):  # type: ignore[override]
+        kwargs.setdefault("batch_readahead", 1)
+        kwargs.setdefault("fragment_readahead", 1)
+        kwargs.setdefault("batch_size", SCAN_BATCH_ROWS)
+        return super().scanner(*args, **kwargs)
+
+
+def open_base(path: Path) -> ds.Dataset:
+    found = ds.dataset([str(path)], format="parquet")
+    return BoundedDataset(list(found.get_fragments()), found.schema, found.format, found.filesystem)
 
 
 class Base(NamedTuple):

@@ -9,8 +9,10 @@ sequence number that never repeats: AUTOINCREMENT). Inserts are not logged: a ne
 past the copy's highest, or reuses a deleted row's, which the log names.
 
 `INSERT OR REPLACE` deletes the old row without firing delete triggers unless `recursive_triggers`
-is on: every store connection turns it on (db.py). A program that writes without it (or drops a
-trigger) is caught by the row count the catch-up compares, and the copy is taken whole again.
+is on: every store connection turns it on (db.py). A program that writes without it (the `sqlite3`
+shell) or drops a trigger is caught when the row count or the highest rowid moves, and the copy is
+taken whole again; not when it replaces the table's last row (the new row takes its rowid back). After
+such an edit by hand, copies held by running processes keep the old row; delete `RUN_DIR/copies/`.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from .bases import BASE_MIN_ROWS, Base, base_view, store_id, usable_base
+from .bases import BASE_MIN_ROWS, Base, base_view, open_base, store_id, usable_base
 from .changes import Mark, catch_up, mark_now, tracked_tables
 from .copies import copy_rows, widen
 from .duck import Catalog, table_names
@@ -246,7 +246,7 @@ class Reader:
 
     def _open_base(self, name: str, base: Base) -> None:
         """`name` as the view over its base and the rows fetched since (bases.py, base_view)."""
-        dataset = ds.dataset([str(base.path)], format="parquet")  # registered: read with host files shut too
+        dataset = open_base(base.path)  # registered: read with host files shut too
         self.duck.register(f"_base_{name}", dataset)
         self.bases[name] = (base.path, dataset)
         for statement in base_view(name, self._table_columns(name)):
