@@ -95,8 +95,8 @@ def apply_config(store: Store, config: FilterConfig) -> tuple[list[FilterRun], d
     gaps = [rollout_gaps(store, spec, config.source) for spec in config.filters if isinstance(spec, PassRateFilter)]
     compiled = [compile_filter(spec) for spec in config.filters]
     removed = remove_filters(store, [spec.name for spec in config.filters])
-    now, rows = utcnow(), rows_fingerprint(store)
-    runs = [apply_filter(store, item, position, now, rows) for position, item in enumerate(compiled, 1)]
+    now, seen = utcnow(), look(store)  # before any filter writes: each decides on the store as it found it
+    runs = [apply_filter(store, item, position, now, seen) for position, item in enumerate(compiled, 1)]
     return runs, removed, [line for line in gaps if line]
 
 
@@ -113,9 +113,9 @@ def remove_filters(store: Store, keep: list[str]) -> dict[str, int]:
     return removed
 
 
-def apply_filter(store: Store, item: Compiled, position: int, now: datetime, rows: tuple) -> FilterRun:
+def apply_filter(store: Store, item: Compiled, position: int, now: datetime, seen: "Seen") -> FilterRun:
     spec, started = item.spec, time.perf_counter()
-    mode = decide_mode(store, item, rows)
+    mode = decide_mode(store, item, seen)
     verdicts, judge = None, []
     if mode != "unchanged":
         verdicts, judge = judged_verdicts(store, item, mode == "incremental")
@@ -171,9 +171,28 @@ def judged_verdicts(store: Store, item: Compiled, incremental: bool) -> tuple[li
     return verdicts, judge
 
 
-def decide_mode(store: Store, item: Compiled, rows: tuple) -> str:
-    """Read from SQLite directly: the verdicts table changes with every filter, and a DuckDB copy of it
-    would be taken again for each (its time grew with the square of the filters)."""
+@dataclass
+class Seen:
+    """The store as the run found it: the trajectories' (count, newest created_at), and per filter
+    (verdicts, newest verdict's created_at, verdicts whose trajectory is gone)."""
+
+    rows: tuple
+    verdicts: dict[str, tuple[int, datetime | None, int]]
+
+
+def look(store: Store) -> Seen:
+    """One pass over the copies, before any filter writes (a filter's decision reads its own verdicts
+    alone, which no earlier filter of the run changes)."""
+    rows = store.query("SELECT count(*), max(created_at) FROM trajectories")[0]
+    verdicts = store.query(
+        "SELECT v.filter, count(*), max(v.created_at), count(*) FILTER (WHERE t.trajectory_id IS NULL) "
+        "FROM filter_verdicts v LEFT JOIN (SELECT DISTINCT trajectory_id FROM trajectories) t USING (trajectory_id) "
+        "GROUP BY v.filter"
+    )
+    return Seen(tuple(rows), {name: (count, newest, orphans) for name, count, newest, orphans in verdicts})
+
+
+def decide_mode(store: Store, item: Compiled, seen: Seen) -> str:
     spec = item.spec
     found = store.lookup("SELECT config_hash, updated_at FROM filter_configs WHERE filter = ?", [spec.name])
     if not found:
@@ -183,33 +202,20 @@ def decide_mode(store: Store, item: Compiled, rows: tuple) -> str:
         return "changed"
     if item.reads_rollouts and store.lookup("SELECT max(created_at) > ? FROM rollouts", [updated_at])[0][0]:
         return "new rollouts"
-    if in_sync(store, spec.name, rows):
+    if in_sync(seen, spec.name):
         return "unchanged"
     return "new rows" if item.whole_set else "incremental"
 
 
-def rows_fingerprint(store: Store) -> tuple:
-    """(count, latest created_at) of trajectories: cheap to compare on every run."""
-    return store.lookup("SELECT count(*), max(created_at) FROM trajectories")[0]
-
-
-def in_sync(store: Store, name: str, rows: tuple) -> bool:
+def in_sync(seen: Seen, name: str) -> bool:
     """Does the filter hold one verdict per current trajectory, none older than its row?
 
     The same count and no verdict whose trajectory is gone say the same rows (the runner keeps one
-    verdict per trajectory and filter; the check is an index lookup per verdict); no row written after
-    the filter's last verdicts says none was rewritten since (every run leaves each verdict no older
-    than its row, so a later write is the only way to be out of date). Timestamps are ISO text in the
-    file: compared as text, in time order. When unsure, the caller looks row by row.
+    verdict per trajectory and filter); no row written after the filter's last verdicts says none was
+    rewritten since (every run leaves each verdict no older than its row, so a later write is the only
+    way to be out of date). When unsure, the caller looks row by row.
     """
-    count, last_run = store.lookup("SELECT count(*), max(created_at) FROM filter_verdicts WHERE filter = ?", [name])[0]
-    newest_row = rows[1]
+    count, last_run, orphans = seen.verdicts.get(name, (0, None, 0))
+    total, newest_row = seen.rows
     rewritten = newest_row is not None and (last_run is None or newest_row > last_run)
-    if count != rows[0] or rewritten:
-        return False
-    (orphans,) = store.lookup(
-        "SELECT count(*) FROM filter_verdicts v WHERE filter = ? AND NOT EXISTS "
-        "(SELECT 1 FROM trajectories t WHERE t.trajectory_id = v.trajectory_id)",
-        [name],
-    )[0]
-    return orphans == 0
+    return count == total and not rewritten and orphans == 0
