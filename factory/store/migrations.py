@@ -117,8 +117,6 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     ("0002_change_log", change_log_migration()),  # store/changes.py: copies catch up instead of starting over
-    # The filter runner's "did any trajectory change since" check (max(created_at)) reads an index, not 1 GB of rows.
-    ("0003_trajectories_created_at", "CREATE INDEX trajectories_created_at ON trajectories (created_at)"),
 ]
 
 
