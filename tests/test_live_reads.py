@@ -31,11 +31,12 @@ def smoke(server, run_dir, n, model="m"):
 
 
 def start_slow_smoke(server, run_dir):
-    """A `factory smoke` of 600 calls (0.1 s each, 4 in flight: 15 s or more until the test speeds the server up),
-    one topic refused."""
+    """A `factory smoke` of 600 calls (0.3 s each, 4 in flight: 45 s or more until the test speeds the server up),
+    one topic refused. Beside two CPU burners the looks before the watch took over 15 s: at 0.1 s a call the run
+    had ended before the watch's first look."""
     from loopback_server import Action
 
-    server.default = Action(delay_s=0.1)
+    server.default = Action(delay_s=0.3)
     server.route("tracking a parcel", *[Action(status=400, body=ERROR_REPLY) for _ in range(100)])
     proc = smoke(server, run_dir, 600)
     deadline = time.monotonic() + 60
