@@ -116,3 +116,13 @@ def test_a_copy_holds_the_columns_asked_and_takes_a_bulky_one_on_when_a_query_na
     assert store.query("SELECT trajectory_id, turns FROM trajectories ORDER BY 1") == [("a", "[1]"), ("b", "[2]")]
     columns = [row[0] for row in store.query("DESCRIBE trajectories")]
     assert columns == [row[1] for row in store.lookup("PRAGMA table_info(trajectories)")]  # the table's own order
+
+
+def test_the_filter_runner_s_own_duckdb_spills_under_the_temp_folder_not_the_working_one(tmp_path):
+    """DuckDB's default temp_directory is `.tmp` in the working folder: a user's folder would get one."""
+    import tempfile
+
+    store = Store(tmp_path / "f.sqlite")
+    store.reader.isolate()  # as the filter runner does before shutting host files
+    spill = store.query("SELECT current_setting('temp_directory')")[0][0]
+    assert spill.startswith(tempfile.gettempdir()) and ".tmp" not in spill.split("/")

@@ -23,11 +23,17 @@ _PROCESS: dict[str, object] = {"pid": None}  # the instance, and a connection to
 _NUMBERS = itertools.count()
 
 
+def _connect() -> duckdb.DuckDBPyConnection:
+    """A DuckDB instance whose copies spill past its memory limit under the temp folder, not into
+    `.tmp` in the working folder (DuckDB's default)."""
+    return duckdb.connect(
+        config={"temp_directory": os.path.join(tempfile.gettempdir(), f"factory-duckdb-{os.getpid()}")}
+    )
+
+
 def _instance() -> duckdb.DuckDBPyConnection:
     if _PROCESS["pid"] != os.getpid():  # a forked child must not touch its parent's instance
-        # Copies bigger than DuckDB's memory limit spill here (by default `.tmp` in the working folder).
-        spill = os.path.join(tempfile.gettempdir(), f"factory-duckdb-{os.getpid()}")
-        instance = duckdb.connect(config={"temp_directory": spill})
+        instance = _connect()
         _PROCESS.update(pid=os.getpid(), instance=instance, parser=instance.cursor())
     return _PROCESS["instance"]  # type: ignore[return-value]
 
@@ -65,7 +71,7 @@ class Catalog:
         self.private = private
         with _LOCK:
             self.name = "memory" if private else f"store_{next(_NUMBERS)}"
-            self.con = duckdb.connect() if private else _instance().cursor()
+            self.con = _connect() if private else _instance().cursor()
         if not private:
             self.con.execute(f"ATTACH ':memory:' AS {self.name}")
             self.con.execute(f"USE {self.name}")

@@ -23,7 +23,7 @@ import re
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -68,6 +68,8 @@ DEFINED = re.compile(
     r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?(?:VIEW|TABLE|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?(\w+)",
     re.I,
 )
+
+T = TypeVar("T")
 
 
 def written_table(sql: str) -> str:
@@ -339,24 +341,21 @@ class Reader:
             self.view_sql[match.group(1).lower()] = sql
 
     def query(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
-        self.prepare(sql)
-        try:
-            return self.duck.execute(sql, params or [])
-        except duckdb.Error:
-            if not self.lost_a_base():
-                raise
-        self.prepare(sql)
-        return self.duck.execute(sql, params or [])
+        return self._run(sql, lambda: self.duck.execute(sql, params or []))
 
     def arrow_table(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        return self._run(sql, lambda: self.duck.sql(sql, params=params or None).to_arrow_table())
+
+    def _run(self, sql: str, run: Callable[[], T]) -> T:
+        """`run` the query once its copies are current; once more if a base it read was deleted meanwhile."""
         self.prepare(sql)
         try:
-            return self.duck.sql(sql, params=params or None).to_arrow_table()
+            return run()
         except duckdb.Error:
             if not self.lost_a_base():
                 raise
         self.prepare(sql)
-        return self.duck.sql(sql, params=params or None).to_arrow_table()
+        return run()
 
     def close(self) -> None:
         if self.catalog is not None:
