@@ -60,7 +60,7 @@ async def bounded(conversations: list, concurrency: int, call: Callable[[list], 
 
 
 class FactoryClient:
-    note = "LLMClient.complete_many, pydantic response_model, cache=False, DuckDB call log"
+    note = "LLMClient.complete_many, pydantic response_model, cache=False, its SQLite call log"
 
     def load(self) -> None:
         from factory.llm import LLMClient, LLMConfig, Request

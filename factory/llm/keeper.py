@@ -1,5 +1,5 @@
-"""The client's side of the call log: commit each attempt and answer as it happens,
-and stop the client at the first write that fails.
+"""The client's side of the call log: log each attempt and answer as it happens (committed with
+the rest of the event loop's turn), and stop the client at the first write that fails.
 
 A store that cannot be written (a full disk) is not one request's failure: a
 batch that went on would pay for answers it cannot keep. So the first failed
@@ -45,9 +45,9 @@ class LogKeeper:
         if self.log is not None and self.log.failure is None:
             self.log.failure = exc
 
-    def _logged(self, write, *args: Any) -> None:
+    def _logged(self, write, *args: Any) -> Any:
         try:
-            write(*args)
+            return write(*args)
         except StoreWriteError as exc:
             self._fail(exc)
             _quiet_current_task()
@@ -64,29 +64,50 @@ class LogKeeper:
         if self.closing:
             raise asyncio.CancelledError()
 
-    def before_attempt(self, key: str, number: int, log_now: bool = True) -> None:
+    def before_attempt(self, key: str, number: int, log_now: bool = True) -> asyncio.Future | None:
         """The sender's hook: nothing more is sent after a failure; the attempt is logged here
         when the transport cannot say when it left (`log_now`), else by attempt_sent."""
         self.check_can_send()
-        if log_now:
-            self.attempt_sent(key, number)
+        return self.attempt_sent(key, number) if log_now else None
 
-    def attempt_sent(self, key: str, number: int) -> None:
-        """The request is on the wire: log it now, so a kill from here on still counts it."""
+    def attempt_sent(self, key: str, number: int) -> asyncio.Future | None:
+        """The request is leaving: log it. The future is done once the turn's commit holds it; the
+        request waits for it before a byte leaves, so a kill from there on still counts the attempt
+        (it raises StoreWriteError if the commit failed)."""
         self.on_wire.add(key)  # until its row is recorded: a call cancelled meanwhile is logged as cancelled
-        if self.log is not None:
-            self._logged(self.log.attempt, key, number)
+        if self.log is None:
+            return None
+        return self._logged(self.log.attempt, key, number)
 
-    def record(self, row: dict[str, Any]) -> None:
+    def record(self, row: dict[str, Any], now: bool = False) -> asyncio.Future | None:
+        """Queue a finished call's row: a future done once it is committed (see committed), or with
+        `now` (a path that cannot wait) committed at once."""
         self.on_wire.discard(row.get("request_hash"))
-        if self.log is not None:
-            self._logged(self.log.record, row)
+        if self.log is None:
+            return None
+        done = self._logged(self.log.record, row)
+        if now and done is not None:
+            self.log.flush()
+        return done
+
+    async def committed(self, done: asyncio.Future | None) -> None:
+        """Wait for a recorded row's commit; StoreWriteError (stopping every client) if it failed."""
+        if done is None:
+            return
+        try:
+            await done
+        except StoreWriteError as exc:
+            self._fail(exc)
+            _quiet_current_task()
+            raise
 
     async def close(self, inflight: list[asyncio.Future], wait_s: float, on_error: bool = False) -> None:
         """Leaving on an error or after a failure, calls on the wire are waited for first: their
         answers are paid for, and kept if the store takes them."""
-        if self.log is not None and self.log.failure is not None:
-            self._fail(self.log.failure)
+        if self.log is not None:
+            self.log.flush()
+            if self.log.failure is not None:
+                self._fail(self.log.failure)
         if (on_error or self.failure is not None) and inflight:
             self.closing = True
             await asyncio.wait(inflight, timeout=wait_s)

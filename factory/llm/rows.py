@@ -50,11 +50,9 @@ PENDING_SQL = (
 DONE_SQL = "DELETE FROM llm_pending WHERE request_hash = ?"
 
 
-def write_answer(store: Store, row: dict[str, Any]) -> None:
-    """A finished call's row, and its attempts leave llm_pending: one transaction."""
-    store.commit(
-        ("llm_calls", "llm_pending"), [(UPSERT_SQL, [row.get(c) for c in COLUMNS]), (DONE_SQL, [row["request_hash"]])]
-    )
+def answer_params(row: dict[str, Any]) -> list[Any]:
+    """UPSERT_SQL's parameters for a finished call's row (DONE_SQL then takes its attempts out of llm_pending)."""
+    return [row.get(c) for c in COLUMNS]
 
 
 def lost_calls(store: Store) -> list[tuple[str, dict[str, Any], int]]:

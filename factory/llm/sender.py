@@ -53,13 +53,14 @@ def estimate_tokens(body: dict[str, Any]) -> int:
 
 
 class Sender:
-    def __init__(self, transport, config: LLMConfig, before_attempt: Callable[[str, int, bool], None] | None = None,
-                 attempt_sent: Callable[[str, int], None] | None = None):  # fmt: skip
+    def __init__(self, transport, config: LLMConfig, before_attempt: Callable[[str, int, bool], Any] | None = None,
+                 attempt_sent: Callable[[str, int], Any] | None = None):  # fmt: skip
         self.transport = transport
         self.config = config
         # before_attempt(key, number, log_now) runs just before each HTTP attempt: it raises to send
         # nothing more once the store cannot be written, and logs the attempt when the transport
-        # cannot say when the request left; attempt_sent(key, number) logs it when it can.
+        # cannot say when the request left; attempt_sent(key, number) logs it when it can. Both return
+        # the log's commit to wait for (or None), so an attempt is committed before it leaves.
         self.before_attempt = before_attempt
         self.attempt_sent = attempt_sent if getattr(transport, "notices_sends", False) else None
         # A batch API queues requests under its own limits (enqueued tokens per model), not the synchronous
@@ -94,7 +95,9 @@ class Sender:
         await self.limiter.acquire(estimate)
         number = tally.attempts + 1
         if self.before_attempt is not None:
-            self.before_attempt(key, number, self.attempt_sent is None)
+            logged = self.before_attempt(key, number, self.attempt_sent is None)
+            if logged is not None:
+                await logged  # the call log holds the attempt before it is sent
         tally.attempts = number
         ticket, timed_out = IN_FLIGHT.begin(key, number), False
         try:

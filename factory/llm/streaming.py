@@ -126,7 +126,7 @@ class StreamingTransport(OpenAICompatTransport):
         self,
         body: dict[str, Any],
         request_hash: str | None = None,
-        on_sent: Callable[[], None] | None = None,
+        on_sent: Callable[[], Any] | None = None,
         ticket: int | None = None,
     ) -> Reply:
         session = self._get_session()

@@ -241,7 +241,7 @@ def parse_completion(payload: bytes, headers: Any = None) -> Reply:
 
 # Whom to tell that the request this task is sending has left. A context variable: aiohttp sends a
 # request in the task that asked for it, and every call runs in a task of its own.
-ON_SENT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("on_sent", default=None)
+ON_SENT: contextvars.ContextVar[Callable[[], Any] | None] = contextvars.ContextVar("on_sent", default=None)
 
 
 class NoticedRequest(aiohttp.ClientRequest):
@@ -254,13 +254,16 @@ class NoticedRequest(aiohttp.ClientRequest):
     async def send(self, conn: Any) -> Any:
         on_sent = ON_SENT.get()
         if on_sent is not None:
-            on_sent()
+            logged = on_sent()
+            if logged is not None:
+                await logged  # the call log's commit of this attempt, shared with the turn's other writes
         return await super().send(conn)
 
 
 class OpenAICompatTransport:
-    # chat() takes `on_sent`, called once the request's headers are on the wire: the call log
-    # counts an attempt then, not before a wait for a connection that a kill may cut short.
+    # chat() takes `on_sent`, called once the request holds a connection, before it writes its headers,
+    # and awaited if it returns an awaitable (the call log's commit of the attempt): the call log counts
+    # an attempt then, not before a wait for a connection that a kill may cut short.
     notices_sends = True
     one_shot = False  # a connection per request (streaming.py: llama.cpp closes one after a stream)
 
@@ -282,7 +285,7 @@ class OpenAICompatTransport:
         return self._session
 
     async def chat(
-        self, body: dict[str, Any], request_hash: str | None = None, on_sent: Callable[[], None] | None = None
+        self, body: dict[str, Any], request_hash: str | None = None, on_sent: Callable[[], Any] | None = None
     ) -> Reply:
         session = self._get_session()
         # The request hash travels as a header so server-side logs can be joined to llm_calls.

@@ -43,7 +43,7 @@ class Queued:
     item: bytes  # the request as the protocol sends it
     request_hash: str | None
     futures: list[asyncio.Future] = field(default_factory=list)
-    on_sent: list[Callable[[], None]] = field(default_factory=list)
+    on_sent: list[Callable[[], Any]] = field(default_factory=list)
 
 
 class BatchTransport:
@@ -65,7 +65,7 @@ class BatchTransport:
         self._load_lock = asyncio.Lock()
 
     async def chat(
-        self, body: dict[str, Any], request_hash: str | None = None, on_sent: Callable[[], None] | None = None
+        self, body: dict[str, Any], request_hash: str | None = None, on_sent: Callable[[], Any] | None = None
     ) -> Reply:
         if self.failure is not None:
             raise self.failure
