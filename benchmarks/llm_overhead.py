@@ -11,7 +11,7 @@ chat completion after --delay seconds, so wall time above the ideal
 the same batch in a fresh worker process of its own, one after another:
 
 - factory: LLMClient.complete_many with a pydantic response model, cache off,
-  and its real DuckDB call log (checked afterwards: one ok row per request);
+  and its real SQLite call log (checked afterwards: one ok row per request);
 - aiohttp: the floor, raw POSTs from one ClientSession (TCPConnector limit = concurrency);
 - openai: AsyncOpenAI with its default httpx transport and limits, max_retries=0;
 - litellm: litellm.acompletion(model="openai/bench", api_base=..., num_retries=0).
