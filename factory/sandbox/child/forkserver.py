@@ -17,8 +17,11 @@ Messages are JSON; the socket is the parent's and the server's alone (children c
 
 import array
 
-# The children read /proc with encoding="ascii" (privileges.py, worker.py): imported here once, not
-# looked up along sys.path in every run (1-1.7 ms of a print(1) run's ~15, measured A/B).
+# What every run imports: the children read /proc with encoding="ascii" (privileges.py, worker.py), and the
+# worker's guards replace _posixsubprocess.fork_exec. Imported here once, not looked up along sys.path and
+# loaded in every run (encodings.ascii: 1-1.7 ms of a print(1) run's ~15, measured A/B; _posixsubprocess,
+# a shared library: ~0.4 ms fresh, 0.8 ms of the worker's time in a traced run).
+import _posixsubprocess  # noqa: F401
 import encodings.ascii  # noqa: F401
 import json
 import os
