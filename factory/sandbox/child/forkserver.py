@@ -15,13 +15,12 @@ another process yet, and an id, unlike a process number, is never given twice.
 Messages are JSON; the socket is the parent's and the server's alone (children close it).
 """
 
-import array
-
-# What every run imports: the children read /proc with encoding="ascii" (privileges.py, worker.py), and the
-# worker's guards replace _posixsubprocess.fork_exec. Imported here once, not looked up along sys.path and
-# loaded in every run (encodings.ascii: 1-1.7 ms of a print(1) run's ~15, measured A/B; _posixsubprocess,
-# a shared library: ~0.4 ms fresh, 0.8 ms of the worker's time in a traced run).
+# What every run imports besides the server's own modules: the children read /proc with encoding="ascii"
+# (privileges.py, worker.py), and the worker's guards replace _posixsubprocess.fork_exec. Imported here
+# once, not looked up along sys.path and loaded in every run (encodings.ascii: 1-1.7 ms of a print(1) run's
+# ~15, measured A/B; _posixsubprocess, a shared library: ~0.4 ms fresh, 0.8 ms of a traced run's worker).
 import _posixsubprocess  # noqa: F401
+import array
 import encodings.ascii  # noqa: F401
 import json
 import os
