@@ -12,6 +12,8 @@ the same batch in a fresh worker process of its own, one after another:
 
 - factory: LLMClient.complete_many with a pydantic response model, cache off,
   and its real SQLite call log (checked afterwards: one ok row per request);
+- factory-nolog: the same client without a store, so without the call log: the
+  difference between the two rows is what the log's durability costs;
 - aiohttp: the floor, raw POSTs from one ClientSession (TCPConnector limit = concurrency);
 - openai: AsyncOpenAI with its default httpx transport and limits, max_retries=0;
 - litellm: litellm.acompletion(model="openai/bench", api_base=..., num_retries=0).
@@ -51,7 +53,7 @@ from typing import Any, Iterator
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "tests" / "loopback_server.py"
 DEFAULT_OUTPUT = ROOT / "benchmarks" / "results" / "llm_overhead.json"
-CLIENTS = ("factory", "aiohttp", "openai", "litellm")
+CLIENTS = ("factory", "factory-nolog", "aiohttp", "openai", "litellm")
 PACKAGES = ("aiohttp", "openai", "httpx", "litellm", "duckdb", "orjson", "pydantic")
 TARGET_WALL_RATIO = 1.3
 TARGET_CPU_MS = 0.6
@@ -244,19 +246,19 @@ def print_table(results: list[dict[str, Any]], ideal_s: float, repeat: int) -> N
     print(f"\nideal wall time (requests / concurrency * delay): {ideal_s:.2f} s")
     if repeat > 1:
         print(f"figures are medians of {repeat} runs per client (errors: total over the runs)")
-    header = f"{'client':<9} {'wall s':>8} {'x floor':>8} {'x ideal':>8} {'CPU ms/req':>11} {'peak MiB':>9} {'import s':>9} {'errors':>7}"
+    header = f"{'client':<13} {'wall s':>8} {'x floor':>8} {'x ideal':>8} {'CPU ms/req':>11} {'peak MiB':>9} {'import s':>9} {'errors':>7}"
     print(header)
     print("-" * len(header))
     for r in results:
         if "failed" in r:
-            print(f"{r['name']:<9} FAILED: {r['failed'][-600:]}")
+            print(f"{r['name']:<13} FAILED: {r['failed'][-600:]}")
             continue
         print(
-            f"{r['name']:<9} {r['wall_s']:>8.2f} {fmt(r['ratio_to_floor'], '.2f'):>8} {r['ratio_to_ideal']:>8.2f}"
+            f"{r['name']:<13} {r['wall_s']:>8.2f} {fmt(r['ratio_to_floor'], '.2f'):>8} {r['ratio_to_ideal']:>8.2f}"
             f" {r['cpu_ms_per_request']:>11.3f} {r['peak_rss_mib']:>9.1f} {r['import_s']:>9.2f} {r['errors']:>7}"
         )
         for problem in r["problems"] + r["error_samples"]:
-            print(f"{'':<9} ! {problem}")
+            print(f"{'':<13} ! {problem}")
 
 
 def print_targets(verdict: dict[str, Any] | None) -> None:

@@ -93,6 +93,17 @@ class FactoryClient:
         return [f"llm_calls holds {total} rows ({ok} ok), expected {n} ok rows"]
 
 
+class FactoryNoLogClient(FactoryClient):
+    note = "the same LLMClient without a store: no call log (the factory row minus this one is what the log costs)"
+
+    async def open(self, url: str, concurrency: int) -> None:
+        config = self.LLMConfig(model=MODEL, base_url=url, concurrency=concurrency, cache=False)
+        self.llm = await self.LLMClient(config, None, run_id="bench").start()
+
+    def check(self, n: int) -> list[str]:
+        return []
+
+
 class AiohttpClient:
     note = "raw aiohttp POSTs: one ClientSession, TCPConnector(limit=concurrency), orjson body, resp.json()"
 
@@ -187,4 +198,10 @@ class LiteLLMClient:
         return []
 
 
-CLIENT_CLASSES = {"factory": FactoryClient, "aiohttp": AiohttpClient, "openai": OpenAIClient, "litellm": LiteLLMClient}
+CLIENT_CLASSES = {
+    "factory": FactoryClient,
+    "factory-nolog": FactoryNoLogClient,
+    "aiohttp": AiohttpClient,
+    "openai": OpenAIClient,
+    "litellm": LiteLLMClient,
+}
