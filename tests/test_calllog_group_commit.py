@@ -2,13 +2,16 @@
 and an answer is still committed before its caller gets it."""
 
 import asyncio
+import contextlib
 import sqlite3
+import time
 
 import pytest
+from loopback_server import HASH_HEADER, Action, LoopbackServer
 from test_llm_faults import ask
 
 from factory.errors import StoreWriteError
-from factory.llm import LLMClient
+from factory.llm import LLMClient, LLMConfig
 from factory.llm.calllog import CallLog
 from factory.store import Store, utcnow
 
@@ -100,3 +103,41 @@ def test_a_cached_answer_queued_this_turn_is_found(counted):
 
     row = asyncio.run(turn())
     assert row is not None and row["response"] == "answer a"
+
+
+class LookingServer(LoopbackServer):
+    """A loopback server that, as each request arrives, reads the store's pending attempts from a connection of its own."""
+
+    def __init__(self, store_path):
+        super().__init__()
+        self.store_path, self.pending_seen = store_path, []
+
+    async def _handle(self, request):
+        key = request.headers.get(HASH_HEADER)
+        with contextlib.closing(sqlite3.connect(self.store_path)) as other:
+            rows = other.execute("SELECT attempts FROM llm_pending WHERE request_hash = ?", [key]).fetchall()
+        self.pending_seen.append(rows)
+        return await super()._handle(request)
+
+
+def test_each_attempt_is_committed_before_the_server_sees_it(tmp_path, monkeypatch):
+    """The turn's commit is shared, but a request waits for it before a byte leaves: a kill after the send still
+    counts it. Each commit is slowed down, so a request sent before its commit ended would be seen without it."""
+    commit = Store.commit
+    monkeypatch.setattr(Store, "commit", lambda store, *args: (time.sleep(0.05), commit(store, *args))[1])
+    server = LookingServer(tmp_path / "s.sqlite")
+    server.route("retry", Action(status=500))  # a second attempt of one call: its row shows attempts 2
+    server.start_in_thread()
+    config = LLMConfig(model="loopback", base_url=server.base_url, backoff_base_s=0.01, backoff_max_s=0.02)
+
+    async def go():
+        async with LLMClient(config, Store(tmp_path / "s.sqlite"), run_id="r1") as llm:
+            return await asyncio.gather(*(llm.run(ask(f"q{i} ")) for i in range(16)), llm.run(ask("retry")))
+
+    try:
+        results = asyncio.run(go())
+    finally:
+        server.stop()
+    assert all(r.ok for r in results)
+    assert len(server.pending_seen) == 18
+    assert sorted(server.pending_seen) == [[(1,)]] * 17 + [[(2,)]]
