@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import gc
 import time
 from typing import Any, AsyncIterator, Iterable
 
@@ -24,6 +23,7 @@ from tqdm.auto import tqdm
 
 from ..errors import SendingStopped
 from ..store import Store, utcnow
+from . import young_gc
 from .batch.setup import batch_endpoint, batch_transport
 from .calllog import CallLog
 from .config import LLMConfig
@@ -48,18 +48,6 @@ from .structured import (
 from .transport import Reply, TransportError
 
 DOWNGRADE = {"json_schema": "json_object", "json_object": "prompt"}
-CPYTHON_YOUNG_THRESHOLD = 700
-
-
-def fewer_young_collections() -> None:
-    """Collect the young generation every 5,000 allocations, not 700. Each call allocates some 40
-    containers, so at thousands of calls a second the default ran a collection every ~20 calls, each
-    scanning the objects of every call in flight: 10-20% of the client's CPU (benchmarks/llm_overhead.py).
-    Most of them are freed by reference counting anyway. Only CPython's default is changed: a threshold
-    the program chose stays its own."""
-    young, *older = gc.get_threshold()
-    if young == CPYTHON_YOUNG_THRESHOLD:
-        gc.set_threshold(5000, *older)
 
 
 class LLMClient:
@@ -108,7 +96,7 @@ class LLMClient:
         if self._mode == "auto":
             self._mode = "json_schema" if self.endpoint.json_schema else "json_object"
         self.keeper.open(self.store)
-        fewer_young_collections()
+        young_gc.client_opened()
         self._started = True
 
     def _make_transport(self, endpoint: Endpoint):
@@ -123,10 +111,14 @@ class LLMClient:
     async def close(self, on_error: bool = False) -> None:
         """Flush and close; raises StoreWriteError when the call log could not be written.
         on_error: the batch is ending on an exception; its calls still on the wire finish first."""
-        await self.keeper.close(list(self._inflight.values()), self.config.close_wait_s(), on_error)
-        if self.sender is not None:
-            await self.sender.close()
-        self._started = False
+        try:
+            await self.keeper.close(list(self._inflight.values()), self.config.close_wait_s(), on_error)
+            if self.sender is not None:
+                await self.sender.close()
+        finally:
+            if self._started:
+                young_gc.client_closed()
+            self._started = False
         self.keeper.check()
 
     async def __aenter__(self) -> "LLMClient":
