@@ -125,7 +125,6 @@ class CallLog:
         self.spent_usd += row["cost_usd"] or 0.0  # this call's own cost: the spend cap reads it
         if row["status"] == "ok":
             self.ok_keys.add(key)
-
         return done
 
     def hit(self, key: str) -> None:

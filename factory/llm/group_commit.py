@@ -3,9 +3,10 @@
 A commit per attempt and per answer cost 40% of the client's CPU at a few thousand calls a second
 (benchmarks/llm_overhead.py). A write queued here is committed with every other write its event loop
 queues in the same turn, by a callback the first one schedules: no timer, so no wait is added, and at a
-trickle of replies each is still its own commit. An answer's writer awaits its commit, so a caller gets a
-result only once it is kept (a kill loses nothing it was handed); an attempt is logged from the moment its
-request leaves, in a callback that cannot wait, and is committed at the end of that turn.
+trickle of replies each is still its own commit. Writers wait for their commit: a caller gets a result
+only once its answer is kept (a kill loses nothing it was handed), and a request is sent only once its
+attempt is (a kill after the send still counts it: transport.NoticedRequest). A cache hit's count is
+not waited for.
 
 Outside a running event loop a write is committed at once. A failed commit is handed to `on_failure`
 (the call log stops every client) and raised in the answers' writers waiting on it; it never escapes
