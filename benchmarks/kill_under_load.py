@@ -21,8 +21,10 @@ more to completion. Reported:
 - rows, ok rows, wall time.
 Targets: resent_older_than_window 0 and a max age of milliseconds (the time a reply takes
 to reach the client), attempts_recorded == requests_seen. An attempt is committed to the log once its
-request's headers are on the wire (transport.NoticedRequest), so a kill that lands after that and
-before the server has read the whole request counts an attempt the server never saw (over, never under).
+request holds a connection, and the request waits for that commit before it writes its headers
+(transport.NoticedRequest; the commit is shared with the event-loop turn's other writes), so a kill that
+lands after that and before the server has read the whole request counts an attempt the server never
+saw (over, never under).
 Figures are printed and written to benchmarks/results/kill_under_load.json (one entry per --key).
 """
 
