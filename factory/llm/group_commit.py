@@ -24,6 +24,7 @@ from typing import Any, Callable
 from ..errors import StoreWriteError
 
 Statement = tuple[str, list[Any]]
+running_loop = asyncio.events._get_running_loop  # the running loop or None, without raising
 
 
 @dataclass
@@ -44,7 +45,7 @@ class GroupCommit:
     def add(self, tables: tuple[str, ...], statements: list[Statement], wait: bool = False) -> asyncio.Future | None:
         """Queue the statements for the end of this turn; with `wait`, a future done once they are committed.
         Outside a running loop they are committed now (raising StoreWriteError), and None is returned."""
-        loop = asyncio.events._get_running_loop()
+        loop = running_loop()
         if loop is None:
             self._write(tables, statements)
             return None
@@ -66,7 +67,7 @@ class GroupCommit:
 
     def flush(self) -> None:
         """Commit what this loop (or, outside one, every loop) has queued, now."""
-        loop = asyncio.events._get_running_loop()
+        loop = running_loop()
         for queued in [loop] if loop is not None else list(self._queued):
             self._flush_loop(queued)
 
@@ -100,7 +101,7 @@ def _settle(waiter: asyncio.Future, failure: BaseException | None) -> None:
             waiter.exception()  # retrieved: a writer cancelled meanwhile leaves no warning
 
     loop = waiter.get_loop()
-    if asyncio.events._get_running_loop() is loop:
+    if running_loop() is loop:
         finish()
         return
     with contextlib.suppress(RuntimeError):

@@ -29,7 +29,7 @@ from .migrations import MIGRATIONS, migration_statements
 from .reader import Reader
 from .reserve import DiskReserve
 from .runlocks import RunLocks
-from .values import sql_params, sql_value
+from .values import sql_params
 
 STORE_FILENAME = "factory.sqlite"
 OLD_STORE_FILENAME = "factory.duckdb"  # factory <= 0.37: convert with `factory store convert`
@@ -250,13 +250,13 @@ class Store:
             con.execute(sql, params)
 
     def commit(self, tables: tuple[str, ...], statements: list[tuple[str, list[Any]]]) -> None:
-        """Statements that write `tables` (and no other), in one transaction: the
-        lean path for the call log's commit per attempt and per answer (no nesting, no parsing)."""
+        """Statements that write `tables` (and no other), in one transaction: the lean path for the
+        call log's commit of each event-loop turn's writes (no nesting, no parsing)."""
         with self._lock, self._errors_named():
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 for sql, params in statements:
-                    self.db.execute(sql, [sql_value(v) for v in params])
+                    self.db.execute(sql, sql_params(params))
             except BaseException as exc:
                 self._undo(False, exc)
                 raise
